@@ -1,0 +1,151 @@
+// Package beads is Chorus's only access to tasks. One Store interface, two
+// backends: the real `bd` CLI (driven as a subprocess, argv only) and a
+// built-in store that keeps the same records in beads' JSONL interchange
+// format for machines without `bd`.
+package beads
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status values, as beads spells them.
+const (
+	StatusOpen       = "open"
+	StatusInProgress = "in_progress"
+	StatusBlocked    = "blocked"
+	StatusDeferred   = "deferred"
+	StatusClosed     = "closed"
+)
+
+// Labels Chorus gives meaning to.
+const (
+	LabelDeferred = "deferred" // excluded from ready by default
+	LabelFailed   = "failed"   // task hit maxIterations or its timeout
+)
+
+// Metadata keys Chorus stores in a task's metadata object.
+const (
+	MetaModel = "model"
+	MetaAgent = "agent"
+)
+
+// Dependency is one edge as beads records it: IssueID depends on
+// (is blocked by) DependsOnID when Type is "blocks".
+type Dependency struct {
+	IssueID     string    `json:"issue_id"`
+	DependsOnID string    `json:"depends_on_id"`
+	Type        string    `json:"type"`
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedBy   string    `json:"created_by,omitempty"`
+}
+
+// Task is one beads issue with the fields Chorus uses. Field names and JSON
+// tags follow beads' own records so the built-in JSONL file imports into bd.
+type Task struct {
+	ID                 string            `json:"id"`
+	Title              string            `json:"title"`
+	Description        string            `json:"description,omitempty"`
+	AcceptanceCriteria string            `json:"acceptance_criteria,omitempty"`
+	Notes              string            `json:"notes,omitempty"`
+	Status             string            `json:"status"`
+	Priority           int               `json:"priority"`
+	IssueType          string            `json:"issue_type,omitempty"`
+	Assignee           string            `json:"assignee,omitempty"`
+	CreatedAt          time.Time         `json:"created_at"`
+	CreatedBy          string            `json:"created_by,omitempty"`
+	UpdatedAt          time.Time         `json:"updated_at"`
+	StartedAt          *time.Time        `json:"started_at,omitempty"`
+	ClosedAt           *time.Time        `json:"closed_at,omitempty"`
+	CloseReason        string            `json:"close_reason,omitempty"`
+	Labels             []string          `json:"labels,omitempty"`
+	Dependencies       []Dependency      `json:"dependencies,omitempty"`
+	Metadata           map[string]any    `json:"metadata,omitempty"`
+}
+
+// HasLabel reports whether the task carries label l.
+func (t Task) HasLabel(l string) bool {
+	for _, x := range t.Labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// BlockedBy returns the ids of tasks this one depends on through blocking edges.
+func (t Task) BlockedBy() []string {
+	var out []string
+	for _, d := range t.Dependencies {
+		if d.IssueID == t.ID && (d.Type == "blocks" || d.Type == "") {
+			out = append(out, d.DependsOnID)
+		}
+	}
+	return out
+}
+
+// CreateOptions are the optional fields of a new task.
+type CreateOptions struct {
+	Priority    int // 0..4; default 2
+	Labels      []string
+	Deps        []string // ids the new task is blocked by
+	Description string
+	Acceptance  string
+	Model       string
+	Agent       string
+	Type        string // default "task"
+}
+
+// ReadyOptions filter the ready list.
+type ReadyOptions struct {
+	IncludeDeferred bool     // include tasks labelled deferred
+	ExcludeLabels   []string // in addition to deferred
+	IncludeLabels   []string // any-of
+}
+
+// Store is the one interface every part of Chorus uses for tasks.
+// Implementations are safe for concurrent use.
+type Store interface {
+	// Backend names the implementation ("bd" or "builtin").
+	Backend() string
+	Create(ctx context.Context, title string, opt CreateOptions) (Task, error)
+	Get(ctx context.Context, id string) (Task, error)
+	// List returns every task, closed ones included.
+	List(ctx context.Context) ([]Task, error)
+	// Ready returns open tasks whose blockers are all closed, ordered by
+	// priority then age (oldest first), deferred excluded unless asked.
+	Ready(ctx context.Context, opt ReadyOptions) ([]Task, error)
+	// Claim atomically moves an open task to in_progress assigned to actor.
+	// Exactly one of several concurrent claimers wins; the others get ErrClaimed.
+	Claim(ctx context.Context, id, actor string) (Task, error)
+	// Release returns a task to open and clears its assignee.
+	Release(ctx context.Context, id string) error
+	Close(ctx context.Context, id, reason string) error
+	Reopen(ctx context.Context, id string) error
+	// Block sets status blocked and appends reason to the notes.
+	Block(ctx context.Context, id, reason string) error
+	AddLabel(ctx context.Context, id, label string) error
+	RemoveLabel(ctx context.Context, id, label string) error
+	// Update replaces title/description/acceptance when the pointer is non-nil.
+	Update(ctx context.Context, id string, u Update) (Task, error)
+	AddDependency(ctx context.Context, id, dependsOn string) error
+}
+
+// Update holds optional field changes for Store.Update.
+type Update struct {
+	Title       *string
+	Description *string
+	Acceptance  *string
+	Priority    *int
+	Notes       *string // appended
+	Metadata    map[string]any
+}
+
+// Errors callers branch on.
+var (
+	ErrNotFound = errors.New("task not found")
+	ErrClaimed  = errors.New("task already claimed")
+	ErrNotOpen  = errors.New("task is not open")
+	ErrCycle    = errors.New("dependency would create a cycle")
+)

@@ -1,0 +1,3 @@
+module github.com/chorus-dev/chorus
+
+go 1.26.8

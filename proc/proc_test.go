@@ -1,0 +1,60 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunArgvNotShell(t *testing.T) {
+	// A shell would expand $(...) and split on ';'.
+	arg := "$(echo pwned); echo x 'q\"\n../"
+	r, err := Run(context.Background(), Spec{Argv: []string{"printf", "%s", arg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Stdout) != arg || r.ExitCode != 0 {
+		t.Fatalf("got %q rc=%d", r.Stdout, r.ExitCode)
+	}
+}
+
+func TestRunExitCodeIsNotError(t *testing.T) {
+	r, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", "echo oops >&2; exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode != 3 || FirstLine(r.Stderr) != "oops" {
+		t.Fatalf("rc=%d stderr=%q", r.ExitCode, r.Stderr)
+	}
+}
+
+func TestRunTimeoutKillsGroup(t *testing.T) {
+	// The child ignores SIGTERM and leaves a grandchild holding stdout.
+	script := `trap '' TERM; sleep 300 & echo started; wait`
+	r, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", script}, Timeout: 300 * time.Millisecond, Grace: 100 * time.Millisecond})
+	if !errors.Is(err, ErrTimeout) || !r.TimedOut {
+		t.Fatalf("want timeout, got %v", err)
+	}
+	if !strings.Contains(string(r.Stdout), "started") {
+		t.Fatalf("stdout %q", r.Stdout)
+	}
+}
+
+func TestRunMissingBinary(t *testing.T) {
+	_, err := Run(context.Background(), Spec{Argv: []string{"/nonexistent/chorus-nothing"}})
+	if err == nil {
+		t.Fatal("want error")
+	}
+}
+
+func TestOutputCapped(t *testing.T) {
+	r, err := Run(context.Background(), Spec{Argv: []string{"head", "-c", "100000", "/dev/zero"}, MaxOutput: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Stdout) != 1000 {
+		t.Fatalf("len %d", len(r.Stdout))
+	}
+}
