@@ -1,0 +1,125 @@
+// Package chorusdir owns the layout of a project's .chorus/ directory and the
+// small file primitives every writer of it needs: atomic replacement and the
+// append-only session log.
+package chorusdir
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Dir is a project's .chorus directory.
+type Dir struct {
+	Root string // the repository's main worktree
+	Path string // Root/.chorus
+}
+
+// At returns the layout for the repository whose main worktree is root.
+func At(root string) Dir { return Dir{Root: root, Path: filepath.Join(root, ".chorus")} }
+
+// Paths of the files Chorus keeps.
+func (d Dir) Config() string        { return filepath.Join(d.Path, "config.json") }
+func (d Dir) State() string         { return filepath.Join(d.Path, "state.json") }
+func (d Dir) SessionLog() string    { return filepath.Join(d.Path, "session-log.jsonl") }
+func (d Dir) PlanningState() string { return filepath.Join(d.Path, "planning-state.json") }
+func (d Dir) Lock() string          { return filepath.Join(d.Path, "chorus.lock") }
+func (d Dir) Logs() string          { return filepath.Join(d.Path, "logs") }
+func (d Dir) Prompts() string       { return filepath.Join(d.Path, "prompts") }
+func (d Dir) Hooks() string         { return filepath.Join(d.Path, "hooks") }
+func (d Dir) Patterns() string      { return filepath.Join(d.Path, "PATTERNS.md") }
+func (d Dir) TaskRules() string     { return filepath.Join(d.Path, "task-rules.md") }
+func (d Dir) Worktrees() string     { return filepath.Join(d.Root, ".worktrees") }
+func (d Dir) Learnings() string     { return filepath.Join(d.Root, ".agent", "learnings.md") }
+
+// Exists reports whether the .chorus directory is present.
+func (d Dir) Exists() bool {
+	st, err := os.Stat(d.Path)
+	return err == nil && st.IsDir()
+}
+
+// WriteAtomic replaces path with data so that a reader, or a crash at any
+// moment, sees either the old or the new content: temp file, fsync, rename,
+// fsync of the directory.
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Entry is one line of session-log.jsonl.
+type Entry struct {
+	TS      time.Time      `json:"ts"`
+	Mode    string         `json:"mode"`
+	Event   string         `json:"event"`
+	Details map[string]any `json:"details"`
+}
+
+var logMu sync.Mutex
+
+// AppendLog appends one JSON line to the session log. Each line is written
+// with a single O_APPEND write so lines from concurrent processes never
+// interleave.
+func (d Dir) AppendLog(mode, event string, details map[string]any) error {
+	if details == nil {
+		details = map[string]any{}
+	}
+	b, err := json.Marshal(Entry{TS: time.Now().UTC().Truncate(time.Second), Mode: mode, Event: event, Details: details})
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	logMu.Lock()
+	defer logMu.Unlock()
+	if err := os.MkdirAll(d.Path, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(d.SessionLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		return fmt.Errorf("session log: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,392 @@
+// Package config owns .chorus/config.json: the typed configuration, its
+// defaults, the layering (defaults < user file < project file < CHORUS_*
+// environment) and validation. Viper is used here and nowhere else.
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Version is the config format version written by init.
+const Version = "3.2"
+
+// Mode values.
+const (
+	ModeSemiAuto  = "semi-auto"
+	ModeAutopilot = "autopilot"
+)
+
+// Modes lists the allowed values of Config.Mode.
+var Modes = []string{ModeSemiAuto, ModeAutopilot}
+
+// Config is the whole of .chorus/config.json.
+type Config struct {
+	Version         string           `json:"version" mapstructure:"version"`
+	Project         Project          `json:"project" mapstructure:"project"`
+	QualityCommands []QualityCommand `json:"qualityCommands" mapstructure:"qualitycommands"`
+	Mode            string           `json:"mode" mapstructure:"mode"`
+	Agents          Agents           `json:"agents" mapstructure:"agents"`
+	Completion      Completion       `json:"completion" mapstructure:"completion"`
+	Merge           Merge            `json:"merge" mapstructure:"merge"`
+	Worktree        Worktree         `json:"worktree" mapstructure:"worktree"`
+	TUI             TUI              `json:"tui" mapstructure:"tui"`
+	Checkpoints     Checkpoints      `json:"checkpoints" mapstructure:"checkpoints"`
+	Budget          Budget           `json:"budget" mapstructure:"budget"`
+	CreatedAt       string           `json:"createdAt,omitempty" mapstructure:"createdat"`
+	UpdatedAt       string           `json:"updatedAt,omitempty" mapstructure:"updatedat"`
+}
+
+// Project describes the repository Chorus works on.
+type Project struct {
+	Name         string `json:"name" mapstructure:"name"`
+	Type         string `json:"type" mapstructure:"type"`
+	TaskIDPrefix string `json:"taskIdPrefix" mapstructure:"taskidprefix"`
+}
+
+// QualityCommand is one of the user's own shell commands that gate
+// completion and merges.
+type QualityCommand struct {
+	Name           string `json:"name" mapstructure:"name"`
+	Command        string `json:"command" mapstructure:"command"`
+	Required       bool   `json:"required" mapstructure:"required"`
+	Order          int    `json:"order" mapstructure:"order"`
+	TimeoutMinutes int    `json:"timeoutMinutes,omitempty" mapstructure:"timeoutminutes"`
+}
+
+// Timeout is the command's limit (10 minutes when unset).
+func (q QualityCommand) Timeout() time.Duration {
+	if q.TimeoutMinutes <= 0 {
+		return 10 * time.Minute
+	}
+	return time.Duration(q.TimeoutMinutes) * time.Minute
+}
+
+// Agents configures which agent CLIs run and how many at once.
+type Agents struct {
+	Default        string                  `json:"default" mapstructure:"default"`
+	MaxParallel    int                     `json:"maxParallel" mapstructure:"maxparallel"`
+	TimeoutMinutes int                     `json:"timeoutMinutes" mapstructure:"timeoutminutes"`
+	Available      map[string]AgentProfile `json:"available" mapstructure:"available"`
+}
+
+// Prompt delivery for an agent profile.
+const (
+	PromptArg   = "arg"   // last argv element
+	PromptStdin = "stdin" // written to stdin, then closed (headless)
+	PromptType  = "type"  // typed into the live terminal after start
+)
+
+// Output formats a headless profile emits.
+const (
+	FormatTerminal   = ""                   // plain terminal output
+	FormatClaudeJSON = "claude-stream-json" // claude -p --output-format stream-json
+	FormatCodexJSON  = "codex-json"         // codex exec --json
+)
+
+// AgentProfile says how to start one agent CLI.
+type AgentProfile struct {
+	Command            string            `json:"command" mapstructure:"command"`
+	Args               []string          `json:"args" mapstructure:"args"`
+	Prompt             string            `json:"prompt,omitempty" mapstructure:"prompt"`
+	ModelFlag          string            `json:"modelFlag,omitempty" mapstructure:"modelflag"`
+	AllowModelOverride bool              `json:"allowModelOverride" mapstructure:"allowmodeloverride"`
+	// Env holds KEY=VALUE pairs added to the agent's environment (a list,
+	// not an object, so key case survives the loader).
+	Env []string `json:"env,omitempty" mapstructure:"env"`
+	// ExitInput is typed to ask an interactive agent to quit (e.g. "/exit");
+	// empty means end it with SIGTERM.
+	ExitInput string `json:"exitInput,omitempty" mapstructure:"exitinput"`
+	Format    string `json:"format,omitempty" mapstructure:"format"`
+	// InjectContext adds AGENTS.md, PATTERNS.md and learnings to the prompt,
+	// for CLIs that do not read project context themselves.
+	InjectContext bool `json:"injectContext" mapstructure:"injectcontext"`
+}
+
+// Completion configures when a task counts as done.
+type Completion struct {
+	Signal        string `json:"signal" mapstructure:"signal"`
+	MaxIterations int    `json:"maxIterations" mapstructure:"maxiterations"`
+	// TaskTimeout is in minutes, like every duration in this file.
+	TaskTimeout      int `json:"taskTimeout" mapstructure:"tasktimeout"`
+	StuckIterations  int `json:"stuckIterations" mapstructure:"stuckiterations"`
+	MaxAgentErrors   int `json:"maxConsecutiveErrors" mapstructure:"maxconsecutiveerrors"`
+	StopGraceSeconds int `json:"stopGraceSeconds" mapstructure:"stopgraceseconds"`
+}
+
+// Merge configures the background merge service.
+type Merge struct {
+	TargetBranch    string `json:"targetBranch" mapstructure:"targetbranch"`
+	AutoResolve     bool   `json:"autoResolve" mapstructure:"autoresolve"`
+	AgentResolve    bool   `json:"agentResolve" mapstructure:"agentresolve"`
+	RequireApproval bool   `json:"requireApproval" mapstructure:"requireapproval"`
+	MaxAttempts     int    `json:"maxAttempts" mapstructure:"maxattempts"`
+	// LockfileCommand regenerates lock files after a conflict in them.
+	LockfileCommand string `json:"lockfileCommand,omitempty" mapstructure:"lockfilecommand"`
+}
+
+// Worktree configures agent worktrees.
+type Worktree struct {
+	Copy  []string `json:"copy" mapstructure:"copy"`
+	Setup []string `json:"setup" mapstructure:"setup"`
+}
+
+// TUI configures the full-screen interface.
+type TUI struct {
+	AgentGrid string `json:"agentGrid" mapstructure:"agentgrid"`
+	PrefixKey string `json:"prefixKey" mapstructure:"prefixkey"`
+}
+
+// Checkpoints configures automatic git checkpoints.
+type Checkpoints struct {
+	Enabled         bool `json:"enabled" mapstructure:"enabled"`
+	BeforeAutopilot bool `json:"beforeAutopilot" mapstructure:"beforeautopilot"`
+	BeforeMerge     bool `json:"beforeMerge" mapstructure:"beforemerge"`
+	Periodic        int  `json:"periodic" mapstructure:"periodic"`
+}
+
+// Budget caps spending; zero means no cap.
+type Budget struct {
+	TaskTokens     int64   `json:"taskTokens" mapstructure:"tasktokens"`
+	TaskDollars    float64 `json:"taskDollars" mapstructure:"taskdollars"`
+	TaskMinutes    int     `json:"taskMinutes" mapstructure:"taskminutes"`
+	SessionTokens  int64   `json:"sessionTokens" mapstructure:"sessiontokens"`
+	SessionDollars float64 `json:"sessionDollars" mapstructure:"sessiondollars"`
+	SessionMinutes int     `json:"sessionMinutes" mapstructure:"sessionminutes"`
+	// OnExceeded: "continue" (other tasks go on) or "stop" (autopilot stops).
+	OnExceeded string `json:"onExceeded" mapstructure:"onexceeded"`
+}
+
+// BuiltinAgents are the profiles every config starts with.
+func BuiltinAgents() map[string]AgentProfile {
+	return map[string]AgentProfile{
+		"claude": {
+			Command: "claude", Args: []string{"--dangerously-skip-permissions"},
+			Prompt: PromptArg, ModelFlag: "--model", AllowModelOverride: true, ExitInput: "/exit",
+		},
+		"claude-headless": {
+			Command: "claude", Args: []string{"--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose", "-p"},
+			Prompt: PromptArg, ModelFlag: "--model", AllowModelOverride: true, Format: FormatClaudeJSON,
+		},
+		"codex": {
+			Command: "codex", Args: []string{"--dangerously-bypass-approvals-and-sandbox"},
+			Prompt: PromptArg, ModelFlag: "-m", AllowModelOverride: true, ExitInput: "/quit", InjectContext: true,
+		},
+		"codex-headless": {
+			Command: "codex", Args: []string{"exec", "--json", "--dangerously-bypass-approvals-and-sandbox"},
+			Prompt: PromptArg, ModelFlag: "-m", AllowModelOverride: true, Format: FormatCodexJSON, InjectContext: true,
+		},
+		"opencode": {
+			Command: "opencode", Args: []string{"run", "--format", "json"},
+			Prompt: PromptArg, ModelFlag: "-m", AllowModelOverride: true, InjectContext: true,
+			Env: []string{`OPENCODE_PERMISSION={"*":"allow"}`},
+		},
+	}
+}
+
+// Default returns the configuration used where a file says nothing.
+func Default() Config {
+	return Config{
+		Version:         Version,
+		Project:         Project{TaskIDPrefix: "ch"},
+		QualityCommands: []QualityCommand{},
+		Mode:            ModeSemiAuto,
+		Agents: Agents{
+			Default: "claude", MaxParallel: 3, TimeoutMinutes: 30,
+			Available: BuiltinAgents(),
+		},
+		Completion: Completion{
+			Signal: "<chorus>COMPLETE</chorus>", MaxIterations: 50, TaskTimeout: 30,
+			StuckIterations: 5, MaxAgentErrors: 3, StopGraceSeconds: 10,
+		},
+		Merge:       Merge{TargetBranch: "", AutoResolve: true, AgentResolve: true, MaxAttempts: 3},
+		Worktree:    Worktree{Copy: []string{}, Setup: []string{}},
+		TUI:         TUI{AgentGrid: "auto", PrefixKey: "Ctrl-G"},
+		Checkpoints: Checkpoints{Enabled: true, BeforeAutopilot: true, BeforeMerge: true, Periodic: 5},
+		Budget:      Budget{OnExceeded: "continue"},
+	}
+}
+
+// SortedQuality returns the quality commands in execution order.
+func (c Config) SortedQuality() []QualityCommand {
+	q := append([]QualityCommand(nil), c.QualityCommands...)
+	sort.SliceStable(q, func(i, j int) bool { return q[i].Order < q[j].Order })
+	return q
+}
+
+// Profile returns the named agent profile.
+func (c Config) Profile(name string) (AgentProfile, bool) {
+	p, ok := c.Agents.Available[strings.ToLower(name)]
+	return p, ok
+}
+
+// AgentNames lists the configured profiles, sorted.
+func (c Config) AgentNames() []string {
+	names := make([]string, 0, len(c.Agents.Available))
+	for n := range c.Agents.Available {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// FieldError is one invalid setting: which field, what value, what is allowed.
+type FieldError struct {
+	Field   string
+	Value   any
+	Allowed string
+}
+
+func (e FieldError) Error() string {
+	return fmt.Sprintf("%s: %v is not valid; allowed: %s", e.Field, quote(e.Value), e.Allowed)
+}
+
+func quote(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
+}
+
+// ValidationError lists every invalid field at once, so the user fixes the
+// file in one pass.
+type ValidationError struct {
+	File   string
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		fmt.Fprintf(&b, "%s: ", e.File)
+	}
+	fmt.Fprintf(&b, "invalid configuration (%d problem", len(e.Fields))
+	if len(e.Fields) != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString(")")
+	for _, f := range e.Fields {
+		b.WriteString("\n  - ")
+		b.WriteString(f.Error())
+	}
+	return b.String()
+}
+
+var (
+	prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_]*-?$`)
+	gridRE   = regexp.MustCompile(`^[1-9]x[1-9]$`)
+	keyRE    = regexp.MustCompile(`^(Ctrl|Alt)-[A-Za-z\\\]]$`)
+	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+)
+
+// Validate checks every field and returns a *ValidationError naming each bad
+// one, or nil.
+func (c Config) Validate() error {
+	var errs []FieldError
+	add := func(field string, v any, allowed string) {
+		errs = append(errs, FieldError{Field: field, Value: v, Allowed: allowed})
+	}
+	if c.Mode != ModeSemiAuto && c.Mode != ModeAutopilot {
+		add("mode", c.Mode, strings.Join(Modes, ", "))
+	}
+	if c.Project.TaskIDPrefix != "" && !prefixRE.MatchString(c.Project.TaskIDPrefix) {
+		add("project.taskIdPrefix", c.Project.TaskIDPrefix, "lower-case letters, digits and _, e.g. \"ch\"")
+	}
+	if c.Agents.MaxParallel < 1 || c.Agents.MaxParallel > 32 {
+		add("agents.maxParallel", c.Agents.MaxParallel, "an integer from 1 to 32")
+	}
+	if c.Agents.TimeoutMinutes < 0 {
+		add("agents.timeoutMinutes", c.Agents.TimeoutMinutes, "minutes, 0 (no limit) or more")
+	}
+	if len(c.Agents.Available) == 0 {
+		add("agents.available", "{}", "at least one agent profile")
+	}
+	if _, ok := c.Agents.Available[c.Agents.Default]; !ok {
+		add("agents.default", c.Agents.Default, "one of agents.available: "+strings.Join(c.AgentNames(), ", "))
+	}
+	for _, n := range c.AgentNames() {
+		p := c.Agents.Available[n]
+		f := "agents.available." + n
+		if !nameRE.MatchString(n) {
+			add(f, n, "a name of lower-case letters, digits, '.', '_' and '-'")
+		}
+		if strings.TrimSpace(p.Command) == "" {
+			add(f+".command", p.Command, "the agent's executable, e.g. \"claude\"")
+		}
+		for _, kv := range p.Env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				add(f+".env", kv, "KEY=VALUE strings")
+			}
+		}
+		switch p.Prompt {
+		case "", PromptArg, PromptStdin, PromptType:
+		default:
+			add(f+".prompt", p.Prompt, "arg, stdin, type")
+		}
+		switch p.Format {
+		case FormatTerminal, FormatClaudeJSON, FormatCodexJSON:
+		default:
+			add(f+".format", p.Format, `"" (terminal), claude-stream-json, codex-json`)
+		}
+	}
+	seen := map[string]bool{}
+	for i, q := range c.QualityCommands {
+		f := fmt.Sprintf("qualityCommands[%d]", i)
+		if strings.TrimSpace(q.Name) == "" {
+			add(f+".name", q.Name, "a non-empty name")
+		} else if seen[q.Name] {
+			add(f+".name", q.Name, "a name not used by another quality command")
+		}
+		seen[q.Name] = true
+		if strings.TrimSpace(q.Command) == "" {
+			add(f+".command", q.Command, "a shell command")
+		}
+		if q.TimeoutMinutes < 0 {
+			add(f+".timeoutMinutes", q.TimeoutMinutes, "minutes, 0 (default 10) or more")
+		}
+	}
+	if c.Completion.MaxIterations < 1 {
+		add("completion.maxIterations", c.Completion.MaxIterations, "an integer of 1 or more")
+	}
+	if c.Completion.TaskTimeout < 0 {
+		add("completion.taskTimeout", c.Completion.TaskTimeout, "minutes, 0 (no limit) or more")
+	}
+	if c.Completion.StuckIterations < 0 {
+		add("completion.stuckIterations", c.Completion.StuckIterations, "0 (off) or more")
+	}
+	if c.Completion.MaxAgentErrors < 0 {
+		add("completion.maxConsecutiveErrors", c.Completion.MaxAgentErrors, "0 (off) or more")
+	}
+	if c.Completion.StopGraceSeconds < 0 {
+		add("completion.stopGraceSeconds", c.Completion.StopGraceSeconds, "seconds, 0 or more")
+	}
+	if c.Merge.MaxAttempts < 1 {
+		add("merge.maxAttempts", c.Merge.MaxAttempts, "an integer of 1 or more")
+	}
+	if b := c.Merge.TargetBranch; b != "" && (strings.HasPrefix(b, "-") || strings.ContainsAny(b, " ~^:?*[\\") || strings.Contains(b, "..")) {
+		add("merge.targetBranch", b, "a valid git branch name, or \"\" for the branch checked out when Chorus starts")
+	}
+	if g := c.TUI.AgentGrid; g != "auto" && !gridRE.MatchString(g) {
+		add("tui.agentGrid", g, `"auto" or COLSxROWS such as "2x2", "1x4"`)
+	}
+	if k := c.TUI.PrefixKey; !keyRE.MatchString(k) {
+		add("tui.prefixKey", k, `Ctrl-<letter> or Alt-<letter>, e.g. "Ctrl-G"`)
+	}
+	if c.Checkpoints.Periodic < 0 {
+		add("checkpoints.periodic", c.Checkpoints.Periodic, "0 (off) or a number of merges")
+	}
+	if c.Budget.OnExceeded != "continue" && c.Budget.OnExceeded != "stop" {
+		add("budget.onExceeded", c.Budget.OnExceeded, "continue, stop")
+	}
+	if c.Budget.TaskTokens < 0 || c.Budget.SessionTokens < 0 || c.Budget.TaskDollars < 0 ||
+		c.Budget.SessionDollars < 0 || c.Budget.TaskMinutes < 0 || c.Budget.SessionMinutes < 0 {
+		add("budget", "a negative cap", "0 (no cap) or more")
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ValidationError{Fields: errs}
+}

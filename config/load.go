@@ -1,0 +1,213 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix prefixes environment overrides: CHORUS_MODE, CHORUS_AGENTS_MAXPARALLEL…
+const EnvPrefix = "CHORUS"
+
+// Loaded is a configuration together with what the loader noticed.
+type Loaded struct {
+	Config
+	// Path is the project file read ("" when there was none).
+	Path string
+	// UserPath is the user-level defaults file read ("" when none).
+	UserPath string
+	// Warnings are non-fatal findings, such as unknown keys.
+	Warnings []string
+}
+
+// SyntaxError is malformed JSON with its position.
+type SyntaxError struct {
+	File   string
+	Line   int
+	Column int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+}
+
+// ErrNotFound is returned by Load when the project file does not exist.
+var ErrNotFound = errors.New("config file not found")
+
+// UserFile is the user-level defaults file: $XDG_CONFIG_HOME/chorus/config.json
+// (or ~/.config/chorus/config.json).
+func UserFile() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "chorus", "config.json")
+}
+
+// Load reads the project config at path, layered over the built-in defaults
+// and the user-level file, with CHORUS_* environment overrides on top, and
+// validates the result. A missing project file is ErrNotFound.
+func Load(path string) (*Loaded, error) {
+	return load(path, UserFile(), os.Environ())
+}
+
+func load(path, userPath string, environ []string) (*Loaded, error) {
+	out := &Loaded{}
+	v := viper.New()
+	if err := v.MergeConfigMap(toMap(Default())); err != nil {
+		return nil, err
+	}
+	if userPath != "" {
+		m, err := readJSON(userPath)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, err
+		default:
+			out.UserPath = userPath
+			if err := v.MergeConfigMap(m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	m, err := readJSON(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w (run `chorus init` to create it)", path, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Path = path
+	if err := v.MergeConfigMap(m); err != nil {
+		return nil, err
+	}
+	// Environment overrides only for known keys, read explicitly so the
+	// environment is an argument (testable) rather than global state.
+	for _, kv := range environ {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, EnvPrefix+"_") {
+			continue
+		}
+		key := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, EnvPrefix+"_"), "_", "."))
+		if v.IsSet(key) && !isMapOrSlice(v.Get(key)) {
+			v.Set(key, val)
+		}
+	}
+	var md mapstructure.Metadata
+	cfg := Config{}
+	if err := v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
+		dc.Metadata = &md
+		dc.WeaklyTypedInput = true
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	for _, u := range unknownKeys(v, md) {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: unknown key %q ignored", path, u))
+	}
+	out.Config = cfg
+	if err := cfg.Validate(); err != nil {
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			ve.File = path
+		}
+		return out, err
+	}
+	return out, nil
+}
+
+func isMapOrSlice(x any) bool {
+	switch x.(type) {
+	case map[string]any, []any, []string, []map[string]any:
+		return true
+	}
+	return false
+}
+
+// unknownKeys lists keys present in the merged settings that no struct
+// field consumed. Keys under free-form maps (agent profiles' env) are fine.
+func unknownKeys(v *viper.Viper, md mapstructure.Metadata) []string {
+	var out []string
+	for _, u := range md.Unused {
+		out = append(out, u)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readJSON parses a JSON object file, turning syntax and type errors into
+// file:line:column messages.
+func readJSON(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &SyntaxError{File: path, Line: 1, Column: 1, Msg: "file is empty; it must hold a JSON object (delete it and run `chorus init` to recreate it)"}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line, col := position(data, se.Offset)
+			return nil, &SyntaxError{File: path, Line: line, Column: col, Msg: se.Error()}
+		case errors.As(err, &te):
+			line, col := position(data, te.Offset)
+			return nil, &SyntaxError{File: path, Line: line, Column: col, Msg: "the file must hold a JSON object, found " + te.Value}
+		default:
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	return m, nil
+}
+
+// position converts a byte offset into 1-based line and column.
+func position(data []byte, off int64) (int, int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line, col := 1, 1
+	for _, b := range data[:off] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// toMap turns a Config into the generic map viper merges.
+func toMap(c Config) map[string]any {
+	b, _ := json.Marshal(c)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+// Save writes c to path as indented JSON, atomically.
+func Save(path string, c Config) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return chorusdir.WriteAtomic(path, append(b, '\n'), 0o644)
+}
+
