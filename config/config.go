@@ -89,11 +89,11 @@ const (
 
 // AgentProfile says how to start one agent CLI.
 type AgentProfile struct {
-	Command            string            `json:"command" mapstructure:"command"`
-	Args               []string          `json:"args" mapstructure:"args"`
-	Prompt             string            `json:"prompt,omitempty" mapstructure:"prompt"`
-	ModelFlag          string            `json:"modelFlag,omitempty" mapstructure:"modelflag"`
-	AllowModelOverride bool              `json:"allowModelOverride" mapstructure:"allowmodeloverride"`
+	Command            string   `json:"command" mapstructure:"command"`
+	Args               []string `json:"args" mapstructure:"args"`
+	Prompt             string   `json:"prompt,omitempty" mapstructure:"prompt"`
+	ModelFlag          string   `json:"modelFlag,omitempty" mapstructure:"modelflag"`
+	AllowModelOverride bool     `json:"allowModelOverride" mapstructure:"allowmodeloverride"`
 	// Env holds KEY=VALUE pairs added to the agent's environment (a list,
 	// not an object, so key case survives the loader).
 	Env []string `json:"env,omitempty" mapstructure:"env"`

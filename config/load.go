@@ -210,4 +210,3 @@ func Save(path string, c Config) error {
 	}
 	return chorusdir.WriteAtomic(path, append(b, '\n'), 0o644)
 }
-
