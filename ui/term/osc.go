@@ -1,0 +1,47 @@
+package term
+
+import (
+	"bytes"
+	"strings"
+	"unicode/utf8"
+)
+
+// osc handles a finished OSC string. Only titles are kept; hyperlinks
+// (OSC 8), colour queries, clipboard and the rest are consumed without
+// printing anything.
+func (e *Emulator) osc(data []byte) {
+	cmd, rest, _ := bytes.Cut(data, []byte{';'})
+	switch string(cmd) {
+	case "0", "2":
+		e.title = sanitizeTitle(rest)
+	}
+}
+
+// sanitizeTitle drops control characters and invalid UTF-8 so that a title
+// is safe to draw in a tile header.
+func sanitizeTitle(b []byte) string {
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		b = b[n:]
+		if r == utf8.RuneError && n <= 1 || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			continue
+		}
+		sb.WriteRune(r)
+		if sb.Len() > 512 {
+			break
+		}
+	}
+	return sb.String()
+}
+
+// dcs answers the two DCS queries editors send at start-up, with "not
+// supported", so they stop waiting at once.
+func (e *Emulator) dcs(data []byte) {
+	switch {
+	case bytes.HasPrefix(data, []byte("$q")): // DECRQSS
+		e.reply("\x1bP0$r\x1b\\")
+	case bytes.HasPrefix(data, []byte("+q")): // XTGETTCAP
+		e.reply("\x1bP0+r\x1b\\")
+	}
+}

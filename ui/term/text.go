@@ -1,0 +1,178 @@
+package term
+
+import "strings"
+
+// appendRowText appends the text of cells, skipping the right halves of
+// wide characters and showing unwritten cells as spaces. Trailing spaces
+// are left for the caller to trim.
+func (e *Emulator) appendRowText(sb *strings.Builder, cells []Cell) {
+	for _, c := range cells {
+		switch {
+		case c.Attr&AttrWideCont != 0:
+		case c.comb != 0:
+			sb.WriteString(e.cellString(c))
+		case c.Rune == 0:
+			sb.WriteByte(' ')
+		default:
+			sb.WriteRune(c.Rune)
+		}
+	}
+}
+
+func trimRight(s string) string { return strings.TrimRight(s, " ") }
+
+// Lines returns the visible screen, one string per row, trailing spaces
+// trimmed (as tmux's capture-pane prints it).
+func (e *Emulator) Lines() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, e.h)
+	var sb strings.Builder
+	for y := range e.cur.rows {
+		sb.Reset()
+		e.appendRowText(&sb, e.cur.rows[y].cells)
+		out[y] = trimRight(sb.String())
+	}
+	return out
+}
+
+// Text returns the visible screen as plain text: rows joined by newlines,
+// trailing spaces and trailing empty rows removed.
+func (e *Emulator) Text() string {
+	return strings.TrimRight(strings.Join(e.Lines(), "\n"), "\n")
+}
+
+// ScrollbackLines returns how many rows the scrollback holds.
+func (e *Emulator) ScrollbackLines() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sb.len()
+}
+
+// TextSince returns the plain text of the main screen's history and
+// current screen as logical lines (rows joined where the text wrapped),
+// starting with the history row numbered from (rows are numbered from 0 as
+// they were first scrolled off, so numbers stay valid as the scrollback
+// drops old rows). It returns the number to pass next time to get only
+// rows that left the screen since. The current screen is always included,
+// since it may still change. Rows already evicted are skipped.
+//
+// This is what signal detection should call: it reads only new history.
+func (e *Emulator) TextSince(from uint64) (text string, next uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	total := e.sb.total
+	first := total - uint64(e.sb.len()) // number of the oldest kept row
+	if from < first {
+		from = first
+	}
+	var sb strings.Builder
+	var line strings.Builder
+	emit := func(r *row) {
+		e.appendRowText(&line, r.cells)
+		if r.wrapped {
+			return
+		}
+		sb.WriteString(trimRight(line.String()))
+		sb.WriteByte('\n')
+		line.Reset()
+	}
+	for i := int(from - first); i < e.sb.len(); i++ {
+		emit(e.sb.at(i))
+	}
+	for y := range e.main.rows {
+		emit(&e.main.rows[y])
+	}
+	if line.Len() > 0 {
+		sb.WriteString(trimRight(line.String()))
+		sb.WriteByte('\n')
+	}
+	if e.cur == &e.alt {
+		// A full-screen child draws on the alternate screen; its text is
+		// what the user sees, so it comes last.
+		for y := range e.alt.rows {
+			emit(&e.alt.rows[y])
+		}
+		if line.Len() > 0 {
+			sb.WriteString(trimRight(line.String()))
+			sb.WriteByte('\n')
+		}
+	}
+	return strings.TrimRight(sb.String(), "\n"), total
+}
+
+// AllText returns the whole scrollback and screen as plain text.
+func (e *Emulator) AllText() string {
+	t, _ := e.TextSince(0)
+	return t
+}
+
+// Snapshot is a copy of what a renderer needs for one frame.
+type Snapshot struct {
+	W, H  int
+	Cells []Cell // H rows of W cells
+	// CursorX, CursorY are the cursor position; CursorVisible is false when
+	// the child hid it or the view is scrolled back.
+	CursorX, CursorY int
+	CursorVisible    bool
+	CursorStyle      int // DECSCUSR value
+	Title            string
+	AltScreen        bool
+	Reverse          bool // DECSCNM: swap default colours
+	// Scrollback is the number of history rows and Offset how many of
+	// them the frame is scrolled back by (clamped).
+	Scrollback int
+	Offset     int
+	clusters   []string
+}
+
+// Grapheme returns the text of a cell of this snapshot.
+func (s *Snapshot) Grapheme(c Cell) string {
+	if c.comb != 0 && int(c.comb) <= len(s.clusters) {
+		return s.clusters[c.comb-1]
+	}
+	if c.Rune == 0 {
+		return " "
+	}
+	return string(c.Rune)
+}
+
+// Snapshot copies the screen into s, reusing its storage. offset > 0
+// shows the main screen scrolled back by that many rows (only while the
+// main screen is active).
+func (e *Emulator) Snapshot(s *Snapshot, offset int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s.W, s.H = e.w, e.h
+	n := e.w * e.h
+	if cap(s.Cells) < n {
+		s.Cells = make([]Cell, n)
+	}
+	s.Cells = s.Cells[:n]
+	sbn := e.sb.len()
+	if e.cur != &e.main {
+		offset = 0
+	}
+	offset = clamp(offset, 0, sbn)
+	for y := 0; y < e.h; y++ {
+		dst := s.Cells[y*e.w : (y+1)*e.w]
+		src := y - offset // negative: from the scrollback
+		var cells []Cell
+		if src >= 0 {
+			cells = e.cur.rows[src].cells
+		} else {
+			cells = e.sb.at(sbn + src).cells
+		}
+		m := copy(dst, cells)
+		clear(dst[m:])
+	}
+	s.CursorX, s.CursorY = e.cx, e.cy+offset
+	s.CursorVisible = !e.modes.cursorHidden && offset == 0
+	s.CursorStyle = e.cursorStyle
+	s.Title = e.title
+	s.AltScreen = e.cur == &e.alt
+	s.Reverse = e.modes.reverse
+	s.Scrollback = sbn
+	s.Offset = offset
+	s.clusters = e.clusters
+}
