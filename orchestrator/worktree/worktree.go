@@ -1,0 +1,599 @@
+// Package worktree creates, reuses and removes the git worktrees agents work
+// in: one per agent and task, at .worktrees/{agent}-{task} on branch
+// agent/{agent}/{task}, made from the target branch's tip.
+//
+// Every git call goes through proc (argv only, with a timeout). Ids and
+// branch names are argv elements, never shell text; the only shell strings
+// run here are the user's own setup commands.
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chorus-dev/chorus/proc"
+)
+
+// Worktree is one agent worktree.
+type Worktree struct {
+	Dir    string // absolute path
+	Branch string // short name, e.g. agent/claude/ch-12
+	Head   string // commit checked out when last looked at
+	// Created is true when Ensure made the worktree now (false: reused).
+	Created bool
+	// Missing is set by List for a registration whose directory is gone.
+	Missing bool
+}
+
+// Options tune Ensure.
+type Options struct {
+	// Scratchpad is written to .agent/scratchpad.md when that file does not
+	// exist yet; empty means do not write one.
+	Scratchpad string
+	// Copy names files or folders (relative to the repository root) that
+	// git does not carry, e.g. ".env"; each is copied from the main checkout
+	// when it exists there and not yet in the worktree.
+	Copy []string
+	// Setup holds the user's shell commands, run in order with sh -c in the
+	// worktree. They run once per worktree: again only when the list changes
+	// or an earlier run failed.
+	Setup []string
+	// SetupTimeout bounds each setup command (default 10 minutes).
+	SetupTimeout time.Duration
+	// Env is added to the environment of setup commands.
+	Env []string
+}
+
+// Manager handles the agent worktrees of one repository. The zero value is
+// not usable: set RepoDir and Target.
+type Manager struct {
+	RepoDir string // root of the main checkout
+	Target  string // branch agents start from and merge into, e.g. main
+	// GitTimeout bounds each git call (default 2 minutes).
+	GitTimeout time.Duration
+
+	// mu serialises changes to worktree registrations and refs; git takes
+	// its own locks but fails rather than waits when they are held.
+	mu sync.Mutex
+}
+
+// SetupError is returned by Ensure when a setup command failed. The
+// worktree itself exists and is returned alongside it.
+type SetupError struct {
+	Command  string
+	ExitCode int
+	Output   string // combined stdout and stderr, truncated
+	Err      error  // timeout or start failure, if any
+}
+
+func (e *SetupError) Error() string {
+	msg := fmt.Sprintf("worktree setup %q failed", e.Command)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	} else {
+		msg += fmt.Sprintf(" with exit code %d", e.ExitCode)
+	}
+	if e.Output != "" {
+		msg += ":\n" + e.Output
+	}
+	return msg
+}
+
+// ErrUnmerged is wrapped by Remove's error when the branch has commits the
+// target does not have.
+var ErrUnmerged = errors.New("branch has commits not in the target")
+
+// ErrDirty is wrapped by Remove's error when the worktree has uncommitted
+// changes.
+var ErrDirty = errors.New("worktree has uncommitted changes")
+
+func (m *Manager) timeout() time.Duration {
+	if m.GitTimeout > 0 {
+		return m.GitTimeout
+	}
+	return 2 * time.Minute
+}
+
+// git runs git in dir and returns trimmed stdout; a non-zero exit is an
+// error carrying git's message.
+func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, error) {
+	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: m.timeout(), Grace: time.Second})
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w", args[0], err)
+	}
+	if res.ExitCode != 0 {
+		msg := strings.TrimSpace(string(res.Stderr))
+		if msg == "" {
+			msg = strings.TrimSpace(string(res.Stdout))
+		}
+		return "", fmt.Errorf("git %s: exit %d: %s", strings.Join(args, " "), res.ExitCode, msg)
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// gitCode runs git and returns its exit code, for commands whose answer is
+// the exit code (merge-base --is-ancestor, show-ref --verify).
+func (m *Manager) gitCode(ctx context.Context, dir string, args ...string) (int, error) {
+	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: m.timeout(), Grace: time.Second})
+	if err != nil {
+		return -1, fmt.Errorf("git %s: %w", args[0], err)
+	}
+	return res.ExitCode, nil
+}
+
+// identity returns -c options supplying a committer identity for whatever
+// the repository's configuration lacks, so commits never fail for want of
+// one and a configured identity is never overridden.
+func (m *Manager) identity(ctx context.Context, dir string) []string {
+	var out []string
+	if v, err := m.git(ctx, dir, "config", "user.name"); err != nil || v == "" {
+		out = append(out, "-c", "user.name=Chorus")
+	}
+	if v, err := m.git(ctx, dir, "config", "user.email"); err != nil || v == "" {
+		out = append(out, "-c", "user.email=chorus@localhost")
+	}
+	return out
+}
+
+func (m *Manager) check() error {
+	if m.RepoDir == "" || m.Target == "" {
+		return errors.New("worktree: Manager needs RepoDir and Target")
+	}
+	return nil
+}
+
+// Ensure returns the worktree for agent and task, creating it from the
+// target's tip when it does not exist. An existing worktree is reused as it
+// is, so a retried task keeps its work. A registration whose directory was
+// deleted is pruned and the worktree recreated on the existing branch; a
+// branch without a worktree is checked out again.
+//
+// A *SetupError is returned together with a valid Worktree when a setup
+// command failed.
+func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) (Worktree, error) {
+	if err := m.check(); err != nil {
+		return Worktree{}, err
+	}
+	rel, branch, err := Name(agent, task)
+	if err != nil {
+		return Worktree{}, err
+	}
+	wt, err := m.attach(ctx, rel, branch)
+	if err != nil {
+		return Worktree{}, err
+	}
+	if err := writeScratchpad(wt.Dir, opts.Scratchpad); err != nil {
+		return wt, err
+	}
+	for _, c := range opts.Copy {
+		if err := copyIn(m.RepoDir, wt.Dir, c); err != nil {
+			return wt, err
+		}
+	}
+	if err := m.setup(ctx, wt.Dir, opts); err != nil {
+		return wt, err
+	}
+	return wt, nil
+}
+
+// attach makes sure the worktree is registered and on disk, under the lock.
+func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.excludeWorktrees(ctx); err != nil {
+		return Worktree{}, err
+	}
+	abs := filepath.Join(m.RepoDir, rel)
+	wt := Worktree{Dir: abs, Branch: branch}
+
+	list, err := m.list(ctx)
+	if err != nil {
+		return wt, err
+	}
+	var reg *Worktree
+	for i := range list {
+		if samePath(list[i].Dir, abs) {
+			reg = &list[i]
+		}
+	}
+	if reg != nil && !reg.Missing {
+		if reg.Branch != branch {
+			return wt, fmt.Errorf("worktree: %s is on branch %q, expected %q", rel, reg.Branch, branch)
+		}
+		wt.Head = reg.Head
+		return wt, nil
+	}
+	if reg != nil {
+		// The directory was deleted behind git's back.
+		if _, err := m.git(ctx, m.RepoDir, "worktree", "prune"); err != nil {
+			return wt, err
+		}
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		// Not a worktree git knows about: it may hold someone's files.
+		return wt, fmt.Errorf("worktree: %s exists but is not a registered worktree; move it away", rel)
+	}
+	if err := os.MkdirAll(filepath.Join(m.RepoDir, Dir), 0o755); err != nil {
+		return wt, err
+	}
+	code, err := m.gitCode(ctx, m.RepoDir, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
+	if err != nil {
+		return wt, err
+	}
+	if code == 0 {
+		// The branch survived (earlier run, pruned worktree): keep its work.
+		_, err = m.git(ctx, m.RepoDir, "worktree", "add", abs, branch)
+	} else {
+		_, err = m.git(ctx, m.RepoDir, "worktree", "add", "-b", branch, abs, m.Target)
+	}
+	if err != nil {
+		return wt, err
+	}
+	wt.Created = true
+	wt.Head, err = m.git(ctx, abs, "rev-parse", "HEAD")
+	return wt, err
+}
+
+// excludeWorktrees lists .worktrees/ in the repository's info/exclude so
+// that the user's `git status` stays clean. info/exclude is git's local
+// state, not one of the user's files.
+func (m *Manager) excludeWorktrees(ctx context.Context) error {
+	p, err := m.git(ctx, m.RepoDir, "rev-parse", "--git-path", "info/exclude")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(m.RepoDir, p)
+	}
+	old, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, l := range strings.Split(string(old), "\n") {
+		if l = strings.TrimSpace(l); l == "/"+Dir+"/" || l == Dir+"/" || l == "/"+Dir || l == Dir {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	line := "/" + Dir + "/\n"
+	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
+		line = "\n" + line
+	}
+	_, err = f.WriteString(line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func writeScratchpad(dir, content string) error {
+	if content == "" {
+		return nil
+	}
+	p := filepath.Join(dir, ".agent", "scratchpad.md")
+	if _, err := os.Lstat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// copyIn copies rel from the main checkout into the worktree when it exists
+// there and is absent here; an agent's own copy is never overwritten.
+func copyIn(repo, wt, rel string) error {
+	if !filepath.IsLocal(rel) {
+		return fmt.Errorf("worktree: copy path %q must be relative and inside the repository", rel)
+	}
+	src, dst := filepath.Join(repo, rel), filepath.Join(wt, rel)
+	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		r, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, r)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			return copyFile(p, target, info.Mode().Perm())
+		}
+		return nil // sockets, devices: nothing sensible to copy
+	})
+}
+
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// setup runs the user's setup commands unless the same list already
+// succeeded in this worktree. The marker lives in the worktree's private
+// git dir, so it never shows up as a change the agent could commit.
+func (m *Manager) setup(ctx context.Context, dir string, opts Options) error {
+	if len(opts.Setup) == 0 {
+		return nil
+	}
+	sum := sha256.Sum256([]byte(strings.Join(opts.Setup, "\x00")))
+	want := hex.EncodeToString(sum[:])
+	marker, err := m.git(ctx, dir, "rev-parse", "--git-path", "chorus-setup-done")
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(marker) {
+		marker = filepath.Join(dir, marker)
+	}
+	if got, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(got)) == want {
+		return nil
+	}
+	timeout := opts.SetupTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	for _, c := range opts.Setup {
+		res, err := proc.Shell(ctx, c, dir, opts.Env, timeout)
+		if err != nil || res.ExitCode != 0 {
+			out := strings.TrimSpace(string(res.Stdout) + "\n" + string(res.Stderr))
+			if len(out) > 4000 {
+				out = "…" + out[len(out)-4000:]
+			}
+			return &SetupError{Command: c, ExitCode: res.ExitCode, Output: out, Err: err}
+		}
+	}
+	return os.WriteFile(marker, []byte(want+"\n"), 0o644)
+}
+
+// Remove deletes the worktree and its branch, but only when nothing can be
+// lost: the worktree has no uncommitted changes and the branch tip is
+// reachable from target (Manager.Target when empty). Otherwise it refuses
+// with an error wrapping ErrDirty or ErrUnmerged and changes nothing.
+func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if target == "" {
+		target = m.Target
+	}
+	rel, err := filepath.Rel(m.RepoDir, wt.Dir)
+	if err != nil {
+		return err
+	}
+	if err := checkRel(rel); err != nil {
+		return err
+	}
+	if _, _, ok := ParseBranch(wt.Branch); !ok {
+		return fmt.Errorf("worktree: %q is not an agent branch", wt.Branch)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	present := false
+	if _, err := os.Stat(wt.Dir); err == nil {
+		present = true
+		st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all")
+		if err != nil {
+			return err
+		}
+		if st != "" {
+			return fmt.Errorf("worktree: refusing to remove %s: %w:\n%s", rel, ErrDirty, st)
+		}
+	}
+	ref := "refs/heads/" + wt.Branch
+	tip, err := m.git(ctx, m.RepoDir, "rev-parse", "--verify", "--quiet", ref)
+	if err != nil {
+		tip = "" // branch already gone
+	}
+	if tip != "" {
+		code, err := m.gitCode(ctx, m.RepoDir, "merge-base", "--is-ancestor", tip, target)
+		if err != nil {
+			return err
+		}
+		switch code {
+		case 0:
+		case 1:
+			return fmt.Errorf("worktree: refusing to remove %s: %w %q", wt.Branch, ErrUnmerged, target)
+		default:
+			return fmt.Errorf("worktree: cannot compare %s with %q (git exit %d)", wt.Branch, target, code)
+		}
+	}
+	if present {
+		// --force only because cleanliness was checked above; what remains
+		// are ignored files such as copied .env or build caches.
+		if _, err := m.git(ctx, m.RepoDir, "worktree", "remove", "--force", wt.Dir); err != nil {
+			return err
+		}
+	} else if _, err := m.git(ctx, m.RepoDir, "worktree", "prune"); err != nil {
+		return err
+	}
+	if tip != "" {
+		// Deleting with the verified old value fails if the branch moved
+		// since the ancestry check, instead of dropping the new commit.
+		if _, err := m.git(ctx, m.RepoDir, "update-ref", "-d", ref, tip); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CommitWIP commits every uncommitted change in the worktree, untracked
+// files included, on the agent branch, so that stopping an agent never
+// loses its work. Hooks are skipped: this is a save, not a submission. It
+// reports whether a commit was made.
+func (m *Manager) CommitWIP(ctx context.Context, wt Worktree, msg string) (bool, error) {
+	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all")
+	if err != nil {
+		return false, err
+	}
+	if st == "" {
+		return false, nil
+	}
+	if _, err := m.git(ctx, wt.Dir, "add", "-A"); err != nil {
+		return false, err
+	}
+	args := append(m.identity(ctx, wt.Dir), "commit", "--no-verify", "-q", "-m", msg)
+	if _, err := m.git(ctx, wt.Dir, args...); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// HeadCommit returns the commit checked out in the worktree.
+func (m *Manager) HeadCommit(ctx context.Context, wt Worktree) (string, error) {
+	return m.git(ctx, wt.Dir, "rev-parse", "HEAD")
+}
+
+// CommitsSince lists the commits on the worktree's HEAD that base lacks,
+// oldest first.
+func (m *Manager) CommitsSince(ctx context.Context, wt Worktree, base string) ([]string, error) {
+	out, err := m.git(ctx, wt.Dir, "rev-list", "--reverse", base+"..HEAD", "--")
+	if err != nil {
+		return nil, err
+	}
+	if out == "" {
+		return nil, nil
+	}
+	return strings.Split(out, "\n"), nil
+}
+
+// List returns the Chorus worktrees registered in the repository: those
+// inside .worktrees/ on an agent branch.
+func (m *Manager) List(ctx context.Context) ([]Worktree, error) {
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	return m.list(ctx)
+}
+
+func (m *Manager) list(ctx context.Context) ([]Worktree, error) {
+	out, err := m.git(ctx, m.RepoDir, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(m.RepoDir, Dir)
+	var res []Worktree
+	var cur *Worktree
+	flush := func() {
+		if cur != nil && underDir(cur.Dir, root) {
+			if _, _, ok := ParseBranch(cur.Branch); ok {
+				if _, err := os.Stat(cur.Dir); err != nil {
+					cur.Missing = true
+				}
+				res = append(res, *cur)
+			}
+		}
+		cur = nil
+	}
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "worktree "):
+			flush()
+			cur = &Worktree{Dir: strings.TrimPrefix(l, "worktree ")}
+		case cur == nil:
+		case strings.HasPrefix(l, "HEAD "):
+			cur.Head = strings.TrimPrefix(l, "HEAD ")
+		case strings.HasPrefix(l, "branch "):
+			cur.Branch = strings.TrimPrefix(strings.TrimPrefix(l, "branch "), "refs/heads/")
+		case l == "prunable" || strings.HasPrefix(l, "prunable "):
+			cur.Missing = true
+		}
+	}
+	flush()
+	return res, nil
+}
+
+// underDir reports whether p is directly inside root, comparing resolved
+// paths because git prints real paths.
+func underDir(p, root string) bool {
+	return samePath(filepath.Dir(p), root)
+}
+
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, errA := resolve(a)
+	rb, errB := resolve(b)
+	return errA == nil && errB == nil && ra == rb
+}
+
+// resolve resolves symlinks in the longest existing prefix of p, so that
+// paths of deleted worktrees still compare equal.
+func resolve(p string) (string, error) {
+	p = filepath.Clean(p)
+	var rest []string
+	for {
+		r, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", err
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
+}
