@@ -1,0 +1,171 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+)
+
+// runOptions are the root command's flags.
+type runOptions struct {
+	autopilot bool
+	mode      string
+	maxAgents int
+	headless  bool
+}
+
+// Route is where `chorus` without a subcommand goes.
+type Route string
+
+const (
+	RouteInit      Route = "init"
+	RoutePlanning  Route = "planning"
+	RouteReview    Route = "review"
+	RouteImplement Route = "implementation"
+)
+
+// Planning states, as planning-state.json spells them.
+const (
+	PlanPlanning       = "planning"
+	PlanReviewing      = "reviewing"
+	PlanReady          = "ready"
+	PlanImplementation = "implementation"
+)
+
+// decideRoute is the seed's mode routing: no .chorus/ → init; planning
+// state planning → planning, reviewing → review; ready or implementation →
+// implementation when tasks are ready, planning when none are.
+func decideRoute(initialised bool, planStatus string, ready int) (Route, error) {
+	if !initialised {
+		return RouteInit, nil
+	}
+	switch planStatus {
+	case PlanPlanning:
+		return RoutePlanning, nil
+	case PlanReviewing:
+		return RouteReview, nil
+	case PlanReady, PlanImplementation, "":
+		if ready > 0 {
+			return RouteImplement, nil
+		}
+		return RoutePlanning, nil
+	}
+	return "", fmt.Errorf(".chorus/planning-state.json: status %q is not valid; allowed: planning, reviewing, ready, implementation", planStatus)
+}
+
+// planningState reads planning-state.json; a missing file counts as "ready".
+func planningState(path string) (status string, chosen string, err error) {
+	m, err := config.ReadJSONObject(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return PlanReady, "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	s, _ := m["status"].(string)
+	c, _ := m["chosenMode"].(string)
+	return s, c, nil
+}
+
+// effectiveMode applies --autopilot, --mode and the planning state's chosen
+// mode over the config.
+func (o *runOptions) effectiveMode(cfg config.Config, chosen string) (string, error) {
+	mode := cfg.Mode
+	if chosen != "" {
+		mode = chosen
+	}
+	if o.mode != "" {
+		if o.mode != config.ModeSemiAuto && o.mode != config.ModeAutopilot {
+			return "", withCode(ExitUsage, fmt.Errorf("--mode: %q is not valid; allowed: %s", o.mode, strings.Join(config.Modes, ", ")))
+		}
+		mode = o.mode
+	}
+	if o.autopilot {
+		if o.mode == config.ModeSemiAuto {
+			return "", withCode(ExitUsage, errors.New("--autopilot and --mode semi-auto contradict each other; pick one"))
+		}
+		mode = config.ModeAutopilot
+	}
+	return mode, nil
+}
+
+func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	if o.maxAgents < 0 || o.maxAgents > 32 {
+		return withCode(ExitUsage, fmt.Errorf("--max-agents: %d is not valid; allowed: an integer from 1 to 32", o.maxAgents))
+	}
+	root, err := g.repoRoot(ctx)
+	if err != nil {
+		return err
+	}
+	p := &project{root: root}
+	if _, err := os.Stat(root + "/.chorus"); err != nil {
+		if !isTTY(cmd.InOrStdin()) || o.headless {
+			return withCode(ExitSetup, fmt.Errorf("Chorus is not set up in %s; run `chorus init --yes` first", root))
+		}
+		fmt.Fprintln(stderr, "No .chorus/ here yet: starting init.")
+		if err := runInit(ctx, g, &initOptions{maxAgents: o.maxAgents}, cmd.InOrStdin(), stderr); err != nil {
+			return err
+		}
+	}
+	p, err = g.loadProject(ctx, stderr, true)
+	if err != nil {
+		return err
+	}
+	status, chosen, err := planningState(p.dir.PlanningState())
+	if err != nil {
+		return withCode(ExitSetup, err)
+	}
+	mode, err := o.effectiveMode(p.cfg, chosen)
+	if err != nil {
+		return err
+	}
+	if o.maxAgents > 0 {
+		p.cfg.Agents.MaxParallel = o.maxAgents
+	}
+	p.cfg.Mode = mode
+	s, err := p.store(ctx)
+	if err != nil {
+		return err
+	}
+	ready, err := s.Ready(ctx, beads.ReadyOptions{})
+	if err != nil {
+		return withCode(ExitTasks, err)
+	}
+	route, err := decideRoute(true, status, len(ready))
+	if err != nil {
+		return withCode(ExitSetup, err)
+	}
+	return dispatch(ctx, route, p, s, o, len(ready), stderr)
+}
+
+// dispatch starts the chosen mode.
+func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
+	switch route {
+	case RoutePlanning, RouteReview:
+		fmt.Fprintf(stderr, "No tasks are ready to work on in %s.\n", p.root)
+		fmt.Fprintln(stderr, "Create tasks with `chorus task create \"title\" -p 1 --acceptance \"…\"` (or `bd create`), then run `chorus` again.")
+		if route == RouteReview {
+			fmt.Fprintln(stderr, "planning-state.json says the plan is under review; set its status to \"ready\" once the tasks are final.")
+		}
+		return nil
+	case RouteImplement:
+		return runImplementation(ctx, p, s, o, ready, stderr)
+	}
+	return fmt.Errorf("unknown route %q", route)
+}
+
+func isTTY(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chorus-dev/chorus/beads"
+)
+
+type statusReport struct {
+	Root     string         `json:"root"`
+	Version  string         `json:"version"`
+	Backend  backendInfo    `json:"backend"`
+	Tasks    map[string]int `json:"tasks"`
+	Total    int            `json:"total"`
+	Ready    int            `json:"ready"`
+	Config   configSummary  `json:"config"`
+	Running  *runningInfo   `json:"running"`
+	Planning string         `json:"planningState"`
+}
+
+type backendInfo struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+type configSummary struct {
+	Initialised     bool     `json:"initialised"`
+	Mode            string   `json:"mode"`
+	MaxParallel     int      `json:"maxParallel"`
+	DefaultAgent    string   `json:"defaultAgent"`
+	Agents          []string `json:"agents"`
+	QualityCommands []string `json:"qualityCommands"`
+	TaskIDPrefix    string   `json:"taskIdPrefix"`
+	TargetBranch    string   `json:"targetBranch"`
+}
+
+type runningInfo struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
+}
+
+func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Summarise tasks by status, the configuration and the task backend",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			p, err := g.loadProject(ctx, cmd.ErrOrStderr(), false)
+			if err != nil {
+				return err
+			}
+			info, err := beads.DetectBackend(p.root, "")
+			if err != nil {
+				return withCode(ExitTasks, err)
+			}
+			s, err := p.store(ctx)
+			if err != nil {
+				return err
+			}
+			if c, ok := s.(interface{ Shutdown() }); ok {
+				defer c.Shutdown()
+			}
+			all, err := s.List(ctx)
+			if err != nil {
+				return withCode(ExitTasks, err)
+			}
+			ready, err := s.Ready(ctx, beads.ReadyOptions{})
+			if err != nil {
+				return withCode(ExitTasks, err)
+			}
+			r := statusReport{Root: p.root, Version: bi.Version, Backend: backendInfo{info.Name, info.Reason},
+				Tasks: map[string]int{}, Total: len(all), Ready: len(ready)}
+			for _, t := range all {
+				r.Tasks[t.Status]++
+			}
+			r.Config = configSummary{Initialised: p.loaded != nil, Mode: p.cfg.Mode, MaxParallel: p.cfg.Agents.MaxParallel,
+				DefaultAgent: p.cfg.Agents.Default, Agents: p.cfg.AgentNames(), QualityCommands: []string{},
+				TaskIDPrefix: p.cfg.Project.TaskIDPrefix, TargetBranch: p.cfg.Merge.TargetBranch}
+			for _, q := range p.cfg.SortedQuality() {
+				r.Config.QualityCommands = append(r.Config.QualityCommands, q.Name)
+			}
+			if p.loaded != nil {
+				r.Planning, _, _ = planningState(p.dir.PlanningState())
+				if st, err := p.dir.InspectLock(); err == nil && st.Held {
+					r.Running = &runningInfo{PID: st.Holder.PID, Host: st.Holder.Host}
+				}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			printStatus(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func printStatus(w io.Writer, r statusReport) {
+	fmt.Fprintf(w, "Repository  %s\n", r.Root)
+	if !r.Config.Initialised {
+		fmt.Fprintln(w, "Chorus      not set up (run `chorus init --yes`); showing defaults")
+	} else if r.Running != nil {
+		fmt.Fprintf(w, "Chorus      running (pid %d on %s)\n", r.Running.PID, r.Running.Host)
+	} else {
+		fmt.Fprintln(w, "Chorus      not running")
+	}
+	fmt.Fprintf(w, "Tasks       %d total, %d ready", r.Total, r.Ready)
+	var keys []string
+	for k := range r.Tasks {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, ", %d %s", r.Tasks[k], k)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Backend     %s (%s)\n", r.Backend.Name, r.Backend.Reason)
+	fmt.Fprintf(w, "Mode        %s, up to %d agents, default agent %s\n", r.Config.Mode, r.Config.MaxParallel, r.Config.DefaultAgent)
+	q := "none"
+	if len(r.Config.QualityCommands) > 0 {
+		q = strings.Join(r.Config.QualityCommands, ", ")
+	}
+	fmt.Fprintf(w, "Quality     %s\n", q)
+	if r.Planning != "" {
+		fmt.Fprintf(w, "Planning    %s\n", r.Planning)
+	}
+}

@@ -1,0 +1,13 @@
+// Command chorus runs several AI coding agents in parallel on one git repository.
+package main
+
+import (
+	"os"
+
+	"github.com/chorus-dev/chorus/app"
+)
+
+// Set at build time with -ldflags "-X main.version=… -X main.commit=… -X main.date=…".
+var version, commit, date = "dev", "unknown", "unknown"
+
+func main() { os.Exit(app.Main(os.Args[1:], app.BuildInfo{Version: version, Commit: commit, Date: date})) }
