@@ -75,7 +75,7 @@ CLIs, and stale locks. One line per check; exits 1 when something is wrong.`,
 func printFindings(w io.Writer, r doctorReport) {
 	for _, f := range r.Findings {
 		mark := map[string]string{levelOK: "✓", levelWarn: "!", levelFail: "✗"}[f.Level]
-		fmt.Fprintf(w, "%s %-18s %s\n", mark, f.Check, f.Detail)
+		fmt.Fprintf(w, "%s %-22s %s\n", mark, f.Check, f.Detail)
 	}
 }
 

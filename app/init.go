@@ -122,8 +122,11 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 	cfg := config.Default()
 	for _, c := range toolChecks(ctx, cfg) {
 		mark := "✓"
-		if !c.OK {
+		switch {
+		case c.Fatal:
 			mark = "✗"
+		case !c.OK:
+			mark = "!" // optional and missing: Chorus works without it
 		}
 		fmt.Fprintf(stderr, "  %s %s: %s\n", mark, c.Name, c.Detail)
 		if c.Fatal {

@@ -10,4 +10,6 @@ import (
 // Set at build time with -ldflags "-X main.version=… -X main.commit=… -X main.date=…".
 var version, commit, date = "dev", "unknown", "unknown"
 
-func main() { os.Exit(app.Main(os.Args[1:], app.BuildInfo{Version: version, Commit: commit, Date: date})) }
+func main() {
+	os.Exit(app.Main(os.Args[1:], app.BuildInfo{Version: version, Commit: commit, Date: date}))
+}
