@@ -44,24 +44,24 @@ type Dependency struct {
 // Task is one beads issue with the fields Chorus uses. Field names and JSON
 // tags follow beads' own records so the built-in JSONL file imports into bd.
 type Task struct {
-	ID                 string            `json:"id"`
-	Title              string            `json:"title"`
-	Description        string            `json:"description,omitempty"`
-	AcceptanceCriteria string            `json:"acceptance_criteria,omitempty"`
-	Notes              string            `json:"notes,omitempty"`
-	Status             string            `json:"status"`
-	Priority           int               `json:"priority"`
-	IssueType          string            `json:"issue_type,omitempty"`
-	Assignee           string            `json:"assignee,omitempty"`
-	CreatedAt          time.Time         `json:"created_at"`
-	CreatedBy          string            `json:"created_by,omitempty"`
-	UpdatedAt          time.Time         `json:"updated_at"`
-	StartedAt          *time.Time        `json:"started_at,omitempty"`
-	ClosedAt           *time.Time        `json:"closed_at,omitempty"`
-	CloseReason        string            `json:"close_reason,omitempty"`
-	Labels             []string          `json:"labels,omitempty"`
-	Dependencies       []Dependency      `json:"dependencies,omitempty"`
-	Metadata           map[string]any    `json:"metadata,omitempty"`
+	ID                 string         `json:"id"`
+	Title              string         `json:"title"`
+	Description        string         `json:"description,omitempty"`
+	AcceptanceCriteria string         `json:"acceptance_criteria,omitempty"`
+	Notes              string         `json:"notes,omitempty"`
+	Status             string         `json:"status"`
+	Priority           int            `json:"priority"`
+	IssueType          string         `json:"issue_type,omitempty"`
+	Assignee           string         `json:"assignee,omitempty"`
+	CreatedAt          time.Time      `json:"created_at"`
+	CreatedBy          string         `json:"created_by,omitempty"`
+	UpdatedAt          time.Time      `json:"updated_at"`
+	StartedAt          *time.Time     `json:"started_at,omitempty"`
+	ClosedAt           *time.Time     `json:"closed_at,omitempty"`
+	CloseReason        string         `json:"close_reason,omitempty"`
+	Labels             []string       `json:"labels,omitempty"`
+	Dependencies       []Dependency   `json:"dependencies,omitempty"`
+	Metadata           map[string]any `json:"metadata,omitempty"`
 }
 
 // HasLabel reports whether the task carries label l.
@@ -87,7 +87,11 @@ func (t Task) BlockedBy() []string {
 
 // CreateOptions are the optional fields of a new task.
 type CreateOptions struct {
-	Priority    int // 0..4; default 2
+	// Priority 0..4. The zero value means the default, 2, unless
+	// PrioritySet is true (so P0 can be asked for explicitly).
+	Priority    int
+	PrioritySet bool
+	ID          string // explicit id (optional); generated when empty
 	Labels      []string
 	Deps        []string // ids the new task is blocked by
 	Description string
@@ -148,4 +152,51 @@ var (
 	ErrClaimed  = errors.New("task already claimed")
 	ErrNotOpen  = errors.New("task is not open")
 	ErrCycle    = errors.New("dependency would create a cycle")
+	// ErrNotReady: the task is open but still blocked by an active dependency.
+	ErrNotReady = errors.New("task is blocked by open dependencies")
+	// ErrMalformed: the built-in store's file has a line it cannot read;
+	// writes are refused until it is fixed so nothing gets lost.
+	ErrMalformed = errors.New("malformed task file")
+	// ErrDependency: a task was created but bd could not add a dependency.
+	ErrDependency = errors.New("dependency not added")
+	// ErrBdMissing: the repo has a bd database but no bd binary is available.
+	ErrBdMissing = errors.New("bd not found")
 )
+
+// Refresher is implemented by stores that cache the ready list; Refresh
+// brings the cache up to date before returning.
+type Refresher interface {
+	Refresh(ctx context.Context) error
+}
+
+// priority resolves CreateOptions' priority rule.
+func (o CreateOptions) priority() int {
+	if o.Priority == 0 && !o.PrioritySet {
+		return 2
+	}
+	return o.Priority
+}
+
+// ClaimNext claims the first ready task (epics skipped) for actor, moving
+// past tasks another claimer wins meanwhile. It returns ErrNotFound when
+// nothing is ready.
+func ClaimNext(ctx context.Context, s Store, actor string, opt ReadyOptions) (Task, error) {
+	ready, err := s.Ready(ctx, opt)
+	if err != nil {
+		return Task{}, err
+	}
+	for _, t := range ready {
+		if t.IssueType == "epic" || (t.Assignee != "" && t.Assignee != actor) {
+			continue
+		}
+		got, err := s.Claim(ctx, t.ID, actor)
+		if err == nil {
+			return got, nil
+		}
+		if errors.Is(err, ErrClaimed) || errors.Is(err, ErrNotOpen) || errors.Is(err, ErrNotReady) || errors.Is(err, ErrNotFound) {
+			continue
+		}
+		return Task{}, err
+	}
+	return Task{}, ErrNotFound
+}

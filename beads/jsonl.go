@@ -1,0 +1,704 @@
+package beads
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// A hand-written decoder for issues.jsonl lines. encoding/json costs tens of
+// milliseconds on a 10k-task file, which a CLI start cannot afford; this one
+// reads the fields Ready needs in one pass and decodes whole tasks only for
+// the records a caller gets back. Anything unusual (invalid input, \u
+// surrogates, floats) returns errSlow and the line goes through
+// encoding/json instead, which also words the error for malformed lines.
+var errSlow = errors.New("slow path")
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// str reads a string and returns its raw bytes (between the quotes) and
+// whether it contains escapes.
+func (s *scanner) str() ([]byte, bool, error) {
+	if s.peek() != '"' {
+		return nil, false, errSlow
+	}
+	s.i++
+	start := s.i
+	esc, high := false, false
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			raw := s.b[start:s.i]
+			s.i++
+			if high && !utf8.Valid(raw) {
+				return nil, false, errSlow
+			}
+			return raw, esc, nil
+		case c == '\\':
+			esc = true
+			s.i += 2
+		case c < 0x20:
+			return nil, false, errSlow
+		default:
+			if c >= 0x80 {
+				high = true
+			}
+			s.i++
+		}
+	}
+	return nil, false, errSlow
+}
+
+func (s *scanner) text() (string, error) {
+	raw, esc, err := s.str()
+	if err != nil {
+		return "", err
+	}
+	if !esc {
+		return string(raw), nil
+	}
+	return unescape(raw)
+}
+
+func unescape(raw []byte) (string, error) {
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i >= len(raw) {
+			return "", errSlow
+		}
+		switch raw[i] {
+		case '"', '\\', '/':
+			out = append(out, raw[i])
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'u':
+			if i+4 >= len(raw) {
+				return "", errSlow
+			}
+			v, err := strconv.ParseUint(string(raw[i+1:i+5]), 16, 32)
+			if err != nil || (v >= 0xD800 && v < 0xE000) {
+				return "", errSlow
+			}
+			out = utf8.AppendRune(out, rune(v))
+			i += 4
+		default:
+			return "", errSlow
+		}
+	}
+	return string(out), nil
+}
+
+// skip skips one value of any kind.
+func (s *scanner) skip() error {
+	s.ws()
+	switch c := s.peek(); c {
+	case '"':
+		_, _, err := s.str()
+		return err
+	case '{', '[':
+		close := byte('}')
+		if c == '[' {
+			close = ']'
+		}
+		s.i++
+		s.ws()
+		if s.peek() == close {
+			s.i++
+			return nil
+		}
+		for {
+			if c == '{' {
+				s.ws()
+				if _, _, err := s.str(); err != nil {
+					return err
+				}
+				s.ws()
+				if s.peek() != ':' {
+					return errSlow
+				}
+				s.i++
+			}
+			if err := s.skip(); err != nil {
+				return err
+			}
+			s.ws()
+			switch s.peek() {
+			case ',':
+				s.i++
+			case close:
+				s.i++
+				return nil
+			default:
+				return errSlow
+			}
+		}
+	case 't':
+		return s.lit("true")
+	case 'f':
+		return s.lit("false")
+	case 'n':
+		return s.lit("null")
+	default:
+		start := s.i
+		for s.i < len(s.b) && bytes.IndexByte([]byte("+-0123456789.eE"), s.b[s.i]) >= 0 {
+			s.i++
+		}
+		if s.i == start {
+			return errSlow
+		}
+		return nil
+	}
+}
+
+func (s *scanner) lit(w string) error {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(w)) {
+		return errSlow
+	}
+	s.i += len(w)
+	return nil
+}
+
+func (s *scanner) isNull() bool {
+	s.ws()
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+func (s *scanner) int() (int, error) {
+	s.ws()
+	start := s.i
+	if s.peek() == '-' {
+		s.i++
+	}
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	if s.i == start {
+		return 0, errSlow
+	}
+	if c := s.peek(); c == '.' || c == 'e' || c == 'E' {
+		return 0, errSlow
+	}
+	return strconv.Atoi(string(s.b[start:s.i]))
+}
+
+func (s *scanner) bool() (bool, error) {
+	s.ws()
+	if s.peek() == 't' {
+		return true, s.lit("true")
+	}
+	return false, s.lit("false")
+}
+
+// object calls f for each key with the scanner positioned at its value;
+// f must consume the value.
+func (s *scanner) object(f func(key []byte) error) error {
+	s.ws()
+	if s.peek() != '{' {
+		return errSlow
+	}
+	s.i++
+	s.ws()
+	if s.peek() == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		k, esc, err := s.str()
+		if err != nil || esc {
+			return errSlow
+		}
+		s.ws()
+		if s.peek() != ':' {
+			return errSlow
+		}
+		s.i++
+		s.ws()
+		if err := f(k); err != nil {
+			return err
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return errSlow
+		}
+	}
+}
+
+func (s *scanner) array(f func() error) error {
+	s.ws()
+	if s.isNull() {
+		return nil
+	}
+	if s.peek() != '[' {
+		return errSlow
+	}
+	s.i++
+	s.ws()
+	if s.peek() == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		if err := f(); err != nil {
+			return err
+		}
+		s.ws()
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return errSlow
+		}
+	}
+}
+
+// timeOf parses RFC 3339 quickly for the common shapes, else via time.Parse.
+func (s *scanner) time() (time.Time, error) {
+	if s.isNull() {
+		return time.Time{}, nil
+	}
+	raw, esc, err := s.str()
+	if err != nil || esc {
+		return time.Time{}, errSlow
+	}
+	if t, ok := fastTime(raw); ok {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(raw))
+	if err != nil {
+		return time.Time{}, errSlow
+	}
+	return t.UTC(), nil
+}
+
+func digits(b []byte) (int, bool) {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// fastTime handles YYYY-MM-DDTHH:MM:SS[.fraction]Z.
+func fastTime(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	y, ok1 := digits(b[0:4])
+	mo, ok2 := digits(b[5:7])
+	d, ok3 := digits(b[8:10])
+	h, ok4 := digits(b[11:13])
+	mi, ok5 := digits(b[14:16])
+	sec, ok6 := digits(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	ns := 0
+	if rest := b[19 : len(b)-1]; len(rest) > 0 {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
+			return time.Time{}, false
+		}
+		f, ok := digits(rest[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for k := len(rest) - 1; k < 9; k++ {
+			f *= 10
+		}
+		ns = f
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC)
+	if t.Day() != d {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// Interned status and type strings save an allocation per record.
+func intern(b []byte) string {
+	switch string(b) {
+	case StatusOpen:
+		return StatusOpen
+	case StatusInProgress:
+		return StatusInProgress
+	case StatusClosed:
+		return StatusClosed
+	case StatusBlocked:
+		return StatusBlocked
+	case StatusDeferred:
+		return StatusDeferred
+	case "task":
+		return "task"
+	case "epic":
+		return "epic"
+	case "bug":
+		return "bug"
+	case "feature":
+		return "feature"
+	case "blocks":
+		return "blocks"
+	case "parent-child":
+		return "parent-child"
+	case "issue":
+		return "issue"
+	}
+	return string(b)
+}
+
+func (s *scanner) itext() (string, error) {
+	raw, esc, err := s.str()
+	if err != nil {
+		return "", err
+	}
+	if esc {
+		return unescape(raw)
+	}
+	return intern(raw), nil
+}
+
+// decodeLine fills r's index fields from line; with full it also builds
+// r.task. It returns errSlow when the line needs encoding/json.
+func decodeLine(line []byte, r *record, full bool) error {
+	s := scanner{b: line}
+	var t *Task
+	if full {
+		t = new(Task)
+	}
+	r.kind = "issue"
+	err := s.object(func(k []byte) error {
+		var err error
+		switch string(k) {
+		case "_type":
+			r.kind, err = s.itext()
+		case "id":
+			r.id, err = s.text()
+		case "status":
+			r.status, err = s.itext()
+		case "priority":
+			r.priority, err = s.int()
+		case "issue_type":
+			r.itype, err = s.itext()
+		case "assignee":
+			r.assignee, err = s.text()
+		case "created_at":
+			var tm time.Time
+			tm, err = s.time()
+			r.created = tm
+		case "defer_until":
+			var tm time.Time
+			tm, err = s.time()
+			r.deferUntil = tm
+		case "ephemeral":
+			r.ephemeral, err = s.bool()
+		case "labels":
+			r.labels = r.labels[:0]
+			err = s.array(func() error {
+				l, err := s.itext()
+				r.labels = append(r.labels, l)
+				return err
+			})
+		case "dependencies":
+			r.deps = r.deps[:0]
+			err = s.array(func() error {
+				var d Dependency
+				err := s.object(func(k []byte) error {
+					var err error
+					switch string(k) {
+					case "issue_id":
+						d.IssueID, err = s.text()
+					case "depends_on_id":
+						d.DependsOnID, err = s.text()
+					case "type":
+						d.Type, err = s.itext()
+					case "created_at":
+						if full {
+							d.CreatedAt, err = s.time()
+						} else {
+							err = s.skip()
+						}
+					case "created_by":
+						if full {
+							d.CreatedBy, err = s.text()
+						} else {
+							err = s.skip()
+						}
+					default:
+						err = s.skip()
+					}
+					return err
+				})
+				r.deps = append(r.deps, d)
+				return err
+			})
+		default:
+			if !full {
+				return s.skip()
+			}
+			switch string(k) {
+			case "title":
+				t.Title, err = s.text()
+			case "description":
+				t.Description, err = s.text()
+			case "acceptance_criteria":
+				t.AcceptanceCriteria, err = s.text()
+			case "notes":
+				t.Notes, err = s.text()
+			case "created_by":
+				t.CreatedBy, err = s.text()
+			case "close_reason":
+				t.CloseReason, err = s.text()
+			case "updated_at":
+				t.UpdatedAt, err = s.time()
+			case "started_at":
+				t.StartedAt, err = s.ptime()
+			case "closed_at":
+				t.ClosedAt, err = s.ptime()
+			case "metadata":
+				start := s.i
+				if err = s.skip(); err == nil {
+					var m map[string]any
+					if json.Unmarshal(s.b[start:s.i], &m) != nil {
+						return errSlow
+					}
+					t.Metadata = m
+				}
+			default:
+				err = s.skip()
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return errSlow
+	}
+	if full {
+		r.fillTask(t)
+		r.task = t
+	}
+	return nil
+}
+
+func (s *scanner) ptime() (*time.Time, error) {
+	t, err := s.time()
+	if err != nil || t.IsZero() {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// slowRecord is the encoding/json view of a line.
+type slowRecord struct {
+	Task
+	Type       string     `json:"_type"`
+	DeferUntil *time.Time `json:"defer_until"`
+	Ephemeral  bool       `json:"ephemeral"`
+}
+
+// decodeSlow is the encoding/json path; its error is the one users see.
+func decodeSlow(line []byte, r *record) error {
+	var x slowRecord
+	if err := json.Unmarshal(line, &x); err != nil {
+		return err
+	}
+	r.kind = x.Type
+	if r.kind == "" {
+		r.kind = "issue"
+	}
+	if x.DeferUntil != nil {
+		r.deferUntil = x.DeferUntil.UTC()
+	}
+	r.ephemeral = x.Ephemeral
+	t := x.Task
+	normTimes(&t)
+	r.setTask(&t)
+	return nil
+}
+
+func normTimes(t *Task) {
+	t.CreatedAt = t.CreatedAt.UTC()
+	t.UpdatedAt = t.UpdatedAt.UTC()
+	if t.StartedAt != nil {
+		v := t.StartedAt.UTC()
+		t.StartedAt = &v
+	}
+	if t.ClosedAt != nil {
+		v := t.ClosedAt.UTC()
+		t.ClosedAt = &v
+	}
+	for i := range t.Dependencies {
+		t.Dependencies[i].CreatedAt = t.Dependencies[i].CreatedAt.UTC()
+	}
+}
+
+// knownKeys are the top-level fields Task owns; everything else in a
+// record is carried over untouched when the record is rewritten.
+var knownKeys = map[string]bool{
+	"_type": true, "id": true, "title": true, "description": true, "acceptance_criteria": true,
+	"notes": true, "status": true, "priority": true, "issue_type": true, "assignee": true,
+	"created_at": true, "created_by": true, "updated_at": true, "started_at": true,
+	"closed_at": true, "close_reason": true, "labels": true, "dependencies": true, "metadata": true,
+}
+
+// encodeRecord writes t as one JSONL line, keeping raw's unknown fields
+// (and the extra fields of dependency records that still exist).
+func encodeRecord(t *Task, raw []byte, drop map[string]bool) ([]byte, error) {
+	tc := *t
+	deps := tc.Dependencies
+	tc.Dependencies = nil
+	body, err := json.Marshal(&tc)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"_type":"issue",`)
+	buf.Write(body[1 : len(body)-1])
+	var rawDeps map[[3]string]json.RawMessage
+	var extra []kv
+	if raw != nil {
+		extra, rawDeps, err = unknownFields(raw)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(deps) > 0 {
+		buf.WriteString(`,"dependencies":[`)
+		for i, d := range deps {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if r, ok := rawDeps[[3]string{d.IssueID, d.DependsOnID, d.Type}]; ok {
+				buf.Write(r)
+				continue
+			}
+			b, err := json.Marshal(d)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(b)
+		}
+		buf.WriteByte(']')
+	}
+	for _, f := range extra {
+		if drop[f.k] {
+			continue
+		}
+		kb, _ := json.Marshal(f.k)
+		buf.WriteByte(',')
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(f.v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+type kv struct {
+	k string
+	v json.RawMessage
+}
+
+func unknownFields(raw []byte) ([]kv, map[[3]string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, err
+	}
+	// Keep the original key order for stable diffs.
+	var order []string
+	if tok, err := dec.Token(); err == nil && tok == json.Delim('{') {
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			k, _ := tok.(string)
+			order = append(order, k)
+			var skipv json.RawMessage
+			if dec.Decode(&skipv) != nil {
+				break
+			}
+		}
+	}
+	var out []kv
+	seen := map[string]bool{}
+	for _, k := range order {
+		if knownKeys[k] || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, kv{k, m[k]})
+	}
+	var deps map[[3]string]json.RawMessage
+	if d, ok := m["dependencies"]; ok {
+		var list []json.RawMessage
+		if json.Unmarshal(d, &list) == nil {
+			deps = map[[3]string]json.RawMessage{}
+			for _, one := range list {
+				var x Dependency
+				if json.Unmarshal(one, &x) == nil {
+					deps[[3]string{x.IssueID, x.DependsOnID, x.Type}] = one
+				}
+			}
+		}
+	}
+	return out, deps, nil
+}

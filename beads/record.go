@@ -1,0 +1,236 @@
+package beads
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// record is one line of issues.jsonl: the fields Ready needs, the line as
+// read (so untouched records are written back byte for byte and unknown
+// fields survive rewrites), and the full Task once something asked for it.
+type record struct {
+	line int
+	raw  []byte
+	kind string // "_type"; only "issue" records are tasks
+
+	id         string
+	status     string
+	priority   int
+	itype      string
+	assignee   string
+	created    time.Time
+	deferUntil time.Time
+	ephemeral  bool
+	labels     []string
+	deps       []Dependency
+
+	task  *Task
+	dirty bool
+	drop  map[string]bool // unknown fields to remove on rewrite
+}
+
+func (r *record) fillTask(t *Task) {
+	t.ID, t.Status, t.Priority, t.IssueType, t.Assignee, t.CreatedAt = r.id, r.status, r.priority, r.itype, r.assignee, r.created
+	t.Labels = slices.Clone(r.labels)
+	t.Dependencies = slices.Clone(r.deps)
+}
+
+// setTask makes t the record's truth and refreshes the index fields.
+func (r *record) setTask(t *Task) {
+	r.task = t
+	r.id, r.status, r.priority, r.itype, r.assignee, r.created = t.ID, t.Status, t.Priority, t.IssueType, t.Assignee, t.CreatedAt
+	r.labels = slices.Clone(t.Labels)
+	r.deps = slices.Clone(t.Dependencies)
+}
+
+// full returns the decoded task, decoding the line on first use.
+func (r *record) full() *Task {
+	if r.task != nil {
+		return r.task
+	}
+	var x record
+	if err := decodeLine(r.raw, &x, true); err != nil {
+		// The line decoded once already (load checks every line), so the
+		// slow path cannot fail here.
+		_ = decodeSlow(r.raw, &x)
+	}
+	r.task = x.task
+	normTimes(r.task)
+	return r.task
+}
+
+func cloneTask(t *Task) Task {
+	c := *t
+	c.Labels = slices.Clone(t.Labels)
+	c.Dependencies = slices.Clone(t.Dependencies)
+	c.Metadata = maps.Clone(t.Metadata)
+	if t.StartedAt != nil {
+		v := *t.StartedAt
+		c.StartedAt = &v
+	}
+	if t.ClosedAt != nil {
+		v := *t.ClosedAt
+		c.ClosedAt = &v
+	}
+	return c
+}
+
+func hasLabel(ls []string, l string) bool {
+	for _, x := range ls {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// Dependency types that hold back the dependent issue (bd's AffectsReadyWork
+// minus waits-for gates, which Chorus does not create).
+func blockingType(t string) bool { return t == "blocks" || t == "conditional-blocks" || t == "" }
+
+// activeStatus: a blocker in any of these states still blocks.
+func activeStatus(s string) bool { return s != StatusClosed && s != "pinned" }
+
+// Issue types bd leaves out of ready work by default.
+var readyExcludedTypes = map[string]bool{
+	"merge-request": true, "gate": true, "molecule": true, "message": true,
+	"agent": true, "role": true, "rig": true,
+}
+
+// readyIndex computes ready work over recs the way bd does (§3 of the CLI
+// contract) in a few linear passes over records and edges.
+func readyIndex(recs []*record, byID map[string]int, opt ReadyOptions, now time.Time) []int {
+	n := len(recs)
+	blocked := make([]bool, n)
+	for i, r := range recs {
+		if r.kind != "issue" {
+			continue
+		}
+		for _, d := range r.deps {
+			if !blockingType(d.Type) {
+				continue
+			}
+			from := i
+			if d.IssueID != "" && d.IssueID != r.id {
+				j, ok := byID[d.IssueID]
+				if !ok {
+					continue
+				}
+				from = j
+			}
+			if j, ok := byID[d.DependsOnID]; ok && activeStatus(recs[j].status) {
+				blocked[from] = true
+			}
+		}
+	}
+	var out []int
+	for i, r := range recs {
+		if r.kind != "issue" || r.status != StatusOpen || blocked[i] || r.ephemeral || readyExcludedTypes[r.itype] {
+			continue
+		}
+		if !r.deferUntil.IsZero() && r.deferUntil.After(now) {
+			continue
+		}
+		if !labelsPass(r.labels, opt) {
+			continue
+		}
+		// Children of a blocked or deferred parent wait too (one level).
+		held := false
+		for _, d := range r.deps {
+			if d.Type != "parent-child" || (d.IssueID != "" && d.IssueID != r.id) {
+				continue
+			}
+			if j, ok := byID[d.DependsOnID]; ok {
+				p := recs[j]
+				if (blocked[j] && activeStatus(p.status)) || (!p.deferUntil.IsZero() && p.deferUntil.After(now)) {
+					held = true
+					break
+				}
+			}
+		}
+		if !held {
+			out = append(out, i)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		ra, rb := recs[out[a]], recs[out[b]]
+		return readyLess(ra.priority, rb.priority, ra.created, rb.created, ra.id, rb.id)
+	})
+	return out
+}
+
+func readyLess(pa, pb int, ca, cb time.Time, ia, ib string) bool {
+	if pa != pb {
+		return pa < pb
+	}
+	if !ca.Equal(cb) {
+		return ca.Before(cb)
+	}
+	return ia < ib
+}
+
+func labelsPass(labels []string, opt ReadyOptions) bool {
+	if !opt.IncludeDeferred && hasLabel(labels, LabelDeferred) {
+		return false
+	}
+	for _, l := range opt.ExcludeLabels {
+		if hasLabel(labels, l) {
+			return false
+		}
+	}
+	if len(opt.IncludeLabels) > 0 {
+		for _, l := range opt.IncludeLabels {
+			if hasLabel(labels, l) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// sortReady orders tasks as Ready promises: priority, then oldest first, then id.
+func sortReady(ts []Task) {
+	sort.SliceStable(ts, func(a, b int) bool {
+		return readyLess(ts[a].Priority, ts[b].Priority, ts[a].CreatedAt, ts[b].CreatedAt, ts[a].ID, ts[b].ID)
+	})
+}
+
+// cyclePath returns the cycle that the edge from → to (from depends on to)
+// would close, as "from → to → … → from", or "" if there is none. next
+// lists the ids an id depends on through blocking edges.
+func cyclePath(from, to string, next func(id string) []string) string {
+	if from == to {
+		return from + " → " + from
+	}
+	prev := map[string]string{to: ""}
+	queue := []string{to}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, n := range next(cur) {
+			if _, seen := prev[n]; seen {
+				continue
+			}
+			prev[n] = cur
+			if n == from {
+				path := []string{from}
+				for p := cur; p != ""; p = prev[p] {
+					path = append(path, p)
+				}
+				// path is from, …, to reversed; the cycle reads from → to → … → from.
+				out := []string{from}
+				for k := len(path) - 1; k >= 1; k-- {
+					out = append(out, path[k])
+				}
+				out = append(out, from)
+				return strings.Join(out, " → ")
+			}
+			queue = append(queue, n)
+		}
+	}
+	return ""
+}
