@@ -1,0 +1,449 @@
+// Package ptyproc runs one agent process under a pseudo-terminal, in its own
+// session and process group, with its raw output logged and delivered to one
+// consumer.
+//
+// Back-pressure: output chunks go to a bounded channel (Output). While the
+// consumer keeps up nothing is lost. When the channel is full the reader
+// waits, which in turn blocks the child's writes to the terminal; but it
+// waits at most StallTimeout for one chunk. If that passes, the chunk is
+// dropped (counted by Dropped, still written to the log) and, until the
+// consumer takes something again, further chunks are dropped without
+// waiting. So a stuck consumer costs one stall, never a hung agent.
+package ptyproc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// DefaultLogCap is the log size limit when Spec.LogCap is 0.
+const DefaultLogCap = 50 << 20
+
+// Spec describes the process to start.
+type Spec struct {
+	Argv []string
+	Dir  string
+	// Env is added to the parent's environment (later entries win).
+	Env []string
+	// Unset names variables removed from the inherited environment, e.g.
+	// CLAUDECODE, whose presence makes Claude Code refuse to nest.
+	Unset      []string
+	Cols, Rows uint16 // initial terminal size (default 80x24)
+	// LogPath receives every raw output byte (appended) until LogCap bytes;
+	// empty means no log.
+	LogPath string
+	LogCap  int64 // 0 = DefaultLogCap; negative = no limit
+	// OutputBuffer is the capacity of the Output channel in chunks
+	// (default 256).
+	OutputBuffer int
+	// StallTimeout is how long the reader waits for a full Output channel
+	// before dropping a chunk (default 5s).
+	StallTimeout time.Duration
+}
+
+// Proc is a running (or finished) process under a PTY.
+type Proc struct {
+	cmd       *exec.Cmd
+	pty       *os.File
+	pid       int
+	startTime uint64
+	started   time.Time
+
+	out     chan []byte
+	stall   time.Duration
+	dropped int64 // bytes; reader-owned until readerDone, then read under mu
+
+	log      *os.File
+	logSize  int64
+	logCap   int64
+	logNoted bool
+	logErr   error
+
+	// recent output with absolute offsets, for Type's confirmation
+	mu      sync.Mutex
+	total   int64         // bytes read so far
+	recent  []byte        // the last recentCap bytes
+	changed chan struct{} // closed and replaced on every chunk
+
+	readerDone chan struct{}
+	done       chan struct{}
+	exitCode   int
+	waitErr    error
+	writeMu    sync.Mutex
+}
+
+const recentCap = 64 << 10
+
+// Start runs spec.Argv under a new PTY. The child is a session leader, so
+// its process group id equals its pid and Stop reaches its descendants.
+func Start(spec Spec) (*Proc, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("ptyproc: empty argv")
+	}
+	cols, rows := spec.Cols, spec.Rows
+	if cols == 0 {
+		cols = 80
+	}
+	if rows == 0 {
+		rows = 24
+	}
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.Env = buildEnv(os.Environ(), spec.Env, spec.Unset)
+
+	p := &Proc{
+		cmd:        cmd,
+		stall:      spec.StallTimeout,
+		logCap:     spec.LogCap,
+		changed:    make(chan struct{}),
+		readerDone: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	if p.stall <= 0 {
+		p.stall = 5 * time.Second
+	}
+	if p.logCap == 0 {
+		p.logCap = DefaultLogCap
+	}
+	n := spec.OutputBuffer
+	if n <= 0 {
+		n = 256
+	}
+	p.out = make(chan []byte, n)
+	if spec.LogPath != "" {
+		f, err := os.OpenFile(spec.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("ptyproc: open log: %w", err)
+		}
+		if st, err := f.Stat(); err == nil {
+			p.logSize = st.Size()
+		}
+		p.log = f
+	}
+	master, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
+	if err != nil {
+		if p.log != nil {
+			p.log.Close()
+		}
+		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
+	}
+	p.pty = master
+	p.pid = cmd.Process.Pid
+	p.started = time.Now()
+	// The child cannot be reaped before our Wait, so its /proc entry is
+	// there to read.
+	p.startTime, _ = StartTimeOf(p.pid)
+	go p.readLoop()
+	go p.waitLoop()
+	return p, nil
+}
+
+func buildEnv(parent, add, unset []string) []string {
+	drop := map[string]bool{}
+	for _, k := range unset {
+		drop[k] = true
+	}
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		drop[k] = true
+	}
+	env := make([]string, 0, len(parent)+len(add))
+	for _, kv := range parent {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slicesContains(unset, k) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Proc) readLoop() {
+	defer close(p.readerDone)
+	defer close(p.out)
+	buf := make([]byte, 32<<10)
+	stalled := false
+	for {
+		n, err := p.pty.Read(buf)
+		if n > 0 {
+			chunk := append([]byte(nil), buf[:n]...)
+			p.writeLog(chunk)
+			p.remember(chunk)
+			stalled = p.deliver(chunk, stalled)
+		}
+		if err != nil {
+			// EIO once the last holder of the terminal's slave side is gone;
+			// "file already closed" after waitLoop gave up on a straggler.
+			return
+		}
+	}
+}
+
+// deliver applies the back-pressure policy described in the package doc.
+func (p *Proc) deliver(chunk []byte, stalled bool) bool {
+	select {
+	case p.out <- chunk:
+		return false
+	default:
+	}
+	if stalled {
+		p.mu.Lock()
+		p.dropped += int64(len(chunk))
+		p.mu.Unlock()
+		return true
+	}
+	t := time.NewTimer(p.stall)
+	defer t.Stop()
+	select {
+	case p.out <- chunk:
+		return false
+	case <-t.C:
+		p.mu.Lock()
+		p.dropped += int64(len(chunk))
+		p.mu.Unlock()
+		return true
+	}
+}
+
+func (p *Proc) writeLog(b []byte) {
+	if p.log == nil || p.logErr != nil {
+		return
+	}
+	if p.logCap > 0 {
+		room := p.logCap - p.logSize
+		if room <= 0 {
+			if !p.logNoted {
+				p.logNoted = true
+				_, _ = fmt.Fprintf(p.log, "\n[chorus: log truncated at %d bytes]\n", p.logCap)
+			}
+			return
+		}
+		if int64(len(b)) > room {
+			b = b[:room]
+		}
+	}
+	n, err := p.log.Write(b)
+	p.logSize += int64(n)
+	if err != nil {
+		p.logErr = err
+	}
+}
+
+func (p *Proc) remember(b []byte) {
+	p.mu.Lock()
+	p.total += int64(len(b))
+	p.recent = append(p.recent, b...)
+	if over := len(p.recent) - recentCap; over > 0 {
+		p.recent = append(p.recent[:0], p.recent[over:]...)
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// since returns the output after absolute offset off (as much as is still
+// kept), the current offset, and a channel closed on the next chunk.
+func (p *Proc) since(off int64) ([]byte, int64, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	start := int64(len(p.recent)) - (p.total - off)
+	if start < 0 {
+		start = 0
+	}
+	var b []byte
+	if start < int64(len(p.recent)) {
+		b = append([]byte(nil), p.recent[start:]...)
+	}
+	return b, p.total, p.changed
+}
+
+func (p *Proc) offset() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+func (p *Proc) waitLoop() {
+	err := p.cmd.Wait()
+	code := p.cmd.ProcessState.ExitCode()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		err = nil
+	}
+	// A background grandchild may still hold the terminal open; give the
+	// reader a moment to drain what the child wrote, then cut it off.
+	select {
+	case <-p.readerDone:
+	case <-time.After(2 * time.Second):
+		p.pty.Close()
+		<-p.readerDone
+	}
+	p.pty.Close()
+	if p.log != nil {
+		if cerr := p.log.Close(); p.logErr == nil {
+			p.logErr = cerr
+		}
+	}
+	p.mu.Lock()
+	p.exitCode, p.waitErr = code, err
+	p.mu.Unlock()
+	close(p.done)
+}
+
+// Output delivers raw output chunks; it is closed after the process exited
+// and its output was read. Each chunk belongs to the receiver.
+func (p *Proc) Output() <-chan []byte { return p.out }
+
+// Dropped is the number of output bytes not delivered on Output because the
+// consumer did not keep up (they are still in the log).
+func (p *Proc) Dropped() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
+// LogErr reports a failure writing the log, after which logging stopped.
+// Valid after Done.
+func (p *Proc) LogErr() error {
+	<-p.done
+	return p.logErr
+}
+
+// Write sends input to the process as if typed.
+func (p *Proc) Write(b []byte) (int, error) {
+	select {
+	case <-p.done:
+		return 0, errors.New("ptyproc: process has exited")
+	default:
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.pty.Write(b)
+}
+
+// Resize changes the terminal size; the kernel sends SIGWINCH to the
+// foreground process group.
+func (p *Proc) Resize(cols, rows uint16) error {
+	select {
+	case <-p.done:
+		return errors.New("ptyproc: process has exited")
+	default:
+	}
+	return pty.Setsize(p.pty, &pty.Winsize{Cols: cols, Rows: rows})
+}
+
+// Done is closed when the process has exited, been reaped, and its output
+// has been read to the end.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Wait blocks until Done and returns the exit code (-1 when the process was
+// ended by a signal). A non-zero exit is not an error.
+func (p *Proc) Wait() (int, error) {
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitCode, p.waitErr
+}
+
+// Pid returns the process id, which is also its process group id.
+func (p *Proc) Pid() int { return p.pid }
+
+// StartTime returns the process start time in clock ticks since boot
+// (field 22 of /proc/<pid>/stat); with the pid it identifies the process
+// across a restart of Chorus (see Alive).
+func (p *Proc) StartTime() uint64 { return p.startTime }
+
+// Started returns the wall-clock time Start returned.
+func (p *Proc) Started() time.Time { return p.started }
+
+// Stop ends the process group: SIGTERM, then SIGKILL once grace has passed
+// (at once when grace <= 0). Whatever is left of the group after the leader
+// exits is killed too, so grandchildren that ignore SIGTERM or SIGHUP do not
+// outlive the agent. Stop returns once the process has been reaped.
+func (p *Proc) Stop(grace time.Duration) {
+	select {
+	case <-p.done:
+		p.killGroup()
+		return
+	default:
+	}
+	if grace > 0 {
+		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		select {
+		case <-p.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	p.killGroup()
+	<-p.done
+	p.killGroup()
+}
+
+// killGroup is safe after the leader is reaped: Linux does not reuse a
+// number while a process group of that id still has members.
+func (p *Proc) killGroup() { _ = syscall.Kill(-p.pid, syscall.SIGKILL) }
+
+// StartTimeOf reads field 22 (starttime) of /proc/<pid>/stat.
+func StartTimeOf(pid int) (uint64, error) {
+	_, start, err := readStat(pid)
+	return start, err
+}
+
+func readStat(pid int) (state byte, start uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// comm (field 2) may contain spaces and parentheses: fields after it
+	// are counted from the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("ptyproc: malformed stat for pid %d", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field 22 is f[19].
+	if len(f) < 20 || len(f[0]) == 0 {
+		return 0, 0, fmt.Errorf("ptyproc: short stat for pid %d", pid)
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	return f[0][0], start, err
+}
+
+// Alive reports whether pid is a live (not zombie) process that started at
+// startTime, so a pid reused by an unrelated process reads as dead.
+func Alive(pid int, startTime uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	state, start, err := readStat(pid)
+	if err != nil {
+		return false
+	}
+	return start == startTime && state != 'Z' && state != 'X'
+}

@@ -1,0 +1,356 @@
+package ptyproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// failSafe only keeps a broken test from hanging the run; nothing waits
+// for it in a passing run.
+const failSafe = 60 * time.Second
+
+// collector drains Output into a buffer and wakes waiters on each chunk.
+type collector struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+	closed  bool
+	wake    chan struct{} // one pending wake-up per chunk, never blocks
+}
+
+func collect(p *Proc) *collector {
+	c := &collector{changed: make(chan struct{}), wake: make(chan struct{}, 1)}
+	go func() {
+		for b := range p.Output() {
+			c.mu.Lock()
+			c.buf.Write(b)
+			close(c.changed)
+			c.changed = make(chan struct{})
+			c.mu.Unlock()
+			select {
+			case c.wake <- struct{}{}:
+			default:
+			}
+		}
+		c.mu.Lock()
+		c.closed = true
+		close(c.changed)
+		c.mu.Unlock()
+	}()
+	return c
+}
+
+func (c *collector) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+// waitFor blocks until the output matches re and returns the submatches.
+func (c *collector) waitFor(t *testing.T, re string) []string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.NewTimer(failSafe)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		m := rx.FindStringSubmatch(c.buf.String())
+		ch, closed := c.changed, c.closed
+		c.mu.Unlock()
+		if m != nil {
+			return m
+		}
+		if closed {
+			t.Fatalf("output ended without %q; got %q", re, c.String())
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("no %q in output %q", re, c.String())
+		}
+	}
+}
+
+// waitClosed blocks until Output has been closed and fully drained.
+func (c *collector) waitClosed(t *testing.T) {
+	t.Helper()
+	deadline := time.NewTimer(failSafe)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		ch, closed := c.changed, c.closed
+		c.mu.Unlock()
+		if closed {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatal("output never closed")
+		}
+	}
+}
+
+func start(t *testing.T, spec Spec) *Proc {
+	t.Helper()
+	p, err := Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(0) })
+	return p
+}
+
+func TestOutputEnvExitCode(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CHORUS_DROP_ME", "x")
+	p := start(t, Spec{
+		Argv:  []string{"sh", "-c", `echo "out:$FOO:$(pwd):${CHORUS_DROP_ME-unset}:$TERM"; exit 7`},
+		Dir:   dir,
+		Env:   []string{"FOO=bar", "TERM=xterm-256color"},
+		Unset: []string{"CHORUS_DROP_ME"},
+	})
+	c := collect(p)
+	code, err := p.Wait()
+	if err != nil || code != 7 {
+		t.Fatalf("Wait = %d, %v", code, err)
+	}
+	// Done implies all output has been delivered.
+	c.waitFor(t, `out:bar:`+regexp.QuoteMeta(dir)+`:unset:xterm-256color`)
+	if p.Pid() <= 0 || p.StartTime() == 0 {
+		t.Errorf("pid %d start %d", p.Pid(), p.StartTime())
+	}
+	if _, err := p.Write([]byte("x")); err == nil {
+		t.Error("Write after exit should fail")
+	}
+}
+
+func TestOwnProcessGroup(t *testing.T) {
+	p := start(t, Spec{Argv: []string{"sh", "-c", `echo "ids:$$:$(ps -o pgid= -p $$ | tr -d ' '):$(ps -o sid= -p $$ | tr -d ' ')"; read x`}})
+	c := collect(p)
+	m := c.waitFor(t, `ids:(\d+):(\d+):(\d+)`)
+	pid := strconv.Itoa(p.Pid())
+	if m[1] != pid || m[2] != pid || m[3] != pid {
+		t.Errorf("pid/pgid/sid = %v, want all %s", m[1:], pid)
+	}
+}
+
+func TestLogCapped(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "agent.log")
+	const total, cap = 200000, 10000
+	p := start(t, Spec{
+		Argv:    []string{"sh", "-c", "head -c " + strconv.Itoa(total) + " /dev/zero | tr '\\0' x"},
+		LogPath: logPath,
+		LogCap:  cap,
+	})
+	c := collect(p)
+	if code, _ := p.Wait(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if err := p.LogErr(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitClosed(t)
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, bytes.Repeat([]byte("x"), cap)) {
+		t.Error("log does not start with the first cap bytes")
+	}
+	rest := string(b[cap:])
+	if strings.Count(rest, "log truncated") != 1 || strings.Contains(rest, "x") {
+		t.Errorf("after the cap expected one truncation note, got %q", rest)
+	}
+	if got := strings.Count(c.String(), "x"); got != total {
+		t.Errorf("consumer got %d bytes, want all %d", got, total)
+	}
+}
+
+func TestResizeSeenByChild(t *testing.T) {
+	p := start(t, Spec{Argv: []string{"sh", "-c", `echo "size:$(stty size)"; read x; echo "size2:$(stty size)"`}, Cols: 100, Rows: 30})
+	c := collect(p)
+	c.waitFor(t, `size:30 100`)
+	if err := p.Resize(120, 40); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write([]byte("\r")); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, `size2:40 120`)
+}
+
+// waitGone blocks until pid has exited, using a pidfd, which works for
+// processes that are not our children.
+func waitGone(t *testing.T, fd int) {
+	t.Helper()
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(failSafe/time.Millisecond))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n != 1 {
+			t.Fatalf("process did not exit: n=%d err=%v", n, err)
+		}
+		return
+	}
+}
+
+func TestStopKillsStubbornGroup(t *testing.T) {
+	script := `trap "" TERM HUP
+sh -c 'trap "" TERM HUP; echo "gc:$$"; exec sleep 1000' &
+wait`
+	p := start(t, Spec{Argv: []string{"sh", "-c", script}})
+	c := collect(p)
+	m := c.waitFor(t, `gc:(\d+)`)
+	gc, _ := strconv.Atoi(m[1])
+	gcStart, err := StartTimeOf(gc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Alive(gc, gcStart) {
+		t.Fatal("grandchild should be alive")
+	}
+	pidfd, err := unix.PidfdOpen(gc, 0)
+	if err != nil {
+		t.Skipf("pidfd_open: %v", err)
+	}
+	defer unix.Close(pidfd)
+
+	p.Stop(100 * time.Millisecond)
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("Stop returned before the process was reaped")
+	}
+	if code, _ := p.Wait(); code != -1 {
+		t.Errorf("exit code %d, want -1 (killed)", code)
+	}
+	if Alive(p.Pid(), p.StartTime()) {
+		t.Error("leader still alive")
+	}
+	waitGone(t, pidfd)
+	if Alive(gc, gcStart) {
+		t.Error("grandchild survived Stop")
+	}
+}
+
+func TestStopGraceful(t *testing.T) {
+	p := start(t, Spec{Argv: []string{"sh", "-c", `trap 'echo bye; exit 3' TERM; echo ready; while :; do read x; done`}})
+	c := collect(p)
+	c.waitFor(t, "ready")
+	p.Stop(failSafe)
+	if code, _ := p.Wait(); code != 3 {
+		t.Errorf("exit code %d, want 3 from the TERM trap", code)
+	}
+	c.waitFor(t, "bye")
+}
+
+func TestAlive(t *testing.T) {
+	self, err := StartTimeOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Alive(os.Getpid(), self) {
+		t.Error("self not alive")
+	}
+	// Same pid, different start time: a reused pid must read as dead.
+	if Alive(os.Getpid(), self+1) {
+		t.Error("start-time guard ignored")
+	}
+	if Alive(0, 0) || Alive(-1, 0) {
+		t.Error("invalid pid alive")
+	}
+	p := start(t, Spec{Argv: []string{"true"}})
+	collect(p)
+	p.Wait()
+	if Alive(p.Pid(), p.StartTime()) {
+		t.Error("exited process alive")
+	}
+}
+
+func TestTypeConfirmedByCat(t *testing.T) {
+	for _, paste := range []bool{false, true} {
+		// Echo off so that only cat's own output, which needs the Enter,
+		// can confirm.
+		p := start(t, Spec{Argv: []string{"sh", "-c", "stty -echo; echo ready; exec cat"}})
+		c := collect(p)
+		c.waitFor(t, "ready")
+		err := p.Type(context.Background(), "hello typed", TypeOptions{Paste: paste, Marker: "hello typed", Delay: time.Millisecond})
+		if err != nil {
+			t.Fatalf("paste=%v: %v", paste, err)
+		}
+		if paste {
+			c.waitFor(t, regexp.QuoteMeta(pasteStart+"hello typed"+pasteEnd))
+		} else {
+			c.waitFor(t, "hello typed")
+		}
+		p.Stop(0)
+	}
+}
+
+func TestTypeConfirmFunc(t *testing.T) {
+	p := start(t, Spec{Argv: []string{"sh", "-c", "stty -echo; echo ready; read line; echo \"busy:$line\"; read x"}})
+	c := collect(p)
+	c.waitFor(t, "ready")
+	err := p.Type(context.Background(), "go", TypeOptions{
+		Confirm: func() bool { return strings.Contains(c.String(), "busy:go") },
+		Wake:    c.wake,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTypeNotConfirmed(t *testing.T) {
+	p := start(t, Spec{Argv: []string{"sh", "-c", "stty -echo; echo ready; exec sleep 1000"}})
+	c := collect(p)
+	c.waitFor(t, "ready")
+	err := p.Type(context.Background(), "ignored", TypeOptions{Delay: time.Millisecond, Attempts: 2, AttemptWait: 50 * time.Millisecond})
+	if !errors.Is(err, ErrNotConfirmed) {
+		t.Fatalf("want ErrNotConfirmed, got %v", err)
+	}
+	// A cancelled context ends Type at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Type(ctx, "x", TypeOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestStuckConsumerDoesNotHangAgent(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "log")
+	const total = 1 << 20
+	p := start(t, Spec{
+		Argv:         []string{"sh", "-c", "head -c " + strconv.Itoa(total) + " /dev/zero | tr '\\0' y"},
+		OutputBuffer: 1,
+		StallTimeout: 10 * time.Millisecond,
+		LogPath:      logPath,
+	})
+	// Nobody reads Output: the child must still run to the end.
+	if code, _ := p.Wait(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	delivered := 0
+	for b := range p.Output() {
+		delivered += len(b)
+	}
+	if p.Dropped() == 0 || int64(delivered)+p.Dropped() != total {
+		t.Errorf("delivered %d + dropped %d != %d", delivered, p.Dropped(), total)
+	}
+	if st, err := os.Stat(logPath); err != nil || st.Size() != total {
+		t.Errorf("log should hold everything: %v %v", st.Size(), err)
+	}
+}
