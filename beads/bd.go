@@ -241,7 +241,7 @@ func unwrapJSON(b []byte) []byte {
 // raw records (ready/list) or full issues with dependency_type (show).
 type bdIssue struct {
 	Task
-	Dependencies []bdDep        `json:"dependencies"`
+	Dependencies []bdDep         `json:"dependencies"`
 	Metadata     json.RawMessage `json:"metadata"`
 }
 

@@ -347,7 +347,7 @@ func create(d *db, f flags, dir string) {
 			if one == "" {
 				continue
 			}
-			typ, target := "blocks", one
+			typ, target := "depends-on", one
 			if k, v, ok := strings.Cut(one, ":"); ok {
 				typ, target = k, v
 			}
