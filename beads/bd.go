@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-dev/chorus/proc"
@@ -41,6 +42,8 @@ type bdStore struct {
 	lastErr    error
 	refreshing chan struct{} // non-nil while a refresh runs
 	patches    []patch       // own writes since the running refresh started
+
+	noSuggest atomic.Bool // bd lacks close --suggest-next
 }
 
 // patch applies one of our writes to a ready list. exact is false when the
@@ -706,11 +709,56 @@ func (s *bdStore) Release(ctx context.Context, id string) error {
 	return s.simple(ctx, patch{apply: without(id)}, "update", "--status=open", "--assignee=", "--json", "--", id)
 }
 
+// Close asks bd which issues the close unblocked (--suggest-next), so the
+// cached ready list stays exact without a refresh when there are none.
 func (s *bdStore) Close(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "Closed"
 	}
-	return s.simple(ctx, patch{apply: without(id)}, "close", "--reason="+reason, "--json", "--", id)
+	p := patch{apply: without(id)}
+	err := s.write(ctx, func() error {
+		if !s.noSuggest.Load() {
+			res, err := s.run(ctx, "", "close", "--suggest-next", "--reason="+reason, "--json", "--", id)
+			var be *BdError
+			if errors.As(err, &be) && strings.Contains(be.Msg, "unknown flag") {
+				s.noSuggest.Store(true) // an older bd; fall through
+			} else {
+				if err == nil {
+					p = closePatch(id, res.Stdout)
+				}
+				return err
+			}
+		}
+		_, err := s.run(ctx, "", "close", "--reason="+reason, "--json", "--", id)
+		return err
+	})
+	if err == nil {
+		s.applyPatch(p)
+	}
+	return err
+}
+
+// closePatch removes id and adds the issues bd reports unblocked. Those
+// come without labels or dependencies, so adding any still calls for a
+// refresh; adding none is exact.
+func closePatch(id string, out []byte) patch {
+	var r struct {
+		Unblocked *[]bdIssue `json:"unblocked"`
+	}
+	if json.Unmarshal(unwrapJSON(out), &r) != nil || r.Unblocked == nil {
+		return patch{apply: without(id)}
+	}
+	add := toTasks(*r.Unblocked)
+	return patch{apply: func(ts []Task) []Task {
+		ts = without(id)(ts)
+		for _, t := range add {
+			if t.Status == StatusOpen {
+				ts = append(without(t.ID)(ts), t)
+			}
+		}
+		sortReady(ts)
+		return ts
+	}, exact: len(add) == 0}
 }
 
 func (s *bdStore) Reopen(ctx context.Context, id string) error {

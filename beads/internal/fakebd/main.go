@@ -125,7 +125,7 @@ type flags struct {
 	pos  []string
 }
 
-var boolFlags = map[string]bool{"json": true, "claim": true, "all": true, "force": true, "include-deferred": true, "silent": true, "unassigned": true}
+var boolFlags = map[string]bool{"json": true, "suggest-next": true, "claim": true, "all": true, "force": true, "include-deferred": true, "silent": true, "unassigned": true}
 var short = map[string]string{"p": "priority", "t": "type", "d": "description", "l": "labels", "a": "assignee", "s": "status", "n": "limit", "r": "reason", "m": "reason"}
 
 func parse(args []string) flags {
@@ -682,6 +682,10 @@ func closeCmd(d *db, f flags) {
 		reason = "Closed"
 	}
 	var res []map[string]any
+	wasReady := map[string]bool{}
+	for _, is := range d.Issues {
+		wasReady[is.ID] = isReady(d, is, false)
+	}
 	for _, id := range f.pos {
 		is := d.get(id)
 		if is == nil {
@@ -699,6 +703,16 @@ func closeCmd(d *db, f flags) {
 		os.Exit(1)
 	}
 	d.save()
+	if f.has("suggest-next") {
+		unblocked := []map[string]any{}
+		for _, is := range d.Issues {
+			if !wasReady[is.ID] && isReady(d, is, false) {
+				unblocked = append(unblocked, plain(is))
+			}
+		}
+		out(map[string]any{"closed": res, "unblocked": unblocked})
+		return
+	}
 	out(res)
 }
 
