@@ -1,0 +1,308 @@
+// Package tile is the tview primitive that shows one terminal emulator: an
+// agent's live PTY, or a replayed transcript.
+package tile
+
+import (
+	"io"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+
+	"github.com/chorus-dev/chorus/ui/term"
+)
+
+// wheelLines is how far one wheel notch scrolls the scrollback view.
+const wheelLines = 3
+
+// Tile draws a term.Emulator inside a tview box. Its methods other than
+// Emulator and Dirty must run on the tview event goroutine, like any
+// primitive's.
+type Tile struct {
+	*tview.Box
+
+	emu      *term.Emulator
+	input    io.Writer
+	onResize func(w, h int)
+	label    string
+
+	snap   term.Snapshot // last frame drawn; kept while 2026 holds drawing
+	drawn  bool
+	offset int // rows scrolled back into the scrollback; 0 follows output
+	fixed  bool
+	buttons tcell.ButtonMask // last mouse buttons, to tell press from drag
+}
+
+// New returns a tile showing emu. Keys, pastes and mouse events are encoded
+// for the child and written to input (normally the PTY); input may be nil
+// for a view-only tile.
+func New(emu *term.Emulator, input io.Writer) *Tile {
+	t := &Tile{Box: tview.NewBox(), emu: emu, input: input}
+	t.SetBorder(true)
+	return t
+}
+
+// Emulator returns the tile's emulator.
+func (t *Tile) Emulator() *term.Emulator { return t.emu }
+
+// SetLabel sets the fixed part of the header (e.g. the agent and task);
+// the child's own title is shown after it.
+func (t *Tile) SetLabel(s string) *Tile {
+	t.label = s
+	return t
+}
+
+// SetResizeFunc sets what to call after the tile resized its emulator to
+// a new inner size; the front end resizes the PTY there. The emulator is
+// resized first so the child's redraw lands on a grid of the right size.
+func (t *Tile) SetResizeFunc(f func(w, h int)) *Tile {
+	t.onResize = f
+	return t
+}
+
+// SetFixedSize stops the tile from resizing its emulator to fit, as for a
+// replay that must keep the recorded size.
+func (t *Tile) SetFixedSize(fixed bool) *Tile {
+	t.fixed = fixed
+	return t
+}
+
+// TakeDirty reports whether the tile needs a redraw and clears the flag.
+// Safe from any goroutine; the frame pump calls it.
+func (t *Tile) TakeDirty() bool { return t.emu.TakeDirty() }
+
+// ScrollOffset returns how many rows the view is scrolled back.
+func (t *Tile) ScrollOffset() int { return t.offset }
+
+// Draw draws the last complete frame of the emulator.
+func (t *Tile) Draw(screen tcell.Screen) {
+	title := t.label
+	if ct := t.emu.Title(); ct != "" {
+		if title != "" {
+			title += " — "
+		}
+		title += ct
+	}
+	if t.offset > 0 {
+		title += " [scrollback]"
+	}
+	t.SetTitle(" " + tview.Escape(title) + " ")
+	t.Box.DrawForSubclass(screen, t)
+	x0, y0, w, h := t.GetInnerRect()
+	if w <= 0 || h <= 0 {
+		return
+	}
+	if !t.fixed {
+		if ew, eh := t.emu.Size(); ew != w || eh != h {
+			t.emu.Resize(w, h)
+			if t.onResize != nil {
+				t.onResize(w, h)
+			}
+		}
+	}
+	if t.emu.SyncHeld(time.Now()) && t.drawn {
+		// The child is between the halves of a synchronized frame: keep
+		// showing the previous one and look again on the next tick.
+		t.emu.MarkDirty()
+	} else {
+		t.emu.Snapshot(&t.snap, t.offset)
+		t.offset = t.snap.Offset
+		t.drawn = true
+	}
+	s := &t.snap
+	for y := 0; y < s.H && y < h; y++ {
+		row := s.Cells[y*s.W : (y+1)*s.W]
+		for x := 0; x < s.W && x < w; x++ {
+			c := row[x]
+			if c.Attr&term.AttrWideCont != 0 {
+				continue
+			}
+			st := Style(c, s.Reverse)
+			if c.Rune == 0 {
+				screen.SetContent(x0+x, y0+y, ' ', nil, st)
+				continue
+			}
+			if c.Width() == 2 && x == w-1 {
+				// Half a wide character does not fit: show a blank.
+				screen.SetContent(x0+x, y0+y, ' ', nil, st)
+				continue
+			}
+			screen.Put(x0+x, y0+y, s.Grapheme(c), st)
+		}
+	}
+	// Only the focused tile shows the cursor; tcell has one.
+	if t.HasFocus() && s.CursorVisible && s.CursorX < w && s.CursorY < h {
+		screen.ShowCursor(x0+s.CursorX, y0+s.CursorY)
+		screen.SetCursorStyle(tcell.CursorStyle(s.CursorStyle))
+	}
+}
+
+// Style maps a cell's colours and attributes to a tcell style. The
+// default colour stays tcell.ColorDefault so the host theme shows through.
+func Style(c term.Cell, reverse bool) tcell.Style {
+	st := tcell.StyleDefault.Foreground(color(c.Fg)).Background(color(c.Bg))
+	a := c.Attr
+	st = st.Bold(a&term.AttrBold != 0).
+		Dim(a&term.AttrFaint != 0).
+		Italic(a&term.AttrItalic != 0).
+		Underline(a&term.AttrUnderline != 0).
+		Blink(a&term.AttrBlink != 0).
+		StrikeThrough(a&term.AttrStrike != 0).
+		Reverse((a&term.AttrReverse != 0) != reverse)
+	if a&term.AttrInvisible != 0 {
+		st = st.Foreground(color(c.Bg))
+	}
+	return st
+}
+
+func color(c term.Color) tcell.Color {
+	if i, ok := c.Index(); ok {
+		return tcell.PaletteColor(int(i))
+	}
+	if r, g, b, ok := c.RGB(); ok {
+		return tcell.NewRGBColor(int32(r), int32(g), int32(b))
+	}
+	return tcell.ColorDefault
+}
+
+// send writes encoded input to the child.
+func (t *Tile) send(b []byte) {
+	if t.input != nil && len(b) > 0 {
+		_, _ = t.input.Write(b)
+	}
+}
+
+// scroll moves the scrollback view by n rows (positive: back in time).
+func (t *Tile) scroll(n int) {
+	t.offset += n
+	if t.offset < 0 {
+		t.offset = 0
+	}
+	if lim := t.emu.ScrollbackLines(); t.offset > lim {
+		t.offset = lim
+	}
+}
+
+// InputHandler encodes keys for the child. PgUp/PgDn scroll the view while
+// the child is on the main screen (a full-screen child gets them), and
+// Shift+PgUp/PgDn always do. Any other key returns to the live view.
+func (t *Tile) InputHandler() func(event *tcell.EventKey, setFocus func(p tview.Primitive)) {
+	return t.WrapInputHandler(func(ev *tcell.EventKey, _ func(p tview.Primitive)) {
+		m := t.emu.InputModes()
+		_, _, _, page := t.GetInnerRect()
+		page = max(page/2, 1)
+		viewKey := !m.AltScreen || ev.Modifiers()&tcell.ModShift != 0
+		switch {
+		case ev.Key() == tcell.KeyPgUp && viewKey:
+			t.scroll(page)
+			return
+		case ev.Key() == tcell.KeyPgDn && viewKey && t.offset > 0:
+			t.scroll(-page)
+			return
+		}
+		t.offset = 0
+		t.send(EncodeKey(ev, m))
+	})
+}
+
+// PasteHandler sends pasted text, bracketed when the child asked for it.
+func (t *Tile) PasteHandler() func(text string, setFocus func(p tview.Primitive)) {
+	return t.WrapPasteHandler(func(text string, _ func(p tview.Primitive)) {
+		t.offset = 0
+		t.send(term.EncodePaste(t.emu.InputModes(), []byte(text)))
+	})
+}
+
+// MouseHandler forwards mouse events when the child enabled mouse
+// tracking; otherwise the wheel scrolls the scrollback view.
+func (t *Tile) MouseHandler() func(action tview.MouseAction, event *tcell.EventMouse, setFocus func(p tview.Primitive)) (bool, tview.Primitive) {
+	return t.WrapMouseHandler(func(action tview.MouseAction, ev *tcell.EventMouse, setFocus func(p tview.Primitive)) (bool, tview.Primitive) {
+		mx, my := ev.Position()
+		if !t.InRect(mx, my) {
+			return false, nil
+		}
+		if action == tview.MouseLeftDown {
+			setFocus(t)
+		}
+		m := t.emu.InputModes()
+		x0, y0, _, _ := t.GetInnerRect()
+		if m.Mouse == term.MouseNone {
+			switch action {
+			case tview.MouseScrollUp:
+				t.scroll(wheelLines)
+				return true, nil
+			case tview.MouseScrollDown:
+				t.scroll(-wheelLines)
+				return true, nil
+			}
+			return action == tview.MouseLeftDown, nil
+		}
+		if !t.InInnerRect(mx, my) {
+			return false, nil
+		}
+		me, ok := t.mouseEvent(action, ev, mx-x0, my-y0)
+		if !ok {
+			return true, nil
+		}
+		t.send(term.EncodeMouse(m, me))
+		// Keep receiving the drag while a button is held.
+		if ev.Buttons()&(tcell.Button1|tcell.Button2|tcell.Button3) != 0 {
+			return true, t
+		}
+		return true, nil
+	})
+}
+
+// mouseEvent turns a tview mouse action into a terminal mouse event.
+func (t *Tile) mouseEvent(action tview.MouseAction, ev *tcell.EventMouse, x, y int) (term.MouseEvent, bool) {
+	mods := ev.Modifiers()
+	me := term.MouseEvent{X: x, Y: y,
+		Shift: mods&tcell.ModShift != 0, Alt: mods&tcell.ModAlt != 0, Ctrl: mods&tcell.ModCtrl != 0}
+	prev := t.buttons
+	t.buttons = ev.Buttons() & (tcell.Button1 | tcell.Button2 | tcell.Button3)
+	switch action {
+	case tview.MouseLeftDown:
+		me.Button = term.ButtonLeft
+	case tview.MouseMiddleDown:
+		me.Button = term.ButtonMiddle
+	case tview.MouseRightDown:
+		me.Button = term.ButtonRight
+	case tview.MouseLeftUp:
+		me.Button, me.Release = term.ButtonLeft, true
+	case tview.MouseMiddleUp:
+		me.Button, me.Release = term.ButtonMiddle, true
+	case tview.MouseRightUp:
+		me.Button, me.Release = term.ButtonRight, true
+	case tview.MouseScrollUp:
+		me.Button = term.ButtonWheelUp
+	case tview.MouseScrollDown:
+		me.Button = term.ButtonWheelDown
+	case tview.MouseMove:
+		me.Motion = true
+		switch {
+		case prev&tcell.Button1 != 0:
+			me.Button = term.ButtonLeft
+		case prev&tcell.Button2 != 0:
+			me.Button = term.ButtonRight
+		case prev&tcell.Button3 != 0:
+			me.Button = term.ButtonMiddle
+		default:
+			me.Button = term.ButtonNone
+		}
+	default:
+		return me, false
+	}
+	return me, true
+}
+
+// Focus reports focus-in to a child that asked for focus events.
+func (t *Tile) Focus(delegate func(p tview.Primitive)) {
+	t.Box.Focus(delegate)
+	t.send(term.EncodeFocus(t.emu.InputModes(), true))
+}
+
+// Blur reports focus-out to a child that asked for focus events.
+func (t *Tile) Blur() {
+	t.Box.Blur()
+	t.send(term.EncodeFocus(t.emu.InputModes(), false))
+}
