@@ -26,10 +26,10 @@ type Tile struct {
 	onResize func(w, h int)
 	label    string
 
-	snap   term.Snapshot // last frame drawn; kept while 2026 holds drawing
-	drawn  bool
-	offset int // rows scrolled back into the scrollback; 0 follows output
-	fixed  bool
+	snap    term.Snapshot // last frame drawn; kept while 2026 holds drawing
+	drawn   bool
+	offset  int // rows scrolled back into the scrollback; 0 follows output
+	fixed   bool
 	buttons tcell.ButtonMask // last mouse buttons, to tell press from drag
 }
 
