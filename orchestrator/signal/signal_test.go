@@ -1,0 +1,94 @@
+package signal
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Signal
+		err  error
+	}{
+		{"COMPLETE", Signal{Type: Complete}, nil},
+		{"  complete  ", Signal{Type: Complete}, nil},
+		{"BLOCKED: missing API key", Signal{Blocked, "missing API key"}, nil},
+		{"BLOCKED:missing\n  API\tkey", Signal{Blocked, "missing API key"}, nil},
+		{"BLOCKED: bad \x1b[31mred\x07", Signal{Blocked, "bad [31mred"}, nil},
+		{"PROGRESS: 40", Signal{Progress, "40"}, nil},
+		{"PROGRESS: 45%", Signal{Progress, "45"}, nil},
+		{"PROGRESS: 101", Signal{}, ErrMalformed},
+		{"PROGRESS: lots", Signal{}, ErrMalformed},
+		{"PROGRESS", Signal{}, ErrMalformed},
+		{"NEEDS_HELP: which database?", Signal{NeedsHelp, "which database?"}, nil},
+		{"RESOLVED", Signal{Type: Resolved}, nil},
+		{"NEEDS_HUMAN: both sides rewrote parse()", Signal{NeedsHuman, "both sides rewrote parse()"}, nil},
+		{"COMPLETE: all done", Signal{Complete, "all done"}, nil},
+		{"DANCE", Signal{Type: "DANCE"}, ErrUnknownType},
+		{"DANCE: now", Signal{"DANCE", "now"}, ErrUnknownType},
+		{"", Signal{}, ErrMalformed},
+		{"not a signal", Signal{}, ErrMalformed},
+		{": payload", Signal{}, ErrMalformed},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.in)
+		if !errors.Is(err, tt.err) || (tt.err == nil && err != nil) {
+			t.Errorf("Parse(%q) error = %v, want %v", tt.in, err, tt.err)
+		}
+		if got != tt.want {
+			t.Errorf("Parse(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+	if n, ok := (Signal{Progress, "40"}).Percent(); !ok || n != 40 {
+		t.Errorf("Percent = %d %v", n, ok)
+	}
+	if s := (Signal{Blocked, "why"}).String(); s != "BLOCKED: why" {
+		t.Errorf("String = %q", s)
+	}
+	long, _ := Parse("BLOCKED: " + strings.Repeat("é", 3000))
+	if len(long.Payload) > maxPayload+len("…") {
+		t.Errorf("payload not capped: %d", len(long.Payload))
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	full := map[string]string{EnvDir: "/repo/.chorus", EnvAgentID: "claude-1", EnvTaskID: "ch-7"}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+	tests := []struct {
+		args []string
+		want Signal
+	}{
+		{[]string{"COMPLETE"}, Signal{Type: Complete}},
+		{[]string{"BLOCKED: missing API key"}, Signal{Blocked, "missing API key"}},
+		{[]string{"BLOCKED", "missing", "API", "key"}, Signal{Blocked, "missing API key"}},
+		{[]string{"BLOCKED:", "missing", "key"}, Signal{Blocked, "missing key"}},
+		{[]string{"progress", "40"}, Signal{Progress, "40"}},
+	}
+	for _, tt := range tests {
+		dir, e, err := FromEnv(tt.args, env(full))
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if dir != "/repo/.chorus" || e.AgentID != "claude-1" || e.TaskID != "ch-7" || e.Signal != tt.want {
+			t.Errorf("%v: got %q %+v", tt.args, dir, e)
+		}
+	}
+
+	_, _, err := FromEnv([]string{"COMPLETE"}, env(map[string]string{}))
+	if err == nil || err.Error() != "not running under Chorus: CHORUS_DIR is not set" {
+		t.Errorf("no CHORUS_DIR: %v", err)
+	}
+	_, _, err = FromEnv([]string{"COMPLETE"}, env(map[string]string{EnvDir: "/x", EnvAgentID: "a"}))
+	if err == nil || !strings.Contains(err.Error(), EnvTaskID) {
+		t.Errorf("no task id: %v", err)
+	}
+	if _, _, err = FromEnv(nil, env(full)); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Errorf("no args: %v", err)
+	}
+	if _, _, err = FromEnv([]string{"FINISHED"}, env(full)); !errors.Is(err, ErrUnknownType) || !strings.Contains(err.Error(), "COMPLETE") {
+		t.Errorf("unknown type: %v", err)
+	}
+}

@@ -1,0 +1,289 @@
+package signal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Environment variables an agent process sees.
+const (
+	EnvDir     = "CHORUS_DIR" // the .chorus directory of the running Chorus
+	EnvAgentID = "CHORUS_AGENT_ID"
+	EnvTaskID  = "CHORUS_TASK_ID"
+)
+
+// SignalsDir is the folder inside the .chorus directory that carries
+// signals from `chorus signal` to the engine, one file per signal.
+const SignalsDir = "signals"
+
+// Envelope is a signal with its sender.
+type Envelope struct {
+	ID      string    `json:"id"`
+	AgentID string    `json:"agent_id"`
+	TaskID  string    `json:"task_id"`
+	Signal  Signal    `json:"signal"`
+	Time    time.Time `json:"time"`
+	PID     int       `json:"pid,omitempty"` // the sending command's pid
+	Dir     string    `json:"dir,omitempty"` // its working directory
+
+	// Err is set by Watch for a file it could not read; Ack discards it.
+	Err  error  `json:"-"`
+	path string // the file, for Ack
+}
+
+// Ack deletes the envelope's file. Call it once the signal's effect is
+// recorded (state.json written): a signal not acknowledged is delivered
+// again by the next Watch, e.g. after a crash. A repeat can be recognised
+// by its ID.
+func (e Envelope) Ack() error {
+	if e.path == "" {
+		return nil
+	}
+	err := os.Remove(e.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// FromEnv reads what `chorus signal TYPE [payload]` needs from its
+// arguments and environment, so that the command is a thin wrapper around
+// it and Send. Accepted forms: `COMPLETE`, `BLOCKED: no key`,
+// `BLOCKED no key`, `BLOCKED: no key` split over several arguments.
+func FromEnv(args []string, env func(string) string) (dir string, e Envelope, err error) {
+	dir = env(EnvDir)
+	if dir == "" {
+		return "", Envelope{}, errors.New("not running under Chorus: " + EnvDir + " is not set")
+	}
+	e.AgentID, e.TaskID = env(EnvAgentID), env(EnvTaskID)
+	if e.AgentID == "" {
+		return "", Envelope{}, errors.New("not running as a Chorus agent: " + EnvAgentID + " is not set")
+	}
+	if e.TaskID == "" {
+		return "", Envelope{}, errors.New("not running as a Chorus agent: " + EnvTaskID + " is not set")
+	}
+	if len(args) == 0 || strings.TrimSpace(strings.Join(args, "")) == "" {
+		return "", Envelope{}, fmt.Errorf("usage: chorus signal TYPE [payload], TYPE one of %s", typeList())
+	}
+	text := args[0]
+	if len(args) > 1 {
+		if strings.Contains(args[0], ":") {
+			text = strings.Join(args, " ")
+		} else {
+			text = args[0] + ": " + strings.Join(args[1:], " ")
+		}
+	}
+	s, err := Parse(text)
+	if errors.Is(err, ErrUnknownType) {
+		return "", Envelope{}, fmt.Errorf("%w; known types: %s", err, typeList())
+	}
+	if err != nil {
+		return "", Envelope{}, err
+	}
+	e.Signal = s
+	return dir, e, nil
+}
+
+func typeList() string {
+	s := make([]string, len(Types))
+	for i, t := range Types {
+		s[i] = string(t)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Send delivers a signal to the Chorus whose .chorus directory is
+// chorusDir. The signal is written to a temporary file that is then renamed
+// into signals/, so the engine sees a whole file or nothing; each signal is
+// its own file, so concurrent senders never interfere. If Chorus is not
+// running, the signal waits for the next Watch.
+func Send(chorusDir, agentID, taskID string, s Signal) error {
+	if chorusDir == "" {
+		return errors.New("signal: no Chorus directory")
+	}
+	if st, err := os.Stat(chorusDir); err != nil || !st.IsDir() {
+		return fmt.Errorf("signal: Chorus directory %s not found", chorusDir)
+	}
+	dir := filepath.Join(chorusDir, SignalsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	id, err := newID()
+	if err != nil {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	e := Envelope{ID: id, AgentID: agentID, TaskID: taskID, Signal: s, Time: time.Now().UTC(), PID: os.Getpid(), Dir: cwd}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ".tmp-"+id)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, id+".json"))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("signal: write: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // make the rename durable; best effort
+		d.Close()
+	}
+	return nil
+}
+
+// newID is sortable by time (names are delivered in order at startup) and
+// unique across processes.
+func newID() (string, error) {
+	var r [6]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%020d-%s", time.Now().UnixNano(), hex.EncodeToString(r[:])), nil
+}
+
+// Watch delivers the signals sent to chorusDir: first those already
+// waiting (oldest first), then each new one as it arrives, woken by
+// inotify rather than polling. Each file is delivered once per Watch; see
+// Envelope.Ack. The channel is closed when ctx ends.
+func Watch(ctx context.Context, chorusDir string) (<-chan Envelope, error) {
+	dir := filepath.Join(chorusDir, SignalsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	// Watch before the first scan, so that nothing arriving in between is
+	// missed; the delivered set absorbs the overlap.
+	if err := w.Add(dir); err != nil {
+		w.Close()
+		return nil, err
+	}
+	out := make(chan Envelope)
+	go func() {
+		defer close(out)
+		defer w.Close()
+		delivered := map[string]bool{}
+		deliver := func(name string) bool {
+			if delivered[name] || !isSignalFile(name) {
+				return true
+			}
+			e, ok := readEnvelope(filepath.Join(dir, name))
+			if !ok {
+				return true // gone already
+			}
+			delivered[name] = true
+			select {
+			case out <- e:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		scan := func() bool {
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				return true
+			}
+			names := make([]string, 0, len(entries))
+			present := map[string]bool{}
+			for _, en := range entries {
+				names = append(names, en.Name())
+				present[en.Name()] = true
+			}
+			for n := range delivered {
+				if !present[n] {
+					delete(delivered, n)
+				}
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				if !deliver(n) {
+					return false
+				}
+			}
+			return true
+		}
+		if !scan() {
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				name := filepath.Base(ev.Name)
+				switch {
+				case ev.Has(fsnotify.Create) || ev.Has(fsnotify.Write):
+					if !deliver(name) {
+						return
+					}
+				case ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename):
+					delete(delivered, name)
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				// Most likely the kernel queue overflowed: events were lost,
+				// the directory itself was not.
+				if !scan() {
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+func isSignalFile(name string) bool {
+	return !strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json")
+}
+
+func readEnvelope(path string) (Envelope, bool) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Envelope{}, false
+	}
+	e := Envelope{path: path}
+	if err == nil {
+		err = json.Unmarshal(b, &e)
+		e.path = path
+	}
+	if err == nil && e.Signal.Type == "" {
+		err = errors.New("no signal type")
+	}
+	if err != nil {
+		e.Err = fmt.Errorf("signal file %s: %w", filepath.Base(path), err)
+	}
+	return e, true
+}
