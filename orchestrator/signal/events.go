@@ -89,14 +89,14 @@ func (u *claudeUsage) tokens() TokenUsage {
 }
 
 type claudeLine struct {
-	Type      string  `json:"type"`
-	Subtype   string  `json:"subtype"`
-	SessionID string  `json:"session_id"`
-	IsError   bool    `json:"is_error"`
-	Result    *string `json:"result"`
-	CostUSD   float64 `json:"total_cost_usd"`
+	Type      string       `json:"type"`
+	Subtype   string       `json:"subtype"`
+	SessionID string       `json:"session_id"`
+	IsError   bool         `json:"is_error"`
+	Result    *string      `json:"result"`
+	CostUSD   float64      `json:"total_cost_usd"`
 	Usage     *claudeUsage `json:"usage"`
-	Errors    []string `json:"errors"`
+	Errors    []string     `json:"errors"`
 	Message   *struct {
 		ID      string `json:"id"`
 		Content []struct {
