@@ -129,6 +129,7 @@ planning state and the ready tasks.`,
 	_ = root.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(config.Modes, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g))
+	root.AddCommand(newReplayCmd())
 	return root
 }
 

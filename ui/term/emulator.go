@@ -431,3 +431,18 @@ func (e *Emulator) reply(s ...string) {
 }
 
 var now = time.Now
+
+// Reset returns the emulator to its state after New, keeping its size.
+func (e *Emulator) Reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reset()
+	e.sb.clear()
+	e.sb.total = 0
+	e.clusters, e.clusterIx = nil, nil
+	e.p.Reset()
+	e.fstate = fGround
+	e.flushUTF8()
+	e.replies = e.replies[:0]
+	e.dirty.Store(true)
+}
