@@ -85,6 +85,9 @@ func TestFromEnv(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), EnvTaskID) {
 		t.Errorf("no task id: %v", err)
 	}
+	if _, _, err = FromEnv([]string{"COMPLETE"}, env(map[string]string{EnvDir: ".chorus", EnvAgentID: "a", EnvTaskID: "t"})); err == nil {
+		t.Error("relative CHORUS_DIR accepted")
+	}
 	if _, _, err = FromEnv(nil, env(full)); err == nil || !strings.Contains(err.Error(), "usage") {
 		t.Errorf("no args: %v", err)
 	}

@@ -67,6 +67,10 @@ func FromEnv(args []string, env func(string) string) (dir string, e Envelope, er
 	if dir == "" {
 		return "", Envelope{}, errors.New("not running under Chorus: " + EnvDir + " is not set")
 	}
+	if !filepath.IsAbs(dir) {
+		// Agents run in their worktrees: a relative path would point there.
+		return "", Envelope{}, fmt.Errorf("%s must be an absolute path, got %q", EnvDir, dir)
+	}
 	e.AgentID, e.TaskID = env(EnvAgentID), env(EnvTaskID)
 	if e.AgentID == "" {
 		return "", Envelope{}, errors.New("not running as a Chorus agent: " + EnvAgentID + " is not set")

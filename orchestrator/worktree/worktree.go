@@ -177,7 +177,7 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 		return wt, err
 	}
 	for _, c := range opts.Copy {
-		if err := copyIn(m.RepoDir, wt.Dir, c); err != nil {
+		if err := m.copyIn(ctx, wt.Dir, c); err != nil {
 			return wt, err
 		}
 	}
@@ -309,17 +309,26 @@ func writeScratchpad(dir, content string) error {
 }
 
 // copyIn copies rel from the main checkout into the worktree when it exists
-// there and is absent here; an agent's own copy is never overwritten.
-func copyIn(repo, wt, rel string) error {
+// there and is absent here; an agent's own copy is never overwritten. The
+// path must be ignored by git: CommitWIP commits everything else, and a
+// copied secret must not end up on a branch headed for the target.
+func (m *Manager) copyIn(ctx context.Context, wt, rel string) error {
 	if !filepath.IsLocal(rel) {
 		return fmt.Errorf("worktree: copy path %q must be relative and inside the repository", rel)
 	}
-	src, dst := filepath.Join(repo, rel), filepath.Join(wt, rel)
+	src, dst := filepath.Join(m.RepoDir, rel), filepath.Join(wt, rel)
 	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if _, err := os.Lstat(dst); err == nil {
 		return nil
+	}
+	code, err := m.gitCode(ctx, wt, "check-ignore", "-q", "--", rel)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("worktree: will not copy %s: git does not ignore it, so it would be committed; add it to .gitignore", rel)
 	}
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -208,6 +208,19 @@ func TestEnsureCreatesThenReuses(t *testing.T) {
 	}
 }
 
+func TestCopyRefusesUnignoredFile(t *testing.T) {
+	repo := newRepo(t, true)
+	write(t, filepath.Join(repo, "secrets.txt"), "token\n")
+	m := &Manager{RepoDir: repo, Target: "main"}
+	wt, err := m.Ensure(context.Background(), "claude", "t9", Options{Copy: []string{"secrets.txt"}})
+	if err == nil || !strings.Contains(err.Error(), "gitignore") {
+		t.Fatalf("copying a file git would commit: %v", err)
+	}
+	if exists(filepath.Join(wt.Dir, "secrets.txt")) {
+		t.Error("file copied anyway")
+	}
+}
+
 func TestEnsureSetupFailureReported(t *testing.T) {
 	ctx := context.Background()
 	m := &Manager{RepoDir: newRepo(t, true), Target: "main"}
