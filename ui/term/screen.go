@@ -475,12 +475,16 @@ func (e *Emulator) resize(w, h int) {
 	// Height first, with the old width.
 	if h < oldH {
 		// Drop blank rows below the cursor first, then push rows off the top.
+		// While the alternate screen is up, the main screen's cursor is the
+		// saved one.
+		mainY := e.cy
+		if e.cur != &e.main {
+			mainY = e.saved.y
+		}
 		extra := oldH - h
 		below := 0
-		if e.cur == &e.main {
-			for y := oldH - 1; y > e.cy && below < extra && rowBlank(e.main.rows[y].cells); y-- {
-				below++
-			}
+		for y := oldH - 1; y > mainY && below < extra && rowBlank(e.main.rows[y].cells); y-- {
+			below++
 		}
 		push := extra - below
 		for i := 0; i < push; i++ {
