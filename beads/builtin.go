@@ -42,6 +42,7 @@ type snapshot struct {
 	recs []*record
 	byID map[string]int
 	bad  error // first unreadable line; set means no writes
+	path string
 }
 
 // OpenBuiltin opens the built-in store in beadsDir (normally from
@@ -134,6 +135,7 @@ func (s *builtinStore) load() (*snapshot, error) {
 		return nil, err
 	}
 	s.snap = parseSnapshot(data, s.path)
+	s.snap.path = s.path
 	s.snap.key = key
 	return s.snap, nil
 }
@@ -167,6 +169,7 @@ func parseSnapshot(data []byte, path string) *snapshot {
 	store := make([]record, 0, n)
 	sn := &snapshot{recs: make([]*record, 0, n), byID: make(map[string]int, n)}
 	lineNo := 0
+	strs := make(map[string]string, 64)
 	for len(data) > 0 {
 		lineNo++
 		var line []byte
@@ -180,7 +183,7 @@ func parseSnapshot(data []byte, path string) *snapshot {
 		}
 		store = append(store, record{line: lineNo, raw: line})
 		r := &store[len(store)-1]
-		err := decodeLine(line, r, false)
+		err := decodeWith(&scanner{b: line, strs: strs}, r, false)
 		if err != nil {
 			*r = record{line: lineNo, raw: line}
 			err = decodeSlow(line, r)
@@ -219,6 +222,22 @@ func (s *builtinStore) LoadError() error {
 	return sn.bad
 }
 
+// full decodes r completely. The load pass skips over text it does not
+// need, so a broken string (a raw control byte, bad UTF-8) can surface
+// only here; the record then drops out and the file counts as malformed.
+func (sn *snapshot) full(r *record) (*Task, error) {
+	t, err := r.full()
+	if err != nil {
+		r.kind = ""
+		delete(sn.byID, r.id)
+		if sn.bad == nil {
+			sn.bad = fmt.Errorf("%w: %s:%d: %v — fix or remove that line", ErrMalformed, sn.path, r.line, err)
+		}
+		return nil, sn.bad
+	}
+	return t, nil
+}
+
 func (s *builtinStore) find(sn *snapshot, id string) (*record, error) {
 	i, ok := sn.byID[id]
 	if !ok {
@@ -238,7 +257,11 @@ func (s *builtinStore) Get(ctx context.Context, id string) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	return cloneTask(r.full()), nil
+	t, err := sn.full(r)
+	if err != nil {
+		return Task{}, err
+	}
+	return cloneTask(t), nil
 }
 
 func (s *builtinStore) List(ctx context.Context) ([]Task, error) {
@@ -251,7 +274,9 @@ func (s *builtinStore) List(ctx context.Context) ([]Task, error) {
 	out := make([]Task, 0, len(sn.byID))
 	for _, r := range sn.recs {
 		if r.kind == "issue" {
-			out = append(out, cloneTask(r.full()))
+			if t, err := sn.full(r); err == nil {
+				out = append(out, cloneTask(t))
+			}
 		}
 	}
 	return out, nil
@@ -265,9 +290,11 @@ func (s *builtinStore) Ready(ctx context.Context, opt ReadyOptions) ([]Task, err
 		return nil, err
 	}
 	idx := readyIndex(sn.recs, sn.byID, opt, s.now())
-	out := make([]Task, len(idx))
-	for k, i := range idx {
-		out[k] = cloneTask(sn.recs[i].full())
+	out := make([]Task, 0, len(idx))
+	for _, i := range idx {
+		if t, err := sn.full(sn.recs[i]); err == nil {
+			out = append(out, cloneTask(t))
+		}
 	}
 	return out, nil
 }
@@ -517,7 +544,10 @@ func (s *builtinStore) edit(ctx context.Context, id string, fn func(sn *snapshot
 		if err != nil {
 			return err
 		}
-		before := r.full()
+		before, err := sn.full(r)
+		if err != nil {
+			return err
+		}
 		t := cloneTask(before)
 		if err := fn(sn, &t); err != nil {
 			return err
@@ -605,7 +635,11 @@ func (s *builtinStore) Reopen(ctx context.Context, id string) error {
 		}
 		// Like bd reopen (which also clears defer_until), plus the assignee
 		// so the task can be claimed again.
-		t := cloneTask(r.full())
+		full, err := sn.full(r)
+		if err != nil {
+			return err
+		}
+		t := cloneTask(full)
 		t.Status, t.Assignee, t.ClosedAt, t.CloseReason = StatusOpen, "", nil, ""
 		r.drop = map[string]bool{"defer_until": true}
 		r.deferUntil = time.Time{}

@@ -18,8 +18,9 @@ import (
 var errSlow = errors.New("slow path")
 
 type scanner struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	strs map[string]string // interned labels and the like, shared per file
 }
 
 func (s *scanner) ws() {
@@ -41,37 +42,65 @@ func (s *scanner) peek() byte {
 }
 
 // str reads a string and returns its raw bytes (between the quotes) and
-// whether it contains escapes.
+// whether it contains escapes. It finds the closing quote with IndexByte
+// and leaves validation (control bytes, UTF-8) to text(), so values that
+// are only skipped cost little.
 func (s *scanner) str() ([]byte, bool, error) {
 	if s.peek() != '"' {
 		return nil, false, errSlow
 	}
 	s.i++
 	start := s.i
-	esc, high := false, false
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw := s.b[start:s.i]
-			s.i++
-			if high && !utf8.Valid(raw) {
-				return nil, false, errSlow
+	esc := false
+	b := s.b
+	i := s.i
+	for {
+		// Short strings (keys, ids, statuses) are cheaper to walk than to
+		// hand to IndexByte; long ones (descriptions) go through it.
+		if n := len(b) - i; n > 32 {
+			lim := i + 32
+			for i < lim && b[i] != '"' && b[i] != '\\' {
+				i++
 			}
-			return raw, esc, nil
-		case c == '\\':
-			esc = true
-			s.i += 2
-		case c < 0x20:
-			return nil, false, errSlow
-		default:
-			if c >= 0x80 {
-				high = true
+			if i == lim {
+				j := bytes.IndexByte(b[i:], '"')
+				if j < 0 {
+					return nil, false, errSlow
+				}
+				if k := bytes.IndexByte(b[i:i+j], '\\'); k >= 0 {
+					i += k
+				} else {
+					i += j
+				}
 			}
-			s.i++
+		} else {
+			for i < len(b) && b[i] != '"' && b[i] != '\\' {
+				i++
+			}
 		}
+		if i >= len(b) {
+			return nil, false, errSlow
+		}
+		if b[i] == '\\' {
+			esc = true
+			i += 2
+			continue
+		}
+		s.i = i + 1
+		return b[start:i], esc, nil
 	}
-	return nil, false, errSlow
+}
+
+// valid reports whether raw (no escapes) is a legal JSON string body.
+func valid(raw []byte) bool {
+	high := false
+	for _, c := range raw {
+		if c < 0x20 {
+			return false
+		}
+		high = high || c >= 0x80
+	}
+	return !high || utf8.Valid(raw)
 }
 
 func (s *scanner) text() (string, error) {
@@ -80,6 +109,9 @@ func (s *scanner) text() (string, error) {
 		return "", err
 	}
 	if !esc {
+		if !valid(raw) {
+			return "", errSlow
+		}
 		return string(raw), nil
 	}
 	return unescape(raw)
@@ -89,6 +121,9 @@ func unescape(raw []byte) (string, error) {
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
+		if c < 0x20 {
+			return "", errSlow
+		}
 		if c != '\\' {
 			out = append(out, c)
 			continue
@@ -123,6 +158,9 @@ func unescape(raw []byte) (string, error) {
 		default:
 			return "", errSlow
 		}
+	}
+	if !utf8.Valid(out) {
+		return "", errSlow
 	}
 	return string(out), nil
 }
@@ -208,20 +246,25 @@ func (s *scanner) isNull() bool {
 
 func (s *scanner) int() (int, error) {
 	s.ws()
-	start := s.i
-	if s.peek() == '-' {
+	neg := s.peek() == '-'
+	if neg {
 		s.i++
 	}
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+	start, n := s.i, 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' && s.i-start < 9 {
+		n = n*10 + int(s.b[s.i]-'0')
 		s.i++
 	}
 	if s.i == start {
 		return 0, errSlow
 	}
-	if c := s.peek(); c == '.' || c == 'e' || c == 'E' {
+	if c := s.peek(); c == '.' || c == 'e' || c == 'E' || (c >= '0' && c <= '9') {
 		return 0, errSlow
 	}
-	return strconv.Atoi(string(s.b[start:s.i]))
+	if neg {
+		n = -n
+	}
+	return n, nil
 }
 
 func (s *scanner) bool() (bool, error) {
@@ -408,13 +451,27 @@ func (s *scanner) itext() (string, error) {
 	if esc {
 		return unescape(raw)
 	}
+	if !valid(raw) {
+		return "", errSlow
+	}
+	if s.strs != nil {
+		if v, ok := s.strs[string(raw)]; ok {
+			return v, nil
+		}
+		v := intern(raw)
+		s.strs[v] = v
+		return v, nil
+	}
 	return intern(raw), nil
 }
 
 // decodeLine fills r's index fields from line; with full it also builds
 // r.task. It returns errSlow when the line needs encoding/json.
 func decodeLine(line []byte, r *record, full bool) error {
-	s := scanner{b: line}
+	return decodeWith(&scanner{b: line}, r, full)
+}
+
+func decodeWith(s *scanner, r *record, full bool) error {
 	var t *Task
 	if full {
 		t = new(Task)
@@ -460,7 +517,14 @@ func decodeLine(line []byte, r *record, full bool) error {
 					var err error
 					switch string(k) {
 					case "issue_id":
-						d.IssueID, err = s.text()
+						raw, esc, e := s.str()
+						if e == nil && !esc && string(raw) == r.id {
+							d.IssueID = r.id // usually the record's own id
+						} else {
+							s.i -= len(raw) + 2
+							d.IssueID, e = s.text()
+						}
+						err = e
 					case "depends_on_id":
 						d.DependsOnID, err = s.text()
 					case "type":

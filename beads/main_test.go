@@ -31,14 +31,22 @@ func TestMain(m *testing.M) {
 
 func helper(mode string) int {
 	dir, id, actor := os.Getenv("HELPER_DIR"), os.Getenv("HELPER_ID"), os.Getenv("HELPER_ACTOR")
-	// Wait for the go signal (stdin closed) so all helpers race together.
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	if mode != "ready" {
+		// Wait for the go signal (stdin closed) so all helpers race together.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	}
 	s, err := beads.Open(context.Background(), beads.OpenOptions{RepoDir: dir, Prefix: "ch", Actor: actor})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	switch mode {
+	case "ready":
+		var r []beads.Task
+		r, err = s.Ready(context.Background(), beads.ReadyOptions{})
+		if err == nil && len(r) == 0 {
+			err = errors.New("nothing ready")
+		}
 	case "claim":
 		_, err = s.Claim(context.Background(), id, actor)
 		if errors.Is(err, beads.ErrClaimed) {

@@ -47,19 +47,20 @@ func (r *record) setTask(t *Task) {
 }
 
 // full returns the decoded task, decoding the line on first use.
-func (r *record) full() *Task {
+func (r *record) full() (*Task, error) {
 	if r.task != nil {
-		return r.task
+		return r.task, nil
 	}
 	var x record
 	if err := decodeLine(r.raw, &x, true); err != nil {
-		// The line decoded once already (load checks every line), so the
-		// slow path cannot fail here.
-		_ = decodeSlow(r.raw, &x)
+		x = record{}
+		if err := decodeSlow(r.raw, &x); err != nil {
+			return nil, err
+		}
 	}
 	r.task = x.task
 	normTimes(r.task)
-	return r.task
+	return r.task, nil
 }
 
 func cloneTask(t *Task) Task {

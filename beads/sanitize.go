@@ -72,7 +72,7 @@ func skipCSI(s string, i int) int {
 		if c >= 0x40 && c <= 0x7e {
 			return i
 		}
-		if c < 0x20 || c > 0x3f && c < 0x40 || c >= 0x7f {
+		if c < 0x20 || c >= 0x7f {
 			// Not a CSI byte: the sequence was cut short; drop what we saw.
 			return i - 1
 		}

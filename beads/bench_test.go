@@ -1,0 +1,130 @@
+package beads_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+)
+
+// writeBig writes n tasks with 2 blocking deps each (on earlier tasks, so
+// no cycles) in bd's export shape: 10,000 tasks give 20,000 deps.
+func writeBig(tb testing.TB, repo string, n int) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	statuses := []string{"open", "open", "open", "open", "open", "open", "closed", "closed", "closed", "in_progress"}
+	for i := range n {
+		id := fmt.Sprintf("ch-%05x", i)
+		ts := base.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+		fmt.Fprintf(&buf, `{"_type":"issue","id":%q,"title":"Task number %d: implement the thing","description":"Some description of task %d that is a little longer, with \"quotes\" and a newline\nhere.","status":%q,"priority":%d,"issue_type":"task","owner":"dev@example.com","created_at":%q,"created_by":"orchestrator","updated_at":%q,"labels":["backend","area-%d"]`,
+			id, i, i, statuses[r.IntN(len(statuses))], r.IntN(5), ts, ts, i%7)
+		if i > 2 {
+			buf.WriteString(`,"dependencies":[`)
+			for k := range 2 {
+				if k > 0 {
+					buf.WriteByte(',')
+				}
+				fmt.Fprintf(&buf, `{"issue_id":%q,"depends_on_id":"ch-%05x","type":"blocks","created_at":%q,"created_by":"orchestrator","metadata":"{}"}`, id, r.IntN(i), ts)
+			}
+			buf.WriteByte(']')
+		}
+		fmt.Fprintf(&buf, `,"metadata":{"model":"sonnet"},"dependency_count":2,"dependent_count":0,"comment_count":0}`+"\n")
+	}
+	dir := filepath.Join(repo, ".beads")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "issues.jsonl"), buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Ready on a loaded store (the file unchanged since the last read).
+func BenchmarkBuiltinReady10k(b *testing.B) {
+	repo := initRepo(b)
+	writeBig(b, repo, 10000)
+	s, err := beads.Open(bg, beads.OpenOptions{RepoDir: repo})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := s.Ready(bg, beads.ReadyOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(r)), "ready")
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Ready(bg, beads.ReadyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Open + read + parse + Ready from cold, as a CLI start does.
+func BenchmarkBuiltinOpenLoadReady10k(b *testing.B) {
+	repo := initRepo(b)
+	writeBig(b, repo, 10000)
+	for b.Loop() {
+		s, err := beads.Open(bg, beads.OpenOptions{RepoDir: repo})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Ready(bg, beads.ReadyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// One write (claim) at 10k tasks: read-modify-write with fsync.
+func BenchmarkBuiltinClaim10k(b *testing.B) {
+	repo := initRepo(b)
+	writeBig(b, repo, 10000)
+	s, err := beads.Open(bg, beads.OpenOptions{RepoDir: repo})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		r, err := s.Ready(bg, beads.ReadyOptions{})
+		if err != nil || len(r) == 0 {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := s.Claim(bg, r[0].ID, "agent"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Whole process: start, resolve .beads, load 10k tasks, compute Ready,
+// against `git rev-parse HEAD` in the same repo as the yardstick.
+func BenchmarkProcessReady10k(b *testing.B) {
+	repo := initRepo(b)
+	writeBig(b, repo, 10000)
+	for b.Loop() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "CHORUS_BEADS_HELPER=ready", "HELPER_DIR="+repo)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+func BenchmarkProcessGitRevParse(b *testing.B) {
+	repo := initRepo(b)
+	for b.Loop() {
+		cmd := exec.Command("git", "rev-parse", "HEAD")
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
