@@ -602,13 +602,12 @@ func (s *bdStore) Create(ctx context.Context, title string, opt CreateOptions) (
 			return nil
 		}
 		why := warningFor(res.Stderr, missing[0])
-		var kind error = ErrDependency
+		err = fmt.Errorf("beads: created %s but bd did not add its dependency on %s (%s): %w",
+			out.ID, strings.Join(missing, ", "), why, ErrDependency)
 		if classify(why) == ErrNotFound {
-			return fmt.Errorf("beads: created %s but bd did not add its dependency on %s (%s): %w: %w",
-				out.ID, strings.Join(missing, ", "), why, ErrDependency, ErrNotFound)
+			err = fmt.Errorf("%w: %w", err, ErrNotFound)
 		}
-		return fmt.Errorf("beads: created %s but bd did not add its dependency on %s (%s): %w",
-			out.ID, strings.Join(missing, ", "), why, kind)
+		return err
 	})
 	if err != nil && out.ID == "" {
 		return Task{}, err

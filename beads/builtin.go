@@ -305,6 +305,12 @@ func (s *builtinStore) lock(ctx context.Context) (func(), error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, err
 	}
+	// Keep the lock and temp files out of `git status` when bd has not
+	// already provided a .beads/.gitignore (bd's ignores *.lock).
+	ign := filepath.Join(s.dir, ".gitignore")
+	if _, err := os.Stat(ign); errors.Is(err, os.ErrNotExist) {
+		_ = os.WriteFile(ign, []byte("chorus.lock\n.issues.jsonl.tmp*\n"), 0o644)
+	}
 	f, err := os.OpenFile(s.lockPath, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err

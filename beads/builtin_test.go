@@ -139,6 +139,9 @@ func TestBuiltinWritesImportableRecords(t *testing.T) {
 	if ra.Metadata["model"] != "sonnet" || ra.Metadata["agent"] != "claude" {
 		t.Errorf("metadata %s", lines[0])
 	}
+	if st := git(t, repo, "status", "--porcelain", "--untracked-files=all"); strings.Contains(st, "chorus.lock") || strings.Contains(st, ".tmp") {
+		t.Errorf("runtime files show in git status:\n%s", st)
+	}
 	if !regexp.MustCompile(`^ch-[0-9a-z]{3,8}$`).MatchString(a.ID) {
 		t.Errorf("id %q is not <prefix>-<base36>", a.ID)
 	}

@@ -7,6 +7,7 @@ package beads
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -198,5 +199,5 @@ func ClaimNext(ctx context.Context, s Store, actor string, opt ReadyOptions) (Ta
 		}
 		return Task{}, err
 	}
-	return Task{}, ErrNotFound
+	return Task{}, fmt.Errorf("no ready task: %w", ErrNotFound)
 }
