@@ -1,0 +1,196 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/proc"
+)
+
+const gitTimeout = 2 * time.Minute
+
+// gitEnv keeps git non-interactive and its messages parseable.
+var gitEnv = []string{"GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_MERGE_AUTOEDIT=no", "GIT_EDITOR=true"}
+
+type gitRes struct {
+	out, err string
+	rc       int
+}
+
+// run executes git and reports its exit status; err is only for "could not
+// run" (missing binary, timeout, cancellation).
+func run(ctx context.Context, dir, stdin string, args ...string) (gitRes, error) {
+	spec := proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Env: gitEnv, Timeout: gitTimeout}
+	if stdin != "" {
+		spec.Stdin = strings.NewReader(stdin)
+	}
+	r, err := proc.Run(ctx, spec)
+	res := gitRes{out: string(r.Stdout), err: string(r.Stderr), rc: r.ExitCode}
+	if err != nil {
+		return res, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+	}
+	return res, nil
+}
+
+// git runs git and turns a non-zero exit into an error with git's message.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return gitIn(ctx, dir, "", args...)
+}
+
+func gitIn(ctx context.Context, dir, stdin string, args ...string) (string, error) {
+	r, err := run(ctx, dir, stdin, args...)
+	if err != nil {
+		return "", err
+	}
+	if r.rc != 0 {
+		return "", &GitError{Args: args, Code: r.rc, Msg: strings.TrimSpace(r.err + "\n" + r.out)}
+	}
+	return strings.TrimRight(r.out, "\n"), nil
+}
+
+// GitError is a git command that exited non-zero.
+type GitError struct {
+	Args []string
+	Code int
+	Msg  string
+}
+
+func (e *GitError) Error() string {
+	return fmt.Sprintf("git %s: exit %d: %s", strings.Join(e.Args, " "), e.Code, firstLines(e.Msg, 6))
+}
+
+func firstLines(s string, n int) string {
+	s = strings.TrimSpace(s)
+	ls := strings.Split(s, "\n")
+	if len(ls) > n {
+		ls = append(ls[:n], "…")
+	}
+	return strings.Join(ls, "\n")
+}
+
+// isAncestor reports whether a is an ancestor of (or equal to) b.
+func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
+	r, err := run(ctx, dir, "", "merge-base", "--is-ancestor", a, b)
+	if err != nil {
+		return false, err
+	}
+	switch r.rc {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, fmt.Errorf("git merge-base --is-ancestor %s %s: %s", short(a), short(b), strings.TrimSpace(r.err))
+}
+
+func short(h string) string {
+	if len(h) > 10 {
+		return h[:10]
+	}
+	return h
+}
+
+var taskIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// validTaskID keeps ids usable as ref and directory name components.
+func validTaskID(id string) error {
+	if !taskIDRE.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, ".") {
+		return fmt.Errorf("invalid task id %q", id)
+	}
+	return nil
+}
+
+// Ref names Chorus keeps.
+func candidateRef(task string) string { return "refs/chorus/candidates/" + task }
+func mergedRef(task string) string    { return "refs/chorus/merged/" + task }
+
+// CheckpointPrefix is where checkpoints live: kept by gc, hidden from
+// `git tag`, not copied by clone.
+const CheckpointPrefix = "refs/chorus/checkpoints/"
+
+// checkout describes where the target branch is checked out.
+type checkout struct {
+	worktree string // the worktree that has the target checked out, "" if none
+	busy     string // why landing must wait (an operation in progress), "" if none
+	branches map[string]bool
+}
+
+// gitDirs returns the common git dir and every worktree's (path, gitdir),
+// read from the files git keeps, without spawning git: this runs before
+// every landing.
+func (s *Service) worktrees() ([][2]string, error) {
+	common := s.commonDir
+	list := [][2]string{{s.opt.RepoDir, common}}
+	ents, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range ents {
+		gd := filepath.Join(common, "worktrees", e.Name())
+		b, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+		if err != nil {
+			continue
+		}
+		wt := filepath.Dir(strings.TrimSpace(string(b)))
+		list = append(list, [2]string{wt, gd})
+	}
+	return list, nil
+}
+
+// targetCheckout finds where the target is checked out and whether an
+// operation there (or a rebase of the target anywhere) forbids landing now.
+func (s *Service) targetCheckout() (checkout, error) {
+	c := checkout{branches: map[string]bool{}}
+	wts, err := s.worktrees()
+	if err != nil {
+		return c, err
+	}
+	want := "refs/heads/" + s.opt.Target
+	for _, w := range wts {
+		wt, gd := w[0], w[1]
+		head, err := os.ReadFile(filepath.Join(gd, "HEAD"))
+		if err != nil {
+			continue
+		}
+		ref := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(head)), "ref:"))
+		if strings.HasPrefix(string(head), "ref:") {
+			c.branches[ref] = true
+		}
+		for _, f := range []string{"rebase-merge/head-name", "rebase-apply/head-name"} {
+			if b, err := os.ReadFile(filepath.Join(gd, f)); err == nil {
+				name := strings.TrimSpace(string(b))
+				c.branches[name] = true
+				if name == want {
+					c.busy = fmt.Sprintf("a rebase of %s is in progress in %s", s.opt.Target, wt)
+				}
+			}
+		}
+		if ref != want {
+			continue
+		}
+		c.worktree = wt
+		for f, what := range map[string]string{"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick",
+			"REVERT_HEAD": "a revert", "BISECT_START": "a bisect", "rebase-merge": "a rebase", "rebase-apply": "a rebase or am"} {
+			if _, err := os.Stat(filepath.Join(gd, f)); err == nil {
+				c.busy = fmt.Sprintf("%s is in progress in %s", what, wt)
+			}
+		}
+	}
+	return c, nil
+}
+
+// opInProgress reports an unfinished merge/rebase/… in a worktree.
+func opInProgress(gitDir string) string {
+	for _, f := range []string{"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply"} {
+		if _, err := os.Stat(filepath.Join(gitDir, f)); err == nil {
+			return f
+		}
+	}
+	return ""
+}

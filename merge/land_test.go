@@ -1,0 +1,195 @@
+package merge
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestCleanMergeCheckedOutMain(t *testing.T) {
+	r := newRepo(t)
+	branch, wt := r.agentBranch("ch-1", "main", map[string]string{"new.txt": "new\n"}, true)
+	h := start(t, r, nil, nil)
+	h.enqueue(Request{TaskID: "ch-1", Branch: branch, Title: "add new", Agent: "a", Worktree: wt})
+	it := h.waitStatus("ch-1", StatusLanded)
+	if head := r.git("rev-parse", "HEAD"); head != it.MergeCommit {
+		t.Fatalf("HEAD %s, merge %s", head, it.MergeCommit)
+	}
+	if st := r.git("status", "--porcelain"); st != "" {
+		t.Fatalf("status not clean:\n%s", st)
+	}
+	if r.read("new.txt") != "new\n" {
+		t.Fatal("file not in checkout")
+	}
+	if n := r.mergesOf("ch-1"); n != 1 {
+		t.Fatalf("%d merges", n)
+	}
+	if p := r.git("log", "-1", "--format=%P", "main"); len(strings.Fields(p)) != 2 {
+		t.Fatalf("not a merge commit: %q", p)
+	}
+	// Worktree and branch removed only now; the merge is kept on a Chorus ref.
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatalf("worktree still there: %v", err)
+	}
+	if _, err := git(context.Background(), r.dir, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
+		t.Fatal("branch still there")
+	}
+	if got := r.git("rev-parse", mergedRef("ch-1")); got != it.MergeCommit {
+		t.Fatal("merged ref missing")
+	}
+	if _, err := git(context.Background(), r.dir, "rev-parse", "--verify", "-q", CheckpointPrefix+"pre-merge-ch-1"); err != nil {
+		t.Fatal("no pre-merge checkpoint")
+	}
+	st := h.svc.Snapshot().Stats
+	if st.MergesAuto != 1 || st.MergesManual != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The state on disk says landed.
+	p := h.store.load(t)
+	if len(p.Items) != 1 || p.Items[0].Status != StatusLanded {
+		t.Fatalf("persisted %+v", p.Items)
+	}
+}
+
+func TestCleanMergeCASWhenNotCheckedOut(t *testing.T) {
+	r := newRepo(t)
+	r.git("checkout", "-q", "-b", "mine")
+	branch, _ := r.agentBranch("ch-2", "main", map[string]string{"x.txt": "x\n"}, false)
+	before := r.git("rev-parse", "HEAD")
+	h := start(t, r, nil, nil)
+	h.enqueue(Request{TaskID: "ch-2", Branch: branch})
+	it := h.waitStatus("ch-2", StatusLanded)
+	if got := r.git("rev-parse", "main"); got != it.MergeCommit {
+		t.Fatal("main not moved")
+	}
+	if r.git("rev-parse", "HEAD") != before || r.git("status", "--porcelain") != "" {
+		t.Fatal("user's checkout changed")
+	}
+	if !strings.Contains(r.git("reflog", "-1", "main"), "chorus: merge ch-2") {
+		t.Fatalf("reflog: %s", r.git("reflog", "-1", "main"))
+	}
+}
+
+// The user edits an unrelated file (and stages another) in the main
+// checkout while merges land: both survive, the index keeps their change.
+func TestUserEditSurvivesLanding(t *testing.T) {
+	r := newRepo(t)
+	var branches []string
+	for _, id := range []string{"ch-1", "ch-2", "ch-3"} {
+		b, _ := r.agentBranch(id, "main", map[string]string{id + ".txt": id + "\n"}, false)
+		branches = append(branches, b)
+	}
+	r.write("README.md", "my local edit\n")
+	r.write("b.txt", "staged edit\n")
+	r.git("add", "b.txt")
+	h := start(t, r, nil, nil)
+	for i, id := range []string{"ch-1", "ch-2", "ch-3"} {
+		h.enqueue(Request{TaskID: id, Branch: branches[i]})
+	}
+	for _, id := range []string{"ch-1", "ch-2", "ch-3"} {
+		h.waitStatus(id, StatusLanded)
+	}
+	if r.read("README.md") != "my local edit\n" || r.read("b.txt") != "staged edit\n" {
+		t.Fatal("user edit lost")
+	}
+	st := r.git("-c", "status.relativePaths=false", "status", "--porcelain")
+	st = sortLines(st)
+	want := " M README.md\nM  b.txt"
+	if st != want {
+		t.Fatalf("status:\n%s\nwant:\n%s", st, want)
+	}
+	for _, id := range []string{"ch-1", "ch-2", "ch-3"} {
+		if r.read(id+".txt") != id+"\n" {
+			t.Fatalf("%s not in checkout", id)
+		}
+	}
+}
+
+// Check 1b: an overlapping dirty file keeps main where it is and the
+// user's file untouched; the item is held with what to do, and lands on
+// retry once the user committed.
+func TestOverlappingDirtyFileHolds(t *testing.T) {
+	r := newRepo(t)
+	branch, _ := r.agentBranch("ch-1", "main", map[string]string{"a.txt": "a1\nA2\na3\na4\na5\n"}, false)
+	r.write("a.txt", "a1\na2\na3\na4\nmine\n")
+	before := r.git("rev-parse", "main")
+	h := start(t, r, nil, nil)
+	h.enqueue(Request{TaskID: "ch-1", Branch: branch})
+	it := h.waitStatus("ch-1", StatusHeld)
+	if r.git("rev-parse", "main") != before {
+		t.Fatal("main moved")
+	}
+	if r.read("a.txt") != "a1\na2\na3\na4\nmine\n" {
+		t.Fatal("user file changed")
+	}
+	if !strings.Contains(it.LastError, "a.txt") || !strings.Contains(it.Action, "retry") {
+		t.Fatalf("hold message: %q / %q", it.LastError, it.Action)
+	}
+	if !h.svc.Idle() {
+		t.Fatal("a held item must not count as runnable")
+	}
+	r.git("commit", "-q", "-am", "user work")
+	if err := h.svc.Retry("ch-1"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("ch-1", StatusLanded)
+	if got := r.read("a.txt"); got != "a1\nA2\na3\na4\nmine\n" {
+		t.Fatalf("merged a.txt = %q", got)
+	}
+	if h.svc.Snapshot().Stats.MergesManual != 1 {
+		t.Fatal("a retried hold counts as a manual merge")
+	}
+}
+
+// Check 2: a rebase of main in progress in the user's checkout: Chorus does
+// not move main, and `rebase --abort` loses nothing of Chorus's.
+func TestRebaseInProgressHolds(t *testing.T) {
+	r := newRepo(t)
+	// A user commit on main and a side branch that conflicts with it.
+	r.git("checkout", "-q", "-b", "side")
+	r.write("b.txt", "side\n")
+	r.git("commit", "-q", "-am", "side")
+	r.git("checkout", "-q", "main")
+	r.write("b.txt", "main\n")
+	r.git("commit", "-q", "-am", "main change")
+	before := r.git("rev-parse", "main")
+	cmd := exec.Command("git", "rebase", "side")
+	cmd.Dir = r.dir
+	if err := cmd.Run(); err == nil {
+		t.Fatal("rebase should stop on a conflict")
+	}
+	branch, _ := r.agentBranch("ch-1", before, map[string]string{"n.txt": "n\n"}, false)
+	h := start(t, r, nil, nil)
+	h.enqueue(Request{TaskID: "ch-1", Branch: branch})
+	it := h.waitStatus("ch-1", StatusHeld)
+	if !strings.Contains(it.LastError, "rebase") {
+		t.Fatalf("hold reason %q", it.LastError)
+	}
+	if r.git("rev-parse", "main") != before {
+		t.Fatal("main moved during the user's rebase")
+	}
+	r.git("rebase", "--abort")
+	if r.git("rev-parse", "main") != before {
+		t.Fatal("abort changed main")
+	}
+	if err := h.svc.Retry("ch-1"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("ch-1", StatusLanded)
+	if r.read("n.txt") != "n\n" || r.read("b.txt") != "main\n" {
+		t.Fatal("merge or user commit missing")
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, ".git", "rebase-merge")); err == nil {
+		t.Fatal("rebase state left")
+	}
+}
+
+func sortLines(s string) string {
+	l := strings.Split(s, "\n")
+	sort.Strings(l)
+	return strings.Join(l, "\n")
+}

@@ -1,0 +1,703 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/chorus-dev/chorus/proc"
+)
+
+// process takes one item as far as it can go: landed, or parked in a state
+// that says why (conflict handed to an agent, waiting for a person, …).
+func (s *Service) process(ctx context.Context, id string) {
+	it, ok := s.get(id)
+	if !ok {
+		return
+	}
+	s.phase(PhasePrecheck)
+	if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusMerging }) {
+		return
+	}
+	mergeRef := it.MergeRef
+	if mergeRef == "" {
+		mergeRef = it.Branch
+	}
+	tip, tipTree, head, err := s.tips(ctx, mergeRef)
+	if err != nil {
+		if errors.Is(err, errNoTarget) {
+			s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+			s.pause(err.Error(), nil)
+			return
+		}
+		s.fail(id, err.Error(), "the branch is gone; re-create it or drop the task")
+		return
+	}
+	if it.Candidate != "" && it.Base != tip {
+		if in, _ := isAncestor(ctx, s.opt.RepoDir, it.Candidate, tip); in {
+			// Someone fast-forwarded to it (the user, after a hold).
+			s.finishLanded(ctx, id, it.Candidate, false)
+			return
+		}
+	}
+	if prev := s.statsCopy().TargetTip; prev != "" && prev != tip {
+		if !s.targetMoved(ctx, &it, prev, tip) {
+			return
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		return
+	}
+	// A candidate from an earlier attempt is reused when nothing moved
+	// (after approval, a hold, or a restart): it is the tested tree.
+	if it.Candidate != "" {
+		if it.Base == tip && it.Head == head {
+			s.afterCandidate(ctx, id)
+			return
+		}
+	}
+	if !it.User && it.Worktree != "" && (it.MergeRef == "" || it.MergeRef == it.Branch) {
+		if nh, err := s.extractLearnings(ctx, it, head); err != nil {
+			s.attemptFailed(ctx, id, "learning extraction: "+err.Error())
+			return
+		} else {
+			head = nh
+		}
+	}
+	base := tip
+	if s.wasReverted(id) {
+		b, err := s.reapply(ctx, it, tip, head)
+		if err != nil {
+			s.attemptFailed(ctx, id, err.Error())
+			return
+		}
+		base = b
+	}
+	mt, err := s.mergeTree(ctx, base, head)
+	if err != nil {
+		s.attemptFailed(ctx, id, err.Error())
+		return
+	}
+	if !mt.clean {
+		s.conflict(ctx, id, tip, head, mt)
+		return
+	}
+	if mt.tree == tipTree && base == tip {
+		// The branch adds nothing the target lacks (merged by hand earlier).
+		s.finishLanded(ctx, id, "", true)
+		return
+	}
+	msg := "Merge " + it.Branch
+	if it.Title != "" {
+		msg += ": " + oneLine(it.Title)
+	}
+	trailer := "Chorus-Task: " + it.TaskID
+	if it.Agent != "" {
+		trailer += "\nChorus-Agent: " + oneLine(it.Agent)
+	}
+	c, err := git(ctx, s.opt.RepoDir, "-c", "core.fsync=loose-object,reference", "commit-tree", mt.tree, "-p", base, "-p", head, "-m", msg, "-m", trailer)
+	if err != nil {
+		s.attemptFailed(ctx, id, err.Error())
+		return
+	}
+	txn := "update " + candidateRef(id) + " " + c + "\n"
+	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.BeforeMerge {
+		txn += "update " + CheckpointPrefix + "pre-merge-" + id + " " + tip + "\n"
+	}
+	if _, err := gitIn(ctx, s.opt.RepoDir, txn, "update-ref", "--stdin"); err != nil {
+		s.attemptFailed(ctx, id, err.Error())
+		return
+	}
+	if !s.step(id, func(it *Item, _ *Stats) {
+		it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusTesting, c, tip, head, false
+		it.ConflictFiles = nil
+	}) {
+		return
+	}
+	s.phase(PhaseCandidate)
+	s.afterCandidate(ctx, id)
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+var errNoTarget = errors.New("target branch not found")
+
+// tips resolves the target tip, its tree and the branch tip in one call.
+func (s *Service) tips(ctx context.Context, mergeRef string) (tip, tipTree, head string, err error) {
+	ref := mergeRef
+	if !strings.HasPrefix(ref, "refs/") {
+		ref = "refs/heads/" + ref
+	}
+	t := "refs/heads/" + s.opt.Target
+	out, e := git(ctx, s.opt.RepoDir, "rev-parse", t, t+"^{tree}", ref+"^{commit}")
+	if e == nil {
+		f := strings.Fields(out)
+		if len(f) == 3 {
+			return f[0], f[1], f[2], nil
+		}
+	}
+	if _, e2 := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", t); e2 != nil {
+		return "", "", "", fmt.Errorf("%w: %s", errNoTarget, s.opt.Target)
+	}
+	return "", "", "", fmt.Errorf("branch %s not found", mergeRef)
+}
+
+type mergeResult struct {
+	clean     bool
+	tree      string
+	files     []string
+	types     []string // stable conflict types, e.g. "CONFLICT (contents)"
+	messages  []string
+	structure bool // a conflict other than content
+}
+
+// mergeTree computes the merge in the integration worktree (the drivers'
+// temp files go there) without touching any index or file.
+func (s *Service) mergeTree(ctx context.Context, base, head string) (mergeResult, error) {
+	r, err := run(ctx, s.integ, "", "merge-tree", "--write-tree", "-z", "--name-only", base, head)
+	if err != nil {
+		return mergeResult{}, err
+	}
+	if r.rc != 0 && r.rc != 1 {
+		return mergeResult{}, fmt.Errorf("git merge-tree: exit %d: %s", r.rc, firstLines(r.err, 4))
+	}
+	return parseMergeTree(r.out, r.rc == 0), nil
+}
+
+// parseMergeTree reads `merge-tree --write-tree -z --name-only` output:
+// tree NUL, conflicted paths NUL-terminated, an empty field, then messages
+// as <npaths> NUL <paths…> NUL <type> NUL <text> NUL.
+func parseMergeTree(out string, clean bool) mergeResult {
+	f := strings.Split(out, "\x00")
+	res := mergeResult{clean: clean}
+	if len(f) == 0 {
+		return res
+	}
+	res.tree = strings.TrimSpace(f[0])
+	i := 1
+	seen := map[string]bool{}
+	for ; i < len(f) && f[i] != ""; i++ {
+		if !seen[f[i]] {
+			seen[f[i]] = true
+			res.files = append(res.files, f[i])
+		}
+	}
+	i++
+	for i < len(f) {
+		var n int
+		if _, err := fmt.Sscanf(f[i], "%d", &n); err != nil {
+			break
+		}
+		i += 1 + n
+		if i+1 >= len(f) {
+			break
+		}
+		typ, text := f[i], f[i+1]
+		i += 2
+		if strings.HasPrefix(typ, "CONFLICT") {
+			res.types = append(res.types, typ)
+			res.messages = append(res.messages, text)
+			if typ != "CONFLICT (contents)" {
+				res.structure = true
+			}
+		}
+	}
+	return res
+}
+
+// afterCandidate tests the candidate, waits for approval if configured,
+// then lands it.
+func (s *Service) afterCandidate(ctx context.Context, id string) {
+	it, _ := s.get(id)
+	if !it.Tested {
+		if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusTesting }) {
+			return
+		}
+		if err := s.checkoutInteg(ctx, it.Candidate); err != nil {
+			s.attemptFailed(ctx, id, err.Error())
+			return
+		}
+		if s.opt.Merge.LockfileCommand != "" {
+			if err := s.regenerateLockfiles(ctx, id); err != nil {
+				s.attemptFailed(ctx, id, err.Error())
+				return
+			}
+			it, _ = s.get(id)
+		}
+		if name, out, err := s.quality(ctx, s.integ, it.TaskID, it.Candidate); err != nil {
+			if ctx.Err() != nil {
+				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+				return
+			}
+			s.qualityFailed(ctx, id, name, out)
+			return
+		}
+		if !s.step(id, func(it *Item, _ *Stats) { it.Tested = true }) {
+			return
+		}
+	}
+	s.phase(PhaseTesting)
+	if s.opt.Merge.RequireApproval && !it.Approved {
+		s.step(id, func(it *Item, _ *Stats) {
+			it.Status = StatusWaitingApproval
+			it.Action = "review refs/chorus/candidates/" + id + " and approve it to land"
+		})
+		s.emit(Event{Kind: EventWaitingApproval, TaskID: id, Commit: it.Candidate})
+		return
+	}
+	s.land(ctx, id)
+}
+
+// quality runs the required commands in dir; the error names the first
+// that failed, with its output.
+func (s *Service) quality(ctx context.Context, dir, task, commit string) (string, string, error) {
+	env := []string{"CHORUS_TASK_ID=" + task, "CHORUS_MERGE_CANDIDATE=" + commit}
+	for _, q := range s.required {
+		r, err := proc.Shell(ctx, q.Command, dir, env, q.Timeout())
+		if err != nil || r.ExitCode != 0 {
+			out := tail(string(r.Stdout)+string(r.Stderr), 4000)
+			if err != nil {
+				out = err.Error() + "\n" + out
+			}
+			name := q.Name
+			if name == "" {
+				name = q.Command
+			}
+			return name, out, fmt.Errorf("%s failed", name)
+		}
+	}
+	return "", "", nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// land moves the target to the tested candidate: a compare-and-swap when
+// the target is not checked out anywhere, `merge --ff-only` in the worktree
+// that has it checked out (git keeps unrelated edits and refuses overlapping
+// ones), and a hold when neither is safe.
+func (s *Service) land(ctx context.Context, id string) {
+	it, _ := s.get(id)
+	co, err := s.targetCheckout()
+	if err != nil {
+		s.attemptFailed(ctx, id, err.Error())
+		return
+	}
+	if co.busy != "" {
+		s.hold(id, co.busy, fmt.Sprintf("finish or abort it, then retry %s (or land it yourself: git merge --ff-only %s)", id, candidateRef(id)))
+		return
+	}
+	if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusLanding }) {
+		return
+	}
+	s.phase(PhaseLanding)
+	cleaned := false
+	if co.worktree == "" {
+		txn := "update refs/heads/" + s.opt.Target + " " + it.Candidate + " " + it.Base + "\n" +
+			"update " + mergedRef(id) + " " + it.Candidate + "\n" +
+			"delete " + candidateRef(id) + "\n"
+		extra := ""
+		if !it.User && (it.Worktree == "" || !dirExists(it.Worktree)) && !co.branches["refs/heads/"+it.Branch] && (it.MergeRef == "" || it.MergeRef == it.Branch) {
+			// Nothing else holds the branch: delete it in the same atomic
+			// update, only if it still points at what landed.
+			extra = "delete refs/heads/" + it.Branch + " " + it.Head + "\n"
+		}
+		r, err := run(ctx, s.opt.RepoDir, txn+extra, "-c", "core.fsync=loose-object,reference", "update-ref", "-m", "chorus: merge "+id, "--stdin")
+		if err == nil && r.rc != 0 && extra != "" {
+			r, err = run(ctx, s.opt.RepoDir, txn, "-c", "core.fsync=loose-object,reference", "update-ref", "-m", "chorus: merge "+id, "--stdin")
+		} else if err == nil && r.rc == 0 && extra != "" {
+			cleaned = true
+		}
+		if err != nil || r.rc != 0 {
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			} else {
+				msg = firstLines(r.err, 3)
+			}
+			s.landingFailed(ctx, id, it, msg)
+			return
+		}
+	} else {
+		cur, err := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target)
+		if err != nil || cur != it.Base {
+			s.landingFailed(ctx, id, it, "target moved")
+			return
+		}
+		r, err := run(ctx, co.worktree, "", "merge", "--ff-only", "-q", it.Candidate)
+		if err != nil || r.rc != 0 {
+			why := "git refused to fast-forward"
+			if err != nil {
+				why = err.Error()
+			} else if m := strings.TrimSpace(r.err + r.out); m != "" {
+				why = firstLines(m, 8)
+			}
+			if now, _ := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target); now == it.Candidate {
+				// The fast-forward happened; only a hook complained.
+			} else {
+				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+				s.hold(id, fmt.Sprintf("%s is checked out in %s and the fast-forward was refused: %s", s.opt.Target, co.worktree, why),
+					fmt.Sprintf("commit or stash your changes to the files named, then retry %s (or run: git -C %s merge --ff-only %s)", id, co.worktree, candidateRef(id)))
+				return
+			}
+		}
+		_, _ = gitIn(ctx, s.opt.RepoDir, "update "+mergedRef(id)+" "+it.Candidate+"\ndelete "+candidateRef(id)+"\n", "update-ref", "--stdin")
+	}
+	s.phase(PhaseCAS)
+	s.finishLanded(ctx, id, it.Candidate, cleaned)
+}
+
+// landingFailed handles a refused ref update: if the target moved, the
+// candidate is rebuilt on the new tip (and tested again).
+func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg string) {
+	cur, err := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target)
+	s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+	if err == nil && cur != it.Base {
+		if in, _ := isAncestor(ctx, s.opt.RepoDir, it.Candidate, cur); in {
+			s.finishLanded(ctx, id, it.Candidate, false)
+			return
+		}
+		s.targetMoved(ctx, &it, it.Base, cur)
+		return
+	}
+	s.attemptFailed(ctx, id, "landing refused: "+msg)
+}
+
+// targetMoved reacts to the target being moved by someone else. A rewrite
+// that dropped landed tasks pauses the queue at once; otherwise the item's
+// candidate is rebuilt on the new tip, and a second move in a row under the
+// same item pauses the queue. Reports whether processing may continue.
+func (s *Service) targetMoved(ctx context.Context, it *Item, prev, tip string) bool {
+	ff, err := isAncestor(ctx, s.opt.RepoDir, prev, tip)
+	if err != nil {
+		ff = false
+	}
+	var lost []string
+	if !ff {
+		lost = s.lostTasks(ctx, tip)
+	}
+	under := it != nil && it.Candidate != "" && it.Base == prev
+	ok := s.step(it.TaskID, func(x *Item, st *Stats) {
+		st.TargetTip = tip
+		if under {
+			x.Recoveries++
+			st.Recoveries++
+			x.Candidate, x.Tested = "", false
+		}
+		if x.Status != StatusPending {
+			x.Status = StatusPending
+		}
+	})
+	if !ok {
+		return false
+	}
+	kind := "moved"
+	if !ff {
+		kind = "was rewritten (not a fast-forward)"
+	}
+	s.emit(Event{Kind: EventTargetMoved, TaskID: it.TaskID, Message: fmt.Sprintf("%s %s: %s → %s", s.opt.Target, kind, short(prev), short(tip)), Files: lost})
+	after, _ := s.get(it.TaskID)
+	if len(lost) > 0 || after.Recoveries >= 2 {
+		reason := fmt.Sprintf("%s %s by someone else", s.opt.Target, kind)
+		if after.Recoveries >= 2 {
+			reason = fmt.Sprintf("%s moved %d times in a row while %s was being merged", s.opt.Target, after.Recoveries, it.TaskID)
+		}
+		if len(lost) > 0 {
+			reason += "; merged tasks no longer on " + s.opt.Target + ": " + strings.Join(lost, ", ") +
+				" (their merges are kept on refs/chorus/merged/<task>)"
+		} else {
+			reason += "; every merged task is still on " + s.opt.Target
+		}
+		s.pause(reason, lost)
+		return false
+	}
+	*it, _ = s.get(it.TaskID)
+	return true
+}
+
+// lostTasks lists landed tasks whose merge commit is not reachable from tip.
+func (s *Service) lostTasks(ctx context.Context, tip string) []string {
+	s.mu.Lock()
+	var landed []Item
+	for _, it := range s.items {
+		if it.Status == StatusLanded && it.MergeCommit != "" {
+			landed = append(landed, *it)
+		}
+	}
+	s.mu.Unlock()
+	var lost []string
+	for _, it := range landed {
+		if in, err := isAncestor(ctx, s.opt.RepoDir, it.MergeCommit, tip); err == nil && !in {
+			lost = append(lost, it.TaskID)
+		}
+	}
+	return lost
+}
+
+// finishLanded records the landing, then removes the task's worktree and
+// branch (only now that their commits are reachable from the target).
+func (s *Service) finishLanded(ctx context.Context, id, commit string, cleaned bool) {
+	if !s.step(id, func(it *Item, st *Stats) {
+		manual := it.Human || it.User
+		it.Status, it.MergeCommit, it.LandedAt = StatusLanded, commit, s.opt.Now()
+		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
+		if commit != "" {
+			st.TargetTip = commit
+		}
+		if manual {
+			st.MergesManual++
+		} else {
+			st.MergesAuto++
+		}
+		st.SinceCheckpoint++
+		st.Reverted = without(st.Reverted, id)
+	}) {
+		return
+	}
+	s.phase(PhaseLanded)
+	s.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
+	if !cleaned {
+		s.cleanup(ctx, id)
+	}
+	st := s.statsCopy()
+	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.Periodic > 0 && st.SinceCheckpoint >= s.opt.Checkpoints.Periodic {
+		if _, err := s.checkpoint(ctx, "periodic"); err == nil {
+			s.mu.Lock()
+			s.stats.SinceCheckpoint = 0
+			_ = s.saveLocked()
+			s.mu.Unlock()
+		}
+	}
+}
+
+func without(list []string, x string) []string {
+	var out []string
+	for _, v := range list {
+		if v != x {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// cleanup removes a landed task's worktree and branches once they are
+// reachable from the target; a user's own branch is left alone.
+func (s *Service) cleanup(ctx context.Context, id string) {
+	it, ok := s.get(id)
+	if !ok {
+		return
+	}
+	target := "refs/heads/" + s.opt.Target
+	if !it.User {
+		if it.Worktree != "" && dirExists(it.Worktree) {
+			head, err := git(ctx, it.Worktree, "rev-parse", "HEAD")
+			if err == nil {
+				if in, _ := isAncestor(ctx, s.opt.RepoDir, head, target); in {
+					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
+				}
+			}
+		}
+		for _, b := range []string{it.Branch, it.MergeRef, resolveBranch(id)} {
+			if b == "" {
+				continue
+			}
+			ref := b
+			if !strings.HasPrefix(ref, "refs/") {
+				ref = "refs/heads/" + b
+			}
+			h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
+			if err != nil {
+				continue
+			}
+			if in, _ := isAncestor(ctx, s.opt.RepoDir, h, target); in {
+				if b == resolveBranch(id) {
+					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
+				}
+				_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", ref, h)
+			}
+		}
+	}
+	_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", candidateRef(id))
+	s.step(id, func(it *Item, _ *Stats) { it.Cleaned = true })
+}
+
+// hold parks a tested candidate that cannot land now, with what to do.
+func (s *Service) hold(id, why, action string) {
+	s.step(id, func(it *Item, _ *Stats) {
+		it.Status, it.LastError, it.Action = StatusHeld, why, action
+	})
+	s.emit(Event{Kind: EventHeld, TaskID: id, Message: why + " — " + action})
+}
+
+// fail marks an item failed (it needs a person to fix something outside
+// the merge, e.g. a missing branch).
+func (s *Service) fail(id, why, action string) {
+	s.step(id, func(it *Item, _ *Stats) {
+		it.Status, it.LastError, it.Action = StatusFailed, why, action
+	})
+	s.emit(Event{Kind: EventFailed, TaskID: id, Message: why})
+}
+
+// waitHuman hands an item to a person: it stays queued (also across
+// restarts) until Retry, Drop or a rollback.
+func (s *Service) waitHuman(id, why, explanation, action string, files []string) {
+	s.step(id, func(it *Item, _ *Stats) {
+		it.Status, it.LastError, it.Action = StatusWaitingHuman, why, action
+		if explanation != "" {
+			it.Explanation = explanation
+		}
+		if files != nil {
+			it.ConflictFiles = files
+		}
+	})
+	s.emit(Event{Kind: EventWaitingHuman, TaskID: id, Message: why, Files: files})
+}
+
+// attemptFailed counts a failed attempt; the item goes to the back of the
+// queue, or to a person after the configured number of attempts.
+func (s *Service) attemptFailed(ctx context.Context, id, why string) {
+	it, _ := s.get(id)
+	if ctx.Err() != nil {
+		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		return
+	}
+	if it.Retries+1 >= s.maxTries {
+		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
+		s.waitHuman(id, why, "", s.manualAction(it), nil)
+		return
+	}
+	s.step(id, func(it *Item, st *Stats) {
+		it.Retries++
+		it.Status, it.LastError = StatusPending, why
+		it.Seq = st.NextSeq
+		st.NextSeq++
+	})
+	s.emit(Event{Kind: EventFailed, TaskID: id, Message: why})
+}
+
+func (s *Service) manualAction(it Item) string {
+	where := it.Worktree
+	if where == "" {
+		where = "a checkout of " + it.Branch
+	}
+	return fmt.Sprintf("in %s run `git merge %s`, resolve, make the quality commands pass, commit, then retry %s", where, s.opt.Target, it.TaskID)
+}
+
+// regenerateLockfiles reruns the configured lock file command on the
+// checked-out candidate when the branch touched a lock file (the lock
+// driver kept one side), and amends the candidate with the result.
+func (s *Service) regenerateLockfiles(ctx context.Context, id string) error {
+	it, _ := s.get(id)
+	args := append([]string{"diff", "--name-only", it.Base + "..." + it.Head, "--"}, lockPathspecs()...)
+	out, err := git(ctx, s.opt.RepoDir, args...)
+	if err != nil || strings.TrimSpace(out) == "" {
+		return err
+	}
+	r, err := proc.Shell(ctx, s.opt.Merge.LockfileCommand, s.integ, nil, gitTimeout)
+	if err != nil || r.ExitCode != 0 {
+		return fmt.Errorf("lock file command failed: %s", tail(string(r.Stderr)+string(r.Stdout), 2000))
+	}
+	files := strings.Fields(out)
+	if _, err := git(ctx, s.integ, append([]string{"add", "-A", "--"}, files...)...); err != nil {
+		return err
+	}
+	tree, err := git(ctx, s.integ, "write-tree")
+	if err != nil {
+		return err
+	}
+	cur, err := git(ctx, s.opt.RepoDir, "rev-parse", it.Candidate+"^{tree}")
+	if err != nil || cur == tree {
+		return err
+	}
+	msg, err := git(ctx, s.opt.RepoDir, "log", "-1", "--format=%B", it.Candidate)
+	if err != nil {
+		return err
+	}
+	c, err := git(ctx, s.opt.RepoDir, "commit-tree", tree, "-p", it.Base, "-p", it.Head, "-m", msg)
+	if err != nil {
+		return err
+	}
+	if _, err := git(ctx, s.opt.RepoDir, "update-ref", candidateRef(id), c); err != nil {
+		return err
+	}
+	if err := s.checkoutInteg(ctx, c); err != nil {
+		return err
+	}
+	s.step(id, func(it *Item, _ *Stats) { it.Candidate = c })
+	return nil
+}
+
+func lockPathspecs() []string {
+	var p []string
+	for _, l := range LockFiles {
+		p = append(p, ":(glob)**/"+l)
+	}
+	return p
+}
+
+// reconcileAll settles the items a crash left mid-way, using git ancestry
+// as the truth: a "landing" item whose candidate is on the target landed.
+func (s *Service) reconcileAll(ctx context.Context) error {
+	tip, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "refs/heads/"+s.opt.Target)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	var landing []Item
+	for _, it := range s.items {
+		switch it.Status {
+		case StatusLanding:
+			landing = append(landing, *it)
+		case StatusMerging, StatusTesting, StatusResolving, StatusConflict:
+			it.Status = StatusPending
+		}
+	}
+	s.mu.Unlock()
+	for _, it := range landing {
+		in := false
+		if it.Candidate != "" {
+			in, err = isAncestor(ctx, s.opt.RepoDir, it.Candidate, tip)
+			if err != nil {
+				return err
+			}
+		}
+		if in {
+			s.mu.Lock()
+			if tip != it.Candidate && s.stats.TargetTip == it.Base {
+				s.stats.TargetTip = it.Candidate
+			}
+			s.mu.Unlock()
+			s.finishLanded(ctx, it.TaskID, it.Candidate, false)
+			continue
+		}
+		// Not landed: retry (a still-valid candidate lands without rebuild).
+		s.step(it.TaskID, func(x *Item, _ *Stats) { x.Status = StatusPending })
+	}
+	s.mu.Lock()
+	s.reconcile = false
+	err = s.saveLocked()
+	s.mu.Unlock()
+	s.clearIntegration(ctx)
+	return err
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+var _ = filepath.Join

@@ -1,0 +1,323 @@
+package merge
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// MediumMaxFiles is the most files a content-only conflict may span and
+// still go back to the task's own agent; anything larger or structural
+// (modify/delete, renames, binary…) goes to a resolver agent.
+const MediumMaxFiles = 5
+
+func resolveBranch(task string) string { return "chorus/resolve/" + task }
+func (s *Service) resolveDir(task string) string {
+	return filepath.Join(s.opt.WorktreesDir, "_resolve-"+task)
+}
+
+// conflict handles a merge-tree conflict: agent first, then a person.
+func (s *Service) conflict(ctx context.Context, id, tip, head string, mt mergeResult) {
+	s.mu.Lock()
+	s.stats.Conflicts++
+	s.mu.Unlock()
+	it, _ := s.get(id)
+	s.step(id, func(it *Item, _ *Stats) {
+		it.Status, it.ConflictFiles = StatusConflict, mt.files
+		it.LastError = "conflicts: " + strings.Join(mt.messages, "; ")
+	})
+	s.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
+	complexConflict := mt.structure || len(mt.files) > MediumMaxFiles
+	reason := "Merging " + s.opt.Target + " into your branch conflicts:\n" + strings.Join(mt.messages, "\n")
+	s.resolve(ctx, it, tip, head, mt.files, reason, complexConflict)
+}
+
+// qualityFailed handles a candidate that merged cleanly but fails the
+// quality commands (a semantic conflict): the target does not move; an
+// agent may fix the branch, else a person.
+func (s *Service) qualityFailed(ctx context.Context, id, name, output string) {
+	it, _ := s.get(id)
+	s.emit(Event{Kind: EventQualityFailed, TaskID: id, Message: name + " failed on the merged tree"})
+	why := fmt.Sprintf("quality command %q fails on the merge of %s into %s", name, it.Branch, s.opt.Target)
+	s.step(id, func(it *Item, _ *Stats) { it.LastError = why + "\n" + output; it.Tested = false })
+	if s.resolver == nil || !s.opt.Merge.AgentResolve {
+		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
+		s.waitHuman(id, why, "", s.manualAction(it), nil)
+		return
+	}
+	reason := fmt.Sprintf("The merge of %s into your branch is clean, but the quality command %q fails on the result:\n\n%s",
+		s.opt.Target, name, output)
+	s.resolve(ctx, it, it.Base, it.Head, nil, reason, false)
+}
+
+// resolve hands the problem to an agent: the task's own agent in its
+// worktree for a medium conflict, or a resolver agent on a throwaway branch.
+// The agent's worktree has `git merge <target>` already started. A
+// resolution is only queued again: it lands after the quality commands pass
+// on the new candidate, like any other.
+func (s *Service) resolve(ctx context.Context, it Item, tip, head string, files []string, reason string, complexConflict bool) {
+	id := it.TaskID
+	if s.resolver == nil || !s.opt.Merge.AgentResolve {
+		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
+		s.waitHuman(id, "merge conflict in "+strings.Join(files, ", "), "", s.manualAction(it), files)
+		return
+	}
+	if it.Retries >= s.maxTries {
+		s.waitHuman(id, fmt.Sprintf("still unresolved after %d attempts", it.Retries), "", s.manualAction(it), files)
+		return
+	}
+	own := !complexConflict && !it.User && it.Agent != "" && it.Worktree != "" && dirExists(it.Worktree) &&
+		(it.MergeRef == "" || it.MergeRef == it.Branch) && s.worktreeReady(ctx, it.Worktree, it.Branch)
+	wt, branch, agent := it.Worktree, it.Branch, it.Agent
+	if !own {
+		wt, branch = s.resolveDir(id), resolveBranch(id)
+		if err := s.prepareResolver(ctx, id, wt, branch, head); err != nil {
+			s.attemptFailed(ctx, id, "resolver worktree: "+err.Error())
+			return
+		}
+	}
+	if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusResolving }) {
+		return
+	}
+	s.emit(Event{Kind: EventResolving, TaskID: id, Files: files, Message: "agent resolving in " + wt})
+	msg := fmt.Sprintf("Merge %s into %s (chorus resolve %s)", s.opt.Target, branch, id)
+	r, err := run(ctx, wt, "", "-c", "rerere.enabled=true", "-c", "rerere.autoUpdate=true",
+		"merge", "--no-ff", "--no-edit", "-m", msg, tip)
+	if err != nil {
+		s.attemptFailed(ctx, id, err.Error())
+		return
+	}
+	gd, _ := git(ctx, wt, "rev-parse", "--absolute-git-dir")
+	if r.rc != 0 && opInProgress(gd) == "" {
+		s.attemptFailed(ctx, id, "could not start the merge in "+wt+": "+firstLines(r.err+r.out, 4))
+		return
+	}
+	var res ResolveResult
+	if r.rc == 0 && len(files) > 0 {
+		// git merged it here by itself (rerere or the worktree's own
+		// attributes): no agent needed.
+		res = ResolveResult{Resolved: true, Explanation: "merged by git in the worktree"}
+	} else {
+		prompt := s.prompt(ctx, it, branch, tip, head, files, reason)
+		res, err = s.resolver.Resolve(ctx, ResolveRequest{TaskID: id, Agent: agent, Worktree: wt, Branch: branch,
+			Prompt: prompt, ConflictFiles: files, OwnAgent: own})
+		if ctx.Err() != nil {
+			s.abortMerge(ctx, wt)
+			s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+			return
+		}
+	}
+	problem := ""
+	if err != nil {
+		problem = "resolver failed: " + err.Error()
+	} else if res.Resolved {
+		problem = s.checkResolution(ctx, wt, tip)
+	}
+	if err == nil && !res.Resolved {
+		s.abortMerge(ctx, wt)
+		expl := strings.TrimSpace(res.Explanation)
+		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
+		s.waitHuman(id, "the agent needs a person: "+expl, expl, s.manualAction(it), files)
+		return
+	}
+	if problem != "" {
+		s.abortMerge(ctx, wt)
+		s.step(id, func(it *Item, _ *Stats) { it.Explanation = res.Explanation })
+		s.attemptFailed(ctx, id, problem)
+		return
+	}
+	s.step(id, func(it *Item, st *Stats) {
+		it.Status, it.MergeRef, it.Candidate, it.Tested = StatusPending, branch, "", false
+		it.Explanation, it.LastError = res.Explanation, ""
+		it.Seq = st.NextSeq // a conflicted item goes to the back
+		st.NextSeq++
+		st.Resolved++
+	})
+	s.emit(Event{Kind: EventResolved, TaskID: id, Message: res.Explanation})
+}
+
+// worktreeReady reports that an agent worktree is on its branch with
+// nothing uncommitted and no operation in progress.
+func (s *Service) worktreeReady(ctx context.Context, wt, branch string) bool {
+	ref, err := git(ctx, wt, "symbolic-ref", "-q", "HEAD")
+	if err != nil || ref != "refs/heads/"+branch {
+		return false
+	}
+	gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return false
+	}
+	if opInProgress(gd) != "" {
+		s.abortMerge(ctx, wt)
+	}
+	st, err := git(ctx, wt, "status", "--porcelain", "--untracked-files=no")
+	return err == nil && strings.TrimSpace(st) == ""
+}
+
+// prepareResolver makes a fresh throwaway branch at the task's tip, checked
+// out in Chorus's resolver worktree for this task.
+func (s *Service) prepareResolver(ctx context.Context, id, wt, branch, head string) error {
+	if dirExists(wt) {
+		if _, err := git(ctx, s.opt.RepoDir, "worktree", "remove", "--force", wt); err != nil {
+			_ = os.RemoveAll(wt)
+		}
+	}
+	_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "prune")
+	if _, err := git(ctx, s.opt.RepoDir, "update-ref", "refs/heads/"+branch, head); err != nil {
+		return err
+	}
+	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "-q", wt, branch)
+	return err
+}
+
+func (s *Service) abortMerge(ctx context.Context, wt string) {
+	gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return
+	}
+	if opInProgress(gd) == "MERGE_HEAD" {
+		_, _ = run(ctx, wt, "", "merge", "--abort")
+	}
+}
+
+// checkResolution verifies an agent's "RESOLVED": the merge is concluded,
+// nothing is unmerged, and the branch now contains the target tip.
+func (s *Service) checkResolution(ctx context.Context, wt, tip string) string {
+	gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return err.Error()
+	}
+	if op := opInProgress(gd); op != "" {
+		return "the agent said RESOLVED but left the merge unfinished (" + op + ")"
+	}
+	if u, _ := git(ctx, wt, "ls-files", "-u"); strings.TrimSpace(u) != "" {
+		return "the agent said RESOLVED but files are still unmerged"
+	}
+	in, err := isAncestor(ctx, wt, tip, "HEAD")
+	if err != nil {
+		return err.Error()
+	}
+	if !in {
+		return "the agent said RESOLVED but its branch does not contain " + s.opt.Target
+	}
+	return ""
+}
+
+// prompt builds the seed's resolver prompt: both diffs and the files.
+func (s *Service) prompt(ctx context.Context, it Item, branch, tip, head string, files []string, reason string) string {
+	mine, _ := git(ctx, s.opt.RepoDir, "diff", tip+"..."+head)
+	theirs, _ := git(ctx, s.opt.RepoDir, "diff", head+"..."+tip)
+	var b strings.Builder
+	b.WriteString("# Merge Conflict Resolution Task\n\n## Conflict Details\n")
+	fmt.Fprintf(&b, "- Task: %s\n- Your Branch: %s\n- Target: %s\n", it.TaskID, branch, s.opt.Target)
+	if len(files) > 0 {
+		fmt.Fprintf(&b, "- Conflicting Files: %s\n", strings.Join(files, ", "))
+	}
+	b.WriteString("\n" + reason + "\n\n")
+	fmt.Fprintf(&b, "A `git merge %s` is in progress in this worktree.\n\n", s.opt.Target)
+	b.WriteString("## Your Changes\n```diff\n" + capText(mine, s.opt.MaxDiff) + "\n```\n\n")
+	b.WriteString("## Main Branch Changes (since you branched)\n```diff\n" + capText(theirs, s.opt.MaxDiff) + "\n```\n\n")
+	b.WriteString(`## Instructions
+1. Analyze both changes semantically
+2. Understand the intent of each change
+3. Determine if they can coexist
+4. If YES: Resolve the conflict and commit (conclude the merge with git commit)
+5. Run required quality commands (test, typecheck, lint)
+6. If all pass: <chorus>RESOLVED</chorus>
+7. If cannot resolve: <chorus>NEEDS_HUMAN: explanation</chorus>
+
+## Important
+- Preserve functionality from BOTH changes when possible
+- If changes are mutually exclusive, prefer main (safer)
+- Document your resolution reasoning in commit message
+`)
+	if len(s.required) > 0 {
+		b.WriteString("\n## Quality commands\n")
+		for _, q := range s.required {
+			fmt.Fprintf(&b, "- %s: `%s`\n", q.Name, q.Command)
+		}
+	}
+	return b.String()
+}
+
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "\n… (diff truncated)"
+}
+
+var learningsRE = regexp.MustCompile(`(?ms)^## Learnings[^\n]*\n(.*?)(?:^## |\z)`)
+
+// LearningsSection returns the body of the scratchpad's "## Learnings"
+// section, trimmed ("" when there is none).
+func LearningsSection(scratchpad string) string {
+	m := learningsRE.FindStringSubmatch(scratchpad)
+	if m == nil {
+		return ""
+	}
+	return strings.TrimSpace(m[1])
+}
+
+// extractLearnings appends the scratchpad's learnings to the shared
+// learnings file as a commit on the task branch, in the task's worktree, so
+// they land with the task; never in the user's checkout. Returns the
+// (possibly new) branch tip.
+func (s *Service) extractLearnings(ctx context.Context, it Item, head string) (string, error) {
+	pad, err := os.ReadFile(filepath.Join(it.Worktree, ScratchpadPath))
+	if err != nil {
+		return head, nil
+	}
+	body := LearningsSection(string(pad))
+	if body == "" {
+		return head, nil
+	}
+	agent := it.Agent
+	if agent == "" {
+		agent = "agent"
+	}
+	header := fmt.Sprintf("## %s (%s)", it.TaskID, agent)
+	p := filepath.Join(it.Worktree, LearningsPath)
+	cur, _ := os.ReadFile(p)
+	committed, _ := git(ctx, it.Worktree, "show", "HEAD:"+LearningsPath)
+	if strings.Contains(committed, header) {
+		return head, nil
+	}
+	if ref, err := git(ctx, it.Worktree, "symbolic-ref", "-q", "HEAD"); err != nil || ref != "refs/heads/"+it.Branch {
+		return head, nil // the worktree is not on the task branch: leave it alone
+	}
+	if h, err := git(ctx, it.Worktree, "rev-parse", "HEAD"); err != nil || h != head {
+		return head, nil
+	}
+	text := string(cur)
+	if text == "" {
+		text = committed
+		if text != "" {
+			text += "\n"
+		}
+	}
+	if text == "" {
+		text = "# Learnings\n"
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	text += "\n" + header + "\n" + body + "\n"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return head, err
+	}
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		return head, err
+	}
+	if _, err := git(ctx, it.Worktree, "add", "--", LearningsPath); err != nil {
+		return head, err
+	}
+	if _, err := git(ctx, it.Worktree, "commit", "-q", "--no-verify", "-m",
+		fmt.Sprintf("learn: extract from %s (%s)", it.TaskID, agent), "--", LearningsPath); err != nil {
+		return head, err
+	}
+	return git(ctx, it.Worktree, "rev-parse", "HEAD")
+}

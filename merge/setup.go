@@ -1,0 +1,158 @@
+package merge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/merge/driver"
+)
+
+// LearningsPath and IssuesPath are the shared files every task appends to.
+const (
+	LearningsPath  = ".agent/learnings.md"
+	ScratchpadPath = ".agent/scratchpad.md"
+	IssuesPath     = ".beads/issues.jsonl"
+)
+
+// LockFiles are regenerated with merge.lockfileCommand instead of merged.
+var LockFiles = []string{"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "Cargo.lock", "go.sum",
+	"poetry.lock", "Gemfile.lock", "composer.lock", "uv.lock"}
+
+const attrBegin, attrEnd = "# >>> chorus merge drivers", "# <<< chorus merge drivers"
+
+// registerDrivers defines the drivers in the repository config and maps
+// paths to them in $GIT_DIR/info/attributes: in git 2.39 merge-tree reads
+// attributes only from there and from the working tree it runs in, never
+// from the commits being merged.
+func (s *Service) registerDrivers(ctx context.Context) error {
+	cmd := s.opt.DriverCommand
+	if cmd == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		cmd = shellQuote(exe) + " merge-driver"
+	}
+	set := func(k, v string) error {
+		_, err := git(ctx, s.opt.RepoDir, "config", "--local", k, v)
+		return err
+	}
+	kinds := []string{driver.Learnings, driver.JSONL}
+	if s.opt.Merge.LockfileCommand != "" {
+		kinds = append(kinds, driver.Lock)
+	}
+	for _, k := range kinds {
+		if err := set("merge.chorus-"+k+".name", "Chorus "+k+" merge"); err != nil {
+			return err
+		}
+		if err := set("merge.chorus-"+k+".driver", cmd+" "+k+" %O %A %B %P"); err != nil {
+			return err
+		}
+	}
+	block := []string{attrBegin, LearningsPath + " merge=chorus-learnings", IssuesPath + " merge=chorus-jsonl"}
+	if s.opt.Merge.LockfileCommand != "" {
+		for _, l := range LockFiles {
+			block = append(block, l+" merge=chorus-lock")
+		}
+	}
+	block = append(block, attrEnd)
+	p := filepath.Join(s.commonDir, "info", "attributes")
+	b, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	old := string(b)
+	keep := old
+	if i := strings.Index(old, attrBegin); i >= 0 {
+		if j := strings.Index(old[i:], attrEnd); j >= 0 {
+			keep = old[:i] + strings.TrimPrefix(old[i+j+len(attrEnd):], "\n")
+		}
+	}
+	if keep != "" && !strings.HasSuffix(keep, "\n") {
+		keep += "\n"
+	}
+	next := keep + strings.Join(block, "\n") + "\n"
+	if next == old {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(next), 0o644)
+}
+
+// shellQuote makes s one word for sh (git runs drivers through the shell).
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// ensureIntegration creates (once) the detached, locked worktree where
+// merge-tree runs (so driver temp files land there, not in the user's
+// checkout) and where candidates are tested. It is reused for every merge.
+func (s *Service) ensureIntegration(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(s.integ, ".git")); err == nil {
+		s.clearIntegration(ctx)
+		return nil
+	}
+	_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "prune")
+	_ = os.RemoveAll(s.integ)
+	if err := os.MkdirAll(filepath.Dir(s.integ), 0o755); err != nil {
+		return err
+	}
+	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "--detach", "--lock", "--reason", "chorus integration worktree", s.integ, "refs/heads/"+s.opt.Target)
+	if err != nil {
+		return fmt.Errorf("merge: create integration worktree: %w", err)
+	}
+	return nil
+}
+
+// integGitDir is the integration worktree's private git dir.
+func (s *Service) integGitDir() string {
+	b, err := os.ReadFile(filepath.Join(s.integ, ".git"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(b)), "gitdir:"))
+}
+
+// clearIntegration removes what a killed Chorus may have left in its own
+// worktree: an unfinished revert or cherry-pick, and stale lock files. Only
+// Chorus uses this worktree, and only one Chorus runs per repository.
+func (s *Service) clearIntegration(ctx context.Context) {
+	gd := s.integGitDir()
+	if gd == "" {
+		return
+	}
+	if st, err := os.Stat(filepath.Join(gd, "index.lock")); err == nil && time.Since(st.ModTime()) > 10*time.Second {
+		_ = os.Remove(filepath.Join(gd, "index.lock"))
+	}
+	if opInProgress(gd) != "" || dirExists(filepath.Join(gd, "sequencer")) {
+		for _, op := range []string{"revert", "cherry-pick"} {
+			_, _ = run(ctx, s.integ, "", op, "--quit")
+		}
+		_, _ = run(ctx, s.integ, "", "merge", "--quit")
+		for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {
+			_ = os.Remove(filepath.Join(gd, f))
+		}
+		_, _ = run(ctx, s.integ, "", "reset", "-q", "--hard")
+	}
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// checkoutInteg puts commit c into the integration worktree, discarding
+// whatever the previous candidate's tests left (ignored files, such as
+// build caches, are kept).
+func (s *Service) checkoutInteg(ctx context.Context, c string) error {
+	if _, err := git(ctx, s.integ, "checkout", "-q", "--detach", "-f", c); err != nil {
+		return err
+	}
+	_, err := git(ctx, s.integ, "clean", "-q", "-f", "-d")
+	return err
+}

@@ -1,0 +1,216 @@
+// Package merge is Chorus's background merge service: a persistent queue of
+// finished branches, integration without touching any working tree
+// (merge-tree + commit-tree), a quality gate on the exact candidate commit in
+// a Chorus-owned worktree, landing by compare-and-swap or fast-forward,
+// agent-first conflict resolution, checkpoints and rollback.
+//
+// Only the landing step changes shared state, and it is a single ref update
+// recorded as "landing" before and "landed" after; after a crash git ancestry
+// decides what happened. The package never imports orchestrator or ui: the
+// engine feeds it Requests, persists its queue through Persist and runs
+// agents for it through Resolver.
+package merge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/chorus-dev/chorus/config"
+)
+
+// Request asks for a branch to be merged into the target.
+type Request struct {
+	TaskID    string   `json:"taskId"`
+	Branch    string   `json:"branch"`
+	Title     string   `json:"title,omitempty"`
+	Agent     string   `json:"agent,omitempty"`
+	Worktree  string   `json:"worktree,omitempty"` // the agent's worktree (absolute), if any
+	Priority  int      `json:"priority"`           // Beads scale: 0 critical … 4 backlog
+	DependsOn []string `json:"dependsOn,omitempty"`
+	User      bool     `json:"user,omitempty"` // added by `chorus merge-user`: the branch is the user's own
+}
+
+// Status of a queue item.
+type Status string
+
+// Item statuses. pending/merging/testing/resolving/landing are the worker's
+// path; waiting-human, waiting-approval and held wait for a person; landed,
+// reverted, and failed are final until someone acts.
+const (
+	StatusPending         Status = "pending"
+	StatusMerging         Status = "merging"
+	StatusTesting         Status = "testing"
+	StatusConflict        Status = "conflict"
+	StatusResolving       Status = "resolving"
+	StatusWaitingHuman    Status = "waiting-human"
+	StatusWaitingApproval Status = "waiting-approval"
+	StatusHeld            Status = "held"
+	StatusLanding         Status = "landing"
+	StatusLanded          Status = "landed"
+	StatusFailed          Status = "failed"
+	StatusReverted        Status = "reverted" // landed, then rolled back
+)
+
+// Item is one queue entry, including finished ones (landed, reverted) kept
+// as the session's merge history.
+type Item struct {
+	Request
+	Status        Status    `json:"status"`
+	Retries       int       `json:"retries"` // failed attempts (unresolved conflicts, failing candidates)
+	LastError     string    `json:"lastError,omitempty"`
+	ConflictFiles []string  `json:"conflictFiles,omitempty"`
+	Explanation   string    `json:"explanation,omitempty"` // the resolver agent's words
+	Action        string    `json:"action,omitempty"`      // what a person should do, when waiting
+	EnqueuedAt    time.Time `json:"enqueuedAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+
+	// Candidate is the merge commit built for the target (kept on
+	// refs/chorus/candidates/<task>), Base the target tip it was built on
+	// and the CAS's expected old value, Head the merged branch tip.
+	Candidate string `json:"candidate,omitempty"`
+	Base      string `json:"base,omitempty"`
+	Head      string `json:"head,omitempty"`
+	Tested    bool   `json:"tested,omitempty"` // Candidate passed the quality commands
+	// MergeRef is what gets merged: the task branch, or a resolver's
+	// throwaway branch that already contains the resolution.
+	MergeRef string `json:"mergeRef,omitempty"`
+
+	Seq         uint64    `json:"seq"` // FIFO position; a deferred item gets a new one
+	Approved    bool      `json:"approved,omitempty"`
+	Human       bool      `json:"human,omitempty"`      // a person stepped in: counts as a manual merge
+	Recoveries  int       `json:"recoveries,omitempty"` // target moved under this item, in a row
+	MergeCommit string    `json:"mergeCommit,omitempty"`
+	LandedAt    time.Time `json:"landedAt,omitempty"`
+	Cleaned     bool      `json:"cleaned,omitempty"` // worktree and branch removed after landing
+}
+
+// Stats is the queue-wide state persisted with the items.
+type Stats struct {
+	MergesAuto   int `json:"mergesAuto"`
+	MergesManual int `json:"mergesManual"`
+	Conflicts    int `json:"conflicts"`
+	Resolved     int `json:"resolved"`   // conflicts an agent resolved
+	Recoveries   int `json:"recoveries"` // rebuilds because the target moved
+	Rollbacks    int `json:"rollbacks"`
+	// TargetTip is the target commit the service last saw or produced; any
+	// other value means someone else moved the target.
+	TargetTip   string   `json:"targetTip,omitempty"`
+	Paused      bool     `json:"paused,omitempty"`
+	PauseReason string   `json:"pauseReason,omitempty"`
+	Lost        []string `json:"lost,omitempty"` // landed tasks no longer reachable from the target
+	NextSeq     uint64   `json:"nextSeq"`
+	// SinceCheckpoint counts landings since the last periodic checkpoint.
+	SinceCheckpoint int `json:"sinceCheckpoint"`
+	// Reverted lists tasks rolled back this session: re-landing one of them
+	// first re-applies the reverted changes (revert of the revert).
+	Reverted []string `json:"reverted,omitempty"`
+}
+
+// Snapshot is a copy of the queue for front ends.
+type Snapshot struct {
+	Items   []Item `json:"items"` // queue order first, then history
+	Stats   Stats  `json:"stats"`
+	Current string `json:"current,omitempty"` // task being worked on
+	Idle    bool   `json:"idle"`
+}
+
+// Options configure a Service.
+type Options struct {
+	RepoDir     string // the repository's main worktree
+	Target      string // target branch, e.g. main
+	ChorusDir   string // .chorus directory (informational; state is written by Persist)
+	Quality     []config.QualityCommand
+	Merge       config.Merge
+	Checkpoints config.Checkpoints
+	Headless    bool
+
+	// WorktreesDir holds Chorus's own worktrees (default RepoDir/.worktrees).
+	WorktreesDir string
+	// DriverCommand is the shell prefix git runs for the merge drivers, with
+	// "<kind> %O %A %B %P" appended (default: this executable + " merge-driver",
+	// which `chorus merge-driver` must route to driver.Main).
+	DriverCommand string
+	// MaxDiff caps each diff put into a resolver prompt (default 64 KiB).
+	MaxDiff int
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Persist is called synchronously with the whole queue whenever it changes
+// and before every ref update that lands work; an error aborts the step. It
+// must not call back into the Service (Snapshot excepted).
+type Persist func(items []Item, stats Stats) error
+
+// Resolver runs an agent (the task's own or a resolver agent) in the given
+// worktree with the given prompt and returns when it says RESOLVED or
+// NEEDS_HUMAN, or fails.
+type Resolver interface {
+	Resolve(ctx context.Context, r ResolveRequest) (ResolveResult, error)
+}
+
+// ResolveRequest is one resolution attempt. The worktree is on Branch with a
+// merge of the target already started (conflict markers in ConflictFiles);
+// the agent resolves, commits, and answers.
+type ResolveRequest struct {
+	TaskID, Agent, Worktree, Branch, Prompt string
+	ConflictFiles                           []string
+	OwnAgent                                bool // the task's own agent in its own worktree
+}
+
+// ResolveResult is the agent's answer.
+type ResolveResult struct {
+	Resolved    bool
+	Explanation string
+}
+
+// EventKind names what happened to an item.
+type EventKind string
+
+// Event kinds.
+const (
+	EventEnqueued        EventKind = "enqueued"
+	EventLanded          EventKind = "landed"
+	EventConflict        EventKind = "conflict"
+	EventResolving       EventKind = "resolving"
+	EventResolved        EventKind = "resolved"
+	EventWaitingHuman    EventKind = "waiting-human"
+	EventWaitingApproval EventKind = "waiting-approval"
+	EventHeld            EventKind = "held"
+	EventFailed          EventKind = "failed"
+	EventQualityFailed   EventKind = "quality-failed"
+	EventTargetMoved     EventKind = "target-moved"
+	EventPaused          EventKind = "paused"
+	EventCheckpoint      EventKind = "checkpoint"
+	EventRollback        EventKind = "rollback"
+)
+
+// Event is a plain, serialisable notification.
+type Event struct {
+	Kind    EventKind `json:"kind"`
+	TaskID  string    `json:"taskId,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Files   []string  `json:"files,omitempty"`
+	Commit  string    `json:"commit,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// Errors callers can test for.
+var (
+	ErrUnknownTask = errors.New("no such task in the merge queue")
+	ErrBusy        = errors.New("the merge service is working on this task")
+	ErrBadState    = errors.New("task is not in a state that allows this")
+	ErrNotMerged   = errors.New("task has no merge on the target branch")
+)
+
+// WaitingError is returned by Run after Drain when the queue is idle but
+// items wait for a person; it lists them with what to do.
+type WaitingError struct{ Items []Item }
+
+func (e *WaitingError) Error() string {
+	s := "merge queue: items wait for a person:"
+	for _, it := range e.Items {
+		s += "\n  " + it.TaskID + " (" + string(it.Status) + "): " + it.Action
+	}
+	return s
+}
