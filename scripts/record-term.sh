@@ -52,19 +52,33 @@ wait_quiet() {
 	done
 }
 
-# check records a checkpoint once the output is quiet.
+# check records a checkpoint once the output is quiet. The capture must
+# fall between two equal readings of the stream size, or output that
+# arrived meanwhile would make the screen newer than its offset.
 check() {
-	if ! wait_quiet "${1:-20}"; then
-		echo "  $CASE: output never went quiet, checkpoint skipped" >&2
-		return 0
-	fi
-	local off info n
-	off=$(stat -c %s "$DIR/stream.raw")
-	info=$("${TMUX_CMD[@]}" display -p -t rec '#{cursor_x} #{cursor_y} #{alternate_on} #{pane_width} #{pane_height}')
+	local off after info n tries=0
+	while :; do
+		if ! wait_quiet "${1:-20}"; then
+			echo "  $CASE: output never went quiet, checkpoint skipped" >&2
+			return 0
+		fi
+		off=$(stat -c %s "$DIR/stream.raw")
+		info=$("${TMUX_CMD[@]}" display -p -t rec '#{cursor_x} #{cursor_y} #{alternate_on}')
+		"${TMUX_CMD[@]}" capture-pane -p -t rec >"$DIR/capture.tmp"
+		sleep 0.2
+		after=$(stat -c %s "$DIR/stream.raw")
+		[[ $off == "$after" ]] && break
+		tries=$((tries + 1))
+		if ((tries >= 5)); then
+			echo "  $CASE: screen kept changing, checkpoint skipped" >&2
+			rm -f "$DIR/capture.tmp"
+			return 0
+		fi
+	done
 	n=$NCHECK
 	NCHECK=$((NCHECK + 1))
-	"${TMUX_CMD[@]}" capture-pane -p -t rec >"$DIR/screen-$n.txt"
-	read -r cx cy alt _ _ <<<"$info"
+	mv "$DIR/capture.tmp" "$DIR/screen-$n.txt"
+	read -r cx cy alt <<<"$info"
 	echo "check $off $cx $cy $alt screen-$n.txt" >>"$DIR/script"
 }
 
@@ -176,18 +190,62 @@ case_htop() {
 }
 
 # claude_env prepares a throwaway HOME in which Claude Code starts without
-# onboarding and talks to a port where nothing listens (it shows its API
-# error screen, which is still a full frame of its UI).
+# onboarding, and a local model server that streams one short scripted
+# reply to every request, so the session runs offline and holds still.
 claude_env() {
 	CHOME=$(mktemp -d)
+	local key=sk-test-0000000000000000000
 	mkdir -p "$CHOME/.claude" "$CHOME/tmp" "$CHOME/proj"
 	cat >"$CHOME/.claude.json" <<EOF
 {"hasCompletedOnboarding": true, "theme": "dark",
  "projects": {"/": {"hasTrustDialogAccepted": true}},
- "customApiKeyResponses": {"approved": ["sk-test-0000000000000000000"], "rejected": []}}
+ "customApiKeyResponses": {"approved": ["${key: -20}"], "rejected": []}}
 EOF
 	echo '{"skipDangerousModePermissionPrompt": true}' >"$CHOME/.claude/settings.json"
-	CLAUDE_ENV="env -u CLAUDECODE HOME=$CHOME CLAUDE_CODE_TMPDIR=$CHOME/tmp ANTHROPIC_BASE_URL=http://127.0.0.1:9 ANTHROPIC_API_KEY=sk-test-0000000000000000000 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 IS_SANDBOX=1 TERM=tmux-256color"
+	cat >"$CHOME/server.py" <<'EOF'
+import json, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REPLY = ("Hello! This reply comes from a local test server.\n\n"
+         "- **bold** item with `code`\n- second item: 中文 wide text\n\n"
+         "```go\nfunc main() { println(\"hi\") }\n```\nDone.")
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_HEAD(self):
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def do_GET(self): self.do_HEAD()
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if "count_tokens" in self.path:
+            out = json.dumps({"input_tokens": 10}).encode()
+            self.send_response(200); self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out))); self.end_headers(); self.wfile.write(out)
+            return
+        req = json.loads(body or b"{}")
+        text = REPLY
+        if not req.get("tools"):
+            text = json.dumps({"title": "Say hello"})
+        usage = {"input_tokens": 10, "output_tokens": 20}
+        ev = [("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+               "model": req.get("model", "m"), "content": [], "stop_reason": None, "usage": usage}}),
+              ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+              ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+              ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+              ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": usage}),
+              ("message_stop", {"type": "message_stop"})]
+        out = "".join("event: %s\ndata: %s\n\n" % (n, json.dumps(d)) for n, d in ev).encode()
+        self.send_response(200); self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(out))); self.end_headers(); self.wfile.write(out)
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
+EOF
+	coproc SERVER { exec python3 "$CHOME/server.py"; }
+	read -r PORT <&"${SERVER[0]}"
+	CLAUDE_ENV="env -u CLAUDECODE HOME=$CHOME CLAUDE_CODE_TMPDIR=$CHOME/tmp ANTHROPIC_BASE_URL=http://127.0.0.1:$PORT ANTHROPIC_API_KEY=$key CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_TELEMETRY=1 IS_SANDBOX=1 TERM=tmux-256color"
 	CLAUDE_BIN=$ROOT/.tools/npm/node_modules/.bin/claude
 }
 
@@ -205,13 +263,18 @@ claude_session() {
 	check
 	keys Escape
 	check
+	keys -l 'again'
+	keys Enter
+	check 40
 	stop
-	rm -rf "$CHOME"
+	kill "$SERVER_PID" 2>/dev/null || true
+	wait "$SERVER_PID" 2>/dev/null || true
+	rm -rf "$CHOME" 2>/dev/null || true
 }
 
 case_claude-fullscreen() {
 	claude_env
-	start 90 28 "sh -c 'cd $CHOME/proj && $CLAUDE_ENV $CLAUDE_BIN'"
+	start 90 28 "sh -c 'cd $CHOME/proj && $CLAUDE_ENV CLAUDE_CODE_NO_FLICKER=1 $CLAUDE_BIN'"
 	claude_session
 }
 
