@@ -13,7 +13,11 @@ func (e *Emulator) osc(data []byte) {
 	cmd, rest, _ := bytes.Cut(data, []byte{';'})
 	switch string(cmd) {
 	case "0", "2":
-		e.title = sanitizeTitle(rest)
+		// Agents rewrite the title on every spinner frame; most are
+		// repeats, so compare before building a new string.
+		if string(rest) != e.title || !cleanTitle(rest) {
+			e.title = sanitizeTitle(rest)
+		}
 	}
 }
 
@@ -44,4 +48,17 @@ func (e *Emulator) dcs(data []byte) {
 	case bytes.HasPrefix(data, []byte("+q")): // XTGETTCAP
 		e.reply("\x1bP0+r\x1b\\")
 	}
+}
+
+// cleanTitle reports whether sanitizeTitle would return b unchanged.
+func cleanTitle(b []byte) bool {
+	if len(b) > 512 || !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
 }

@@ -45,7 +45,9 @@ func (s *scrollback) push(r row) {
 	if cap(dst.cells) >= n {
 		dst.cells = dst.cells[:n]
 	} else {
-		dst.cells = make([]Cell, n)
+		// Rounded up so that a row evicted later can usually take the
+		// next one without a new allocation.
+		dst.cells = make([]Cell, n, (n+15)&^15)
 	}
 	copy(dst.cells, r.cells[:n])
 	dst.wrapped = r.wrapped
