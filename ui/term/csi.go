@@ -102,8 +102,12 @@ func (e *Emulator) esc(cmd ansi.Cmd) {
 		case 'M': // RI
 			e.reverseIndex()
 		case 'c': // RIS
+			// Like tmux, keep what was on the main screen in the
+			// scrollback rather than dropping it.
+			if e.cur == &e.main {
+				e.eraseDisplay(2)
+			}
 			e.reset()
-			e.sb.clear()
 		case '=':
 			e.modes.appKeypad = true
 		case '>':

@@ -493,8 +493,11 @@ func TestCharsetsAndMisc(t *testing.T) {
 	wantLines(t, e, "EEEE", "EEEE")
 	e = run(t, 10, 2, "abc\x1b[1;2H\x1b[4hX") // insert mode
 	wantLines(t, e, "aXbc")
-	e = run(t, 10, 2, "abc\x1bcd") // RIS
+	e = run(t, 10, 2, "abc\x1b[31m\x1bcd") // RIS
 	wantLines(t, e, "d")
+	if e.AllText() != "abc\nd" || cell(e, 0, 0).Fg != DefaultColor {
+		t.Errorf("after RIS: text %q, colour %x", e.AllText(), cell(e, 0, 0).Fg)
+	}
 }
 
 func TestUTF8SplitAndInvalid(t *testing.T) {
