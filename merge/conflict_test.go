@@ -207,7 +207,7 @@ func TestResolverFailsThreeTimes(t *testing.T) {
 		t.Fatalf("last error %q", it.LastError)
 	}
 	// A person resolves on the branch and retries.
-		cmdMerge := []string{"merge", "-q", "main"}
+	cmdMerge := []string{"merge", "-q", "main"}
 	if _, err := git(t.Context(), wt2, cmdMerge...); err == nil {
 		t.Fatal("expected a conflict")
 	}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge/driver"
 	"github.com/chorus-dev/chorus/proc"
@@ -148,7 +147,16 @@ func (f *fileStore) persist(items []Item, st Stats) error {
 	if err != nil {
 		return err
 	}
-	return chorusdir.WriteAtomic(f.path, b, 0o644)
+	// Temp file + rename: atomic against kill -9, which is what the tests
+	// exercise; the engine's writer also fsyncs for power loss.
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+		return err
+	}
+	tmp := f.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, f.path)
 }
 
 func (f *fileStore) load(t testing.TB) persisted {
@@ -349,7 +357,8 @@ func crashChild(phase string) int {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
-	if err := svc.Enqueue(Request{TaskID: os.Getenv("CHORUS_MERGE_TASK"), Branch: os.Getenv("CHORUS_MERGE_BRANCH"), Title: "crash test"}); err != nil {
+	if err := svc.Enqueue(Request{TaskID: os.Getenv("CHORUS_MERGE_TASK"), Branch: os.Getenv("CHORUS_MERGE_BRANCH"),
+		Worktree: os.Getenv("CHORUS_MERGE_WORKTREE"), Agent: "a", Title: "crash test"}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
