@@ -5,12 +5,200 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
+
+// session is one running engine with what it needs around it.
+type session struct {
+	p      *project
+	store  beads.Store
+	engine *orchestrator.Engine
+	target string
+}
+
+// startSession takes the repository lock and builds the engine, recovered
+// from the previous run's state.
+func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writer) (*session, func(), error) {
+	lock, err := p.dir.Acquire(strings.Join(os.Args, " "))
+	if err != nil {
+		return nil, nil, withCode(ExitLocked, err)
+	}
+	target := p.cfg.Merge.TargetBranch
+	if target == "" {
+		target, _ = gitx.CurrentBranch(ctx, p.root)
+	}
+	if target == "" {
+		lock.Release()
+		return nil, nil, withCode(ExitSetup, errors.New("the main checkout is on a detached HEAD; check out the branch agents should merge into, or set merge.targetBranch in .chorus/config.json"))
+	}
+	if _, err := gitx.Git(ctx, p.root, "rev-parse", "--verify", "--quiet", target+"^{commit}"); err != nil {
+		lock.Release()
+		return nil, nil, withCode(ExitSetup, fmt.Errorf("branch %q has no commits yet; make a first commit so agents have something to branch from", target))
+	}
+	exe, _ := os.Executable()
+	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: exe})
+	if err != nil {
+		lock.Release()
+		return nil, nil, err
+	}
+	if err := eng.Recover(ctx); err != nil {
+		lock.Release()
+		return nil, nil, withCode(ExitSetup, err)
+	}
+	return &session{p: p, store: s, engine: eng, target: target}, lock.Release, nil
+}
+
+// routeSignals delivers `chorus signal` messages to the engine and
+// acknowledges each once the engine took it.
+func (ss *session) routeSignals(ctx context.Context) error {
+	ch, err := signal.Watch(ctx, ss.p.dir.Path)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for env := range ch {
+			if env.Err == nil {
+				_ = ss.engine.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
+			}
+			_ = env.Ack()
+		}
+	}()
+	return nil
+}
 
 // runImplementation starts the engine with a front end.
 func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
-	fmt.Fprintf(stderr, "%d task(s) ready; mode %s, up to %d agents.\n", ready, p.cfg.Mode, p.cfg.Agents.MaxParallel)
-	return withCode(ExitFailure, errors.New("this build cannot run agents yet: implementation mode is not available; use `chorus task ready` to see the queue"))
+	if !o.headless {
+		return withCode(ExitUsage, errors.New("the full-screen interface is not part of this build; run with --headless"))
+	}
+	return runHeadless(ctx, p, s, o, stderr)
+}
+
+// runHeadless prints one line per event and ends when nothing more can
+// happen without a human.
+func runHeadless(ctx context.Context, p *project, s beads.Store, o *runOptions, out io.Writer) error {
+	ss, release, err := startSession(ctx, p, s, out)
+	if err != nil {
+		return err
+	}
+	defer release()
+	eng := ss.engine
+	events := eng.Subscribe()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := ss.routeSignals(runCtx); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(runCtx) }()
+	start := time.Now()
+	fmt.Fprintf(out, "%s chorus: %s mode, up to %d agents, target branch %s\n", start.Format("15:04:05"), p.cfg.Mode, p.cfg.Agents.MaxParallel, ss.target)
+	if p.cfg.Mode == config.ModeSemiAuto {
+		if len(o.tasks) == 0 {
+			cancel()
+			<-done
+			return withCode(ExitUsage, errors.New("semi-auto without the TUI needs the tasks to run: --task ID (repeatable), or use --autopilot"))
+		}
+		for _, id := range o.tasks {
+			if err := eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdAssign, TaskID: id}); err != nil {
+				cancel()
+				<-done
+				return withCode(ExitFailure, err)
+			}
+		}
+	}
+	sum := summary{}
+	interrupted := false
+loop:
+	for {
+		select {
+		case ev := <-events:
+			printEvent(out, ev)
+			sum.add(ev)
+			if ev.Kind == orchestrator.EvNeedsHelp {
+				// Nobody is here to answer: the task waits for a human.
+				go eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdBlock, TaskID: ev.Task, Text: "needs a human: " + ev.Text})
+			}
+		case <-eng.Changed():
+			if eng.Snapshot().Idle {
+				break loop
+			}
+		case <-ctx.Done():
+			interrupted = true
+			break loop
+		}
+	}
+	cancel()
+	<-done
+	for {
+		select {
+		case ev := <-events:
+			printEvent(out, ev)
+			sum.add(ev)
+			continue
+		default:
+		}
+		break
+	}
+	snap := eng.Snapshot()
+	sum.print(out, snap, time.Since(start))
+	if interrupted {
+		return withCode(ExitInterrupted, errors.New("interrupted; running tasks went back to open with their work committed"))
+	}
+	if sum.failed+sum.blocked+sum.errors > 0 {
+		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human", sum.failed, sum.blocked))
+	}
+	return nil
+}
+
+func printEvent(w io.Writer, ev orchestrator.Event) {
+	who := ev.Agent
+	if who == "" {
+		who = "-"
+	}
+	task := ev.Task
+	if task == "" {
+		task = "-"
+	}
+	what := ev.Kind
+	if ev.Text != "" {
+		what += ": " + ev.Text
+	}
+	fmt.Fprintf(w, "%s %s %s %s\n", ev.Time.Format("15:04:05"), line(who), line(task), line(what))
+}
+
+type summary struct {
+	closed, failed, blocked, released, errors int
+	needsHuman                                []string
+}
+
+func (s *summary) add(ev orchestrator.Event) {
+	switch ev.Kind {
+	case orchestrator.EvCompleted:
+		s.closed++
+	case orchestrator.EvFailed:
+		s.failed++
+	case orchestrator.EvBlocked:
+		s.blocked++
+	case orchestrator.EvReleased:
+		s.released++
+	case orchestrator.EvNeedsHelp:
+		s.needsHuman = append(s.needsHuman, ev.Task+": "+ev.Text)
+	}
+}
+
+func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Duration) {
+	fmt.Fprintf(w, "summary: %d closed, %d failed, %d blocked, %d released, %d merges, %d iterations, wall time %s\n",
+		s.closed, s.failed, s.blocked, s.released, snap.Stats.MergesAuto+snap.Stats.MergesManual, snap.Stats.Iterations, wall.Round(time.Second))
+	for _, q := range s.needsHuman {
+		fmt.Fprintf(w, "  needs a human: %s\n", line(q))
+	}
 }

@@ -126,9 +126,10 @@ planning state and the ready tasks.`,
 	f.StringVar(&ro.mode, "mode", "", "operating mode: semi-auto or autopilot (default: from config)")
 	f.IntVar(&ro.maxAgents, "max-agents", 0, "run at most N agents at once (default: agents.maxParallel)")
 	f.BoolVar(&ro.headless, "headless", false, "no full-screen UI: print one line per event (for cron, CI and ssh)")
+	f.StringSliceVar(&ro.tasks, "task", nil, "with --headless in semi-auto: the task ids to run (repeatable)")
 	_ = root.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(config.Modes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g))
+	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newScriptedAgentCmd())
 	root.AddCommand(newReplayCmd())
 	return root
 }

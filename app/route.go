@@ -21,6 +21,7 @@ type runOptions struct {
 	mode      string
 	maxAgents int
 	headless  bool
+	tasks     []string
 }
 
 // Route is where `chorus` without a subcommand goes.

@@ -88,6 +88,7 @@ func newTaskCreateCmd(g *globals) *cobra.Command {
 						return withCode(ExitUsage, fmt.Errorf("--agent: %q is not valid; allowed: %s", opt.Agent, strings.Join(p.cfg.AgentNames(), ", ")))
 					}
 				}
+				opt.PrioritySet = true // -p defaults to 2; an explicit 0 is critical, not unset
 				t, err := s.Create(ctx, title, opt)
 				if err != nil {
 					return withCode(ExitFailure, err)

@@ -1,0 +1,76 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chorus-dev/chorus/orchestrator/scriptagent"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+)
+
+// newSignalCmd is what agents run to tell the running Chorus about their task.
+func newSignalCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "signal TYPE [PAYLOAD]",
+		Short: "Report to the running Chorus from inside an agent: COMPLETE, BLOCKED, PROGRESS, NEEDS_HELP, RESOLVED, NEEDS_HUMAN",
+		Example: `  chorus signal COMPLETE
+  chorus signal BLOCKED "the API key is missing"
+  chorus signal PROGRESS 40
+  chorus signal NEEDS_HELP "which database should this use?"`,
+		Args: cobra.MinimumNArgs(1),
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			var ts []string
+			for _, t := range signal.Types {
+				ts = append(ts, string(t))
+			}
+			return ts, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, env, err := signal.FromEnv(args, os.Getenv)
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			if err := signal.Send(dir, env.AgentID, env.TaskID, env.Signal); err != nil {
+				return withCode(ExitFailure, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "chorus: %s sent for %s\n", env.Signal, env.TaskID)
+			return nil
+		},
+	}
+}
+
+// newScriptedAgentCmd runs the built-in scripted agent (demo and tests).
+func newScriptedAgentCmd() *cobra.Command {
+	var script string
+	c := &cobra.Command{
+		Use:    "scripted-agent --script FILE PROMPT",
+		Short:  "Run the built-in scripted agent (used by the demo and the tests)",
+		Hidden: true,
+		Args:   cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if script == "" {
+				return withCode(ExitUsage, errors.New("--script is required"))
+			}
+			if !filepath.IsAbs(script) {
+				// Relative to the repository, whichever worktree the agent runs in.
+				if d := os.Getenv(signal.EnvDir); d != "" {
+					script = filepath.Join(filepath.Dir(d), script)
+				}
+			}
+			prompt := ""
+			if len(args) == 1 {
+				prompt = args[0]
+			}
+			if code := scriptagent.Main(script, prompt, cmd.InOrStdin(), cmd.OutOrStdout()); code != 0 {
+				return withCode(code, fmt.Errorf("scripted agent exited with %d", code))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&script, "script", "", "script file (relative paths are taken from the repository root)")
+	return c
+}

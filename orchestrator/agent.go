@@ -1,0 +1,670 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/ui/term"
+)
+
+// agentRun is one agent working on one task: a supervisor goroutine that
+// owns the process and reports every transition to the loop.
+type agentRun struct {
+	e                     *Engine
+	id, profileName, task string
+	taskID                string
+	profile               config.AgentProfile
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// events carries signals from every channel plus process exits, in the
+	// order they happened, to the supervisor.
+	events  chan turnEvent
+	answers chan string
+	restart chan struct{}
+
+	screen *term.Emulator
+	proc   atomic.Pointer[ptyproc.Proc]
+	size   atomic.Uint64 // cols<<32 | rows
+
+	// detMu guards the detector, shared by the supervisor (new prompts,
+	// new turns) and the output pump (scanning).
+	detMu sync.Mutex
+	// closed is closed when the supervisor returns, so a pump that outlives
+	// it never blocks on a channel nobody reads.
+	closed chan struct{}
+}
+
+type turnEvent struct {
+	sig    *signal.Signal
+	exited bool
+	code   int
+	gen    int // process generation, so a stale exit is ignored
+	source string
+}
+
+// outcome is how a run ended, applied to State by the loop.
+type outcome struct {
+	kind   string // completed, blocked, failed, released, claim-lost, error
+	reason string
+	errors bool // consecutive agent errors reached the limit
+}
+
+// replyWriter forwards the emulator's replies (DA1, CPR…) to whichever
+// process is current.
+type replyWriter struct{ r *agentRun }
+
+func (w replyWriter) Write(p []byte) (int, error) {
+	if pr := w.r.proc.Load(); pr != nil {
+		return pr.Write(p)
+	}
+	return len(p), nil
+}
+
+// Screen returns an agent's terminal emulator (nil for unknown agents), for
+// front ends to draw. It outlives respawns within the run.
+func (e *Engine) Screen(agentID string) *term.Emulator {
+	var s *term.Emulator
+	_ = e.do(context.Background(), func() {
+		if r := e.runs[agentID]; r != nil {
+			s = r.screen
+		}
+	})
+	return s
+}
+
+// Resize sets an agent's terminal size: emulator first, then the PTY.
+func (e *Engine) Resize(agentID string, cols, rows int) {
+	_ = e.do(context.Background(), func() {
+		if r := e.runs[agentID]; r != nil {
+			r.resize(cols, rows)
+		}
+	})
+}
+
+func (r *agentRun) resize(cols, rows int) {
+	if cols < 2 || rows < 2 {
+		return
+	}
+	r.size.Store(uint64(cols)<<32 | uint64(rows))
+	r.screen.Resize(cols, rows)
+	if p := r.proc.Load(); p != nil {
+		_ = p.Resize(uint16(cols), uint16(rows))
+	}
+}
+
+func (r *agentRun) dims() (int, int) {
+	v := r.size.Load()
+	return int(v >> 32), int(v & 0xffffffff)
+}
+
+// startTask creates the run for a task and its supervisor. Loop only.
+func (e *Engine) startTask(taskID, profile string) {
+	if e.closing {
+		return
+	}
+	t := beads.Task{ID: taskID}
+	name, p, err := e.profileFor(t, profile)
+	if profile == "" {
+		// The task's own choice is only known after Get; the supervisor
+		// re-resolves it. Use the default for the id until then.
+		name, p, err = e.cfg.Agents.Default, e.cfg.Agents.Available[e.cfg.Agents.Default], nil
+	}
+	if err != nil {
+		e.emit(Event{Kind: EvError, Task: taskID, Text: err.Error()})
+		return
+	}
+	r := &agentRun{e: e, profileName: name, profile: p, taskID: taskID,
+		events: make(chan turnEvent, 64), answers: make(chan string, 4), restart: make(chan struct{}, 1),
+		closed: make(chan struct{})}
+	r.id = agentID(name, taskID)
+	if _, busy := e.runs[r.id]; busy {
+		return
+	}
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	cols, rows := e.opt.Cols, e.opt.Rows
+	r.size.Store(uint64(cols)<<32 | uint64(rows))
+	r.screen = term.New(cols, rows, term.WithScrollback(5000), term.WithReplies(replyWriter{r}))
+	e.runs[r.id] = r
+	e.st.Agents[r.id] = &AgentState{ID: r.id, Type: name, TaskID: taskID, Status: AgentStarting, StartedAt: time.Now().UTC()}
+	e.emit(Event{Kind: EvAssigned, Agent: r.id, Task: taskID, Fields: map[string]any{"profile": name}})
+	e.wg.Add(1)
+	go r.main(profile == "")
+}
+
+// main is the supervisor goroutine.
+func (r *agentRun) main(taskPicksAgent bool) {
+	defer r.e.wg.Done()
+	out := r.work(taskPicksAgent)
+	close(r.closed)
+	r.e.post(func() { r.e.finish(r, out) })
+}
+
+// update applies fn to the loop's state from the supervisor, waiting for
+// it so that what the supervisor does next is ordered after the record.
+func (r *agentRun) update(fn func(s *State, a *AgentState)) {
+	_ = r.e.do(context.Background(), func() {
+		fn(r.e.st, r.e.st.Agents[r.id])
+	})
+}
+
+func (r *agentRun) event(kind, text string, fields map[string]any) {
+	fn := func() { r.e.emit(Event{Kind: kind, Agent: r.id, Task: r.taskID, Text: text, Fields: fields}) }
+	select {
+	case r.e.msgs <- fn:
+	case <-r.closed:
+	}
+}
+
+// send hands an event to the supervisor unless it has returned.
+func (r *agentRun) send(ev turnEvent) {
+	select {
+	case r.events <- ev:
+	case <-r.closed:
+	}
+}
+
+// detect runs fn on the detector under its lock.
+func (r *agentRun) detect(fn func()) {
+	r.detMu.Lock()
+	defer r.detMu.Unlock()
+	fn()
+}
+
+func (r *agentRun) work(taskPicksAgent bool) outcome {
+	e := r.e
+	ctx := r.ctx
+	t, err := e.opt.Store.Get(ctx, r.taskID)
+	if err != nil {
+		return outcome{kind: "error", reason: err.Error()}
+	}
+	if taskPicksAgent {
+		if name, p, err := e.profileFor(t, ""); err == nil && name != r.profileName {
+			// The task asks for a specific agent; the run keeps its id but
+			// starts that CLI.
+			r.profileName, r.profile = name, p
+		} else if err != nil {
+			return outcome{kind: "error", reason: err.Error()}
+		}
+	}
+	if _, err := e.opt.Store.Claim(ctx, t.ID, actorFor(r.id)); err != nil {
+		if errors.Is(err, beads.ErrClaimed) || errors.Is(err, beads.ErrNotOpen) {
+			return outcome{kind: "claim-lost", reason: err.Error()}
+		}
+		return outcome{kind: "error", reason: "claim: " + err.Error()}
+	}
+	wt, err := e.wt.Ensure(ctx, r.profileName, t.ID, worktree.Options{
+		Scratchpad: config.ScratchpadTemplate(), Copy: e.cfg.Worktree.Copy, Setup: e.cfg.Worktree.Setup,
+	})
+	if err != nil {
+		var se *worktree.SetupError
+		if !errors.As(err, &se) {
+			e.opt.Store.Release(context.Background(), t.ID)
+			return outcome{kind: "error", reason: "worktree: " + err.Error()}
+		}
+		r.event(EvAlert, "worktree setup failed: "+err.Error(), nil)
+	}
+	r.update(func(s *State, a *AgentState) {
+		a.Title, a.Worktree, a.Branch, a.Type = t.Title, wt.Dir, wt.Branch, r.profileName
+	})
+	d := dirs{root: e.opt.Dir.Root, prompts: e.opt.Dir.Prompts(), patterns: e.opt.Dir.Patterns(), learnings: e.opt.Dir.Learnings()}
+	prompt, err := buildPrompt(d, e.cfg, r.profile, r.profileName, t, wt.Branch)
+	if err != nil {
+		e.opt.Store.Release(context.Background(), t.ID)
+		return outcome{kind: "error", reason: err.Error()}
+	}
+	return r.loop(t, wt, d, prompt)
+}
+
+// loop runs iterations until the task ends one way or another.
+func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt string) outcome {
+	e, cfg := r.e, r.e.cfg
+	var run TaskRun
+	_ = e.do(context.Background(), func() { run = *e.st.run(t.ID) })
+	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{prompt}})
+	var gen int
+	var p *ptyproc.Proc
+	pending := "" // failure text for the next respawn
+	changes := ""
+	for {
+		run.Iterations++
+		it := run.Iterations
+		if it > cfg.Completion.MaxIterations {
+			return r.fail(t, wt, p, fmt.Sprintf("reached maxIterations (%d) without completing", cfg.Completion.MaxIterations))
+		}
+		base, _ := e.wt.HeadCommit(context.Background(), wt)
+		r.update(func(s *State, a *AgentState) {
+			tr := s.run(t.ID)
+			tr.Iterations, tr.IterationBase = it, base
+			a.Iteration, a.Status = it, AgentRunning
+			s.Stats.Iterations++
+		})
+		r.event(EvIteration, "", map[string]any{"iteration": it})
+		r.detect(det.Reset)
+		if p == nil {
+			text := prompt
+			if it > 1 {
+				text = handover(prompt, it, changes, pending)
+				r.detect(func() { det.AddPrompt(text) })
+			}
+			var err error
+			gen++
+			p, err = r.spawn(wt, text, it, gen, det)
+			if err != nil {
+				e.opt.Store.Release(context.Background(), t.ID)
+				return outcome{kind: "error", reason: err.Error()}
+			}
+		}
+		res := r.turn(t, wt, &p, det, gen)
+		if res.done != nil {
+			return *res.done
+		}
+		// The iteration ended without the task finishing.
+		if res.crashed {
+			run.Errors++
+			if cfg.Completion.MaxAgentErrors > 0 && run.Errors >= cfg.Completion.MaxAgentErrors {
+				r.stopProc(p)
+				r.commitWIP(wt, "agent errors")
+				e.opt.Store.Release(context.Background(), t.ID)
+				r.update(func(s *State, a *AgentState) { s.run(t.ID).Errors = run.Errors })
+				return outcome{kind: "released", reason: fmt.Sprintf("%d consecutive agent errors; last: %s", run.Errors, res.failure), errors: true}
+			}
+		} else {
+			run.Errors = 0
+		}
+		pending = res.failure
+		head, _ := e.wt.HeadCommit(context.Background(), wt)
+		if head == base {
+			run.NoCommitStreak++
+		} else {
+			run.NoCommitStreak = 0
+		}
+		changes = r.diffStat(wt, base)
+		streak, errs, fail := run.NoCommitStreak, run.Errors, res.failure
+		r.update(func(s *State, a *AgentState) {
+			tr := s.run(t.ID)
+			tr.NoCommitStreak, tr.Errors, tr.LastFailure = streak, errs, fail
+		})
+		if n := cfg.Completion.StuckIterations; n > 0 && streak > 0 && streak%n == 0 {
+			msg := fmt.Sprintf("agent may be stuck: %d iterations without a new commit", streak)
+			r.update(func(s *State, a *AgentState) { a.Alert = msg })
+			r.event(EvAlert, msg, map[string]any{"stuck": streak})
+		}
+		if p != nil && res.typed == "" && !res.crashed && r.interactive() && res.failure != "" {
+			// A live interactive agent gets the failure typed in.
+			text := feedback(res.failure)
+			r.detect(func() { det.AddPrompt(text) })
+			if err := r.typeInto(p, text); err != nil {
+				r.event(EvAlert, "could not deliver feedback, restarting the agent: "+err.Error(), nil)
+				r.stopProc(p)
+				p = nil
+			}
+		}
+	}
+}
+
+// exitGrace is how long an exit waits for a signal still in transit.
+const exitGrace = 2 * time.Second
+
+// turnResult is how one iteration ended.
+type turnResult struct {
+	done    *outcome
+	failure string // why the task is not finished, for the next iteration
+	crashed bool
+	typed   string
+}
+
+// turn waits for the agent to signal or exit and acts on it.
+func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, gen int) turnResult {
+	e, ctx := r.e, r.ctx
+	seen := map[signal.Type]bool{}
+	// A `chorus signal` the agent ran just before exiting may still be on
+	// its way through the signals directory; give it a moment before
+	// deciding the agent exited without one.
+	var exitEv *turnEvent
+	var exitWait <-chan time.Time
+	for {
+		select {
+		case <-exitWait:
+			ev := *exitEv
+			*pp = nil
+			r.update(func(s *State, a *AgentState) { a.PID = 0 })
+			r.event(EvAgentExit, "", map[string]any{"exitCode": ev.code})
+			if ev.code != 0 {
+				return turnResult{failure: fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code), crashed: true}
+			}
+			return turnResult{failure: "The agent exited without signalling COMPLETE."}
+		case <-ctx.Done():
+			return turnResult{done: r.cancelled(t, wt, *pp)}
+		case <-r.restart:
+			// The task was edited: start over with the new text.
+			r.stopProc(*pp)
+			*pp = nil
+			return turnResult{failure: "The task description changed; re-read it."}
+		case ev := <-r.events:
+			if ev.exited {
+				if ev.gen == gen && exitEv == nil {
+					exitEv = &ev
+					exitWait = time.After(exitGrace)
+				}
+				continue
+			}
+			if exitEv != nil {
+				*pp = nil // the process is gone; decisions below must not type into it
+			}
+			s := *ev.sig
+			if seen[s.Type] && s.Type != signal.Progress {
+				continue // the same signal through a second channel
+			}
+			seen[s.Type] = true
+			r.event(EvSignal, s.String(), map[string]any{"type": string(s.Type), "source": ev.source})
+			switch s.Type {
+			case signal.Progress:
+				if n, ok := s.Percent(); ok {
+					r.update(func(st *State, a *AgentState) { a.Progress = n })
+				}
+			case signal.NeedsHelp:
+				if res, ok := r.needsHelp(t, wt, pp, det, s.Payload); !ok {
+					return res
+				}
+				seen[signal.NeedsHelp] = false
+			case signal.Blocked:
+				r.stopProc(*pp)
+				r.commitWIP(wt, "blocked")
+				reason := s.Payload
+				if reason == "" {
+					reason = "the agent reported BLOCKED"
+				}
+				if err := e.opt.Store.Block(context.Background(), t.ID, reason); err != nil {
+					r.event(EvError, "marking blocked: "+err.Error(), nil)
+				}
+				return turnResult{done: &outcome{kind: "blocked", reason: reason}}
+			case signal.Complete:
+				r.update(func(st *State, a *AgentState) { a.Status = AgentChecking })
+				ok, results := runQuality(ctx, wt.Dir, e.cfg.SortedQuality(), r.env(0))
+				for _, q := range results {
+					r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, map[bool]string{true: "passed", false: "failed"}[q.Passed]),
+						map[string]any{"name": q.Name, "passed": q.Passed, "required": q.Required, "exitCode": q.ExitCode})
+				}
+				if ctx.Err() != nil {
+					return turnResult{done: r.cancelled(t, wt, *pp)}
+				}
+				if ok {
+					return turnResult{done: r.complete(t, wt, *pp)}
+				}
+				r.update(func(st *State, a *AgentState) { a.Status = AgentRunning })
+				return turnResult{failure: describeFailure(results)}
+			default:
+				// RESOLVED / NEEDS_HUMAN belong to conflict resolution.
+			}
+		}
+	}
+}
+
+// needsHelp waits for a human answer and delivers it. ok=false means the
+// run ended while waiting.
+func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, q string) (turnResult, bool) {
+	r.update(func(s *State, a *AgentState) { a.Status, a.Question = AgentNeedsHelp, q })
+	r.event(EvNeedsHelp, q, nil)
+	select {
+	case <-r.ctx.Done():
+		return turnResult{done: r.cancelled(t, wt, *pp)}, false
+	case ans := <-r.answers:
+		r.update(func(s *State, a *AgentState) { a.Status, a.Question = AgentRunning, "" })
+		if *pp != nil {
+			r.detect(func() { det.AddPrompt(ans) })
+			if err := r.typeInto(*pp, ans); err == nil {
+				return turnResult{}, true
+			}
+			r.stopProc(*pp)
+			*pp = nil
+		}
+		return turnResult{failure: "A human answered your question: " + ans}, false
+	}
+}
+
+// complete records a finished task: it closes it and queues the merge.
+func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) *outcome {
+	e := r.e
+	r.stopProc(p)
+	// Work the agent left uncommitted is part of the result.
+	r.commitWIP(wt, "final changes")
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Completed = true })
+	if e.opt.Merger != nil {
+		if err := e.opt.Merger.Enqueue(MergeRequest{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
+			Worktree: wt.Dir, Priority: t.Priority, DependsOn: t.BlockedBy()}); err != nil {
+			r.event(EvError, "queueing the merge: "+err.Error(), nil)
+		} else {
+			r.event(EvMergeQueued, wt.Branch, nil)
+		}
+	}
+	if err := closeOnce(e.opt.Store, t.ID, "completed by "+r.id); err != nil {
+		r.event(EvError, "closing the task: "+err.Error(), nil)
+	}
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = true })
+	return &outcome{kind: "completed"}
+}
+
+// closeOnce closes a task unless it is closed already, so recovery can
+// repeat it safely.
+func closeOnce(s beads.Store, id, reason string) error {
+	t, err := s.Get(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	if t.Status == beads.StatusClosed {
+		return nil
+	}
+	return s.Close(context.Background(), id, reason)
+}
+
+// fail ends a task as FAILED: blocked with the failed label and the reason.
+func (r *agentRun) fail(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, reason string) outcome {
+	r.stopProc(p)
+	r.commitWIP(wt, "failed")
+	s := r.e.opt.Store
+	if err := s.Block(context.Background(), t.ID, "FAILED: "+reason); err != nil {
+		r.event(EvError, err.Error(), nil)
+	}
+	if err := s.AddLabel(context.Background(), t.ID, beads.LabelFailed); err != nil {
+		r.event(EvError, err.Error(), nil)
+	}
+	return outcome{kind: "failed", reason: reason}
+}
+
+// cancelled handles a run ended from outside: stop, keep the work, and
+// put the task where the cause says.
+func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) *outcome {
+	cause := context.Cause(r.ctx)
+	if errors.Is(cause, errTimeout) {
+		o := r.fail(t, wt, p, fmt.Sprintf("task timeout (%d minutes) reached", r.e.cfg.Completion.TaskTimeout))
+		return &o
+	}
+	r.stopProc(p)
+	r.commitWIP(wt, cause.Error())
+	if errors.Is(cause, errBudget) {
+		reason := "budget reached"
+		_ = r.e.opt.Store.Block(context.Background(), t.ID, reason)
+		return &outcome{kind: "blocked", reason: reason}
+	}
+	if err := r.e.opt.Store.Release(context.Background(), t.ID); err != nil {
+		r.event(EvError, "releasing the task: "+err.Error(), nil)
+	}
+	return &outcome{kind: "released", reason: cause.Error()}
+}
+
+func (r *agentRun) commitWIP(wt worktree.Worktree, why string) {
+	if wt.Dir == "" {
+		return
+	}
+	if ok, err := r.e.wt.CommitWIP(context.Background(), wt, fmt.Sprintf("wip(%s): %s [%s]", r.taskID, why, r.taskID)); err != nil {
+		r.event(EvError, "committing work in progress: "+err.Error(), nil)
+	} else if ok {
+		r.event(EvAlert, "uncommitted work saved as a WIP commit on "+wt.Branch, nil)
+	}
+}
+
+func (r *agentRun) diffStat(wt worktree.Worktree, base string) string {
+	commits, err := r.e.wt.CommitsSince(context.Background(), wt, base)
+	if err != nil || len(commits) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d new commit(s) on %s in the last iteration.", len(commits), wt.Branch)
+}
+
+func (r *agentRun) interactive() bool {
+	return r.profile.Format == config.FormatTerminal
+}
+
+// env is the agent's environment.
+func (r *agentRun) env(iteration int) []string {
+	e := r.e
+	env := []string{
+		"CHORUS_TASK_ID=" + r.taskID,
+		"CHORUS_AGENT_ID=" + r.id,
+		"CHORUS_DIR=" + e.opt.Dir.Path,
+		"BEADS_ACTOR=" + actorFor(r.id),
+		"BEADS_DIR=" + filepath.Join(e.opt.Dir.Root, ".beads"),
+	}
+	if iteration > 0 {
+		env = append(env, "CHORUS_ITERATION="+strconv.Itoa(iteration))
+	}
+	if e.opt.ChorusExe != "" {
+		env = append(env, "PATH="+filepath.Dir(e.opt.ChorusExe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	return append(env, r.profile.Env...)
+}
+
+// argv builds the command line: profile args, model override, prompt.
+func (r *agentRun) argv(t beads.Task, prompt string) []string {
+	argv := append([]string{r.profile.Command}, r.profile.Args...)
+	if m, ok := t.Metadata[beads.MetaModel].(string); ok && m != "" && r.profile.AllowModelOverride && r.profile.ModelFlag != "" {
+		argv = append(argv, r.profile.ModelFlag, m)
+	}
+	if r.profile.Prompt == "" || r.profile.Prompt == config.PromptArg {
+		argv = append(argv, prompt)
+	}
+	return argv
+}
+
+// spawn starts the agent process and its output pump.
+func (r *agentRun) spawn(wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector) (*ptyproc.Proc, error) {
+	e := r.e
+	t, err := e.opt.Store.Get(r.ctx, r.taskID)
+	if err != nil {
+		t = beads.Task{ID: r.taskID}
+	}
+	cols, rows := r.dims()
+	if err := os.MkdirAll(e.opt.Dir.Logs(), 0o755); err != nil {
+		return nil, err
+	}
+	p, err := ptyproc.Start(ptyproc.Spec{
+		Argv: r.argv(t, prompt), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
+		Cols: uint16(cols), Rows: uint16(rows),
+		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", r.profile.Command, err)
+	}
+	r.proc.Store(p)
+	pid, pstart := p.Pid(), p.StartTime()
+	r.update(func(s *State, a *AgentState) { a.PID, a.PStart, a.Status = pid, pstart, AgentRunning })
+	r.event(EvStarted, strings.Join(r.argv(t, "…")[:1], " "), map[string]any{"pid": pid, "iteration": it})
+	go r.pump(p, gen, det)
+	if r.profile.Prompt == config.PromptType {
+		if err := r.typeInto(p, prompt); err != nil {
+			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
+		}
+	}
+	return p, nil
+}
+
+// pump feeds output to the screen and the detectors, then reports the exit.
+// Signals found in the output reach the supervisor before the exit does.
+func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
+	var from uint64
+	scan := func() {
+		text, next := r.screen.TextSince(from)
+		from = next
+		var found []signal.Found
+		r.detect(func() { found = det.Snapshot(text) })
+		for _, f := range found {
+			if f.Err != nil {
+				r.event(EvError, "ignored signal "+f.Raw+": "+f.Err.Error(), nil)
+				continue
+			}
+			s := f.Signal
+			r.send(turnEvent{sig: &s, gen: gen, source: "output"})
+		}
+	}
+	events := newEventParser(r.profile.Format)
+	write := func(b []byte) {
+		_, _ = r.screen.Write(b)
+		for _, s := range events.feed(b) {
+			r.send(turnEvent{sig: &s, gen: gen, source: "events"})
+		}
+	}
+	for chunk := range p.Output() {
+		write(chunk)
+		// Drain what is already waiting so a burst is scanned once.
+	drain:
+		for {
+			select {
+			case more, ok := <-p.Output():
+				if !ok {
+					break drain
+				}
+				write(more)
+			default:
+				break drain
+			}
+		}
+		scan()
+	}
+	for _, s := range events.flush() {
+		r.send(turnEvent{sig: &s, gen: gen, source: "events"})
+	}
+	scan()
+	code, _ := p.Wait()
+	r.send(turnEvent{exited: true, code: code, gen: gen})
+}
+
+// typeInto delivers text to a live agent and verifies it arrived.
+func (r *agentRun) typeInto(p *ptyproc.Proc, text string) error {
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	return p.Type(ctx, text, ptyproc.TypeOptions{Paste: r.screen.InputModes().BracketedPaste})
+}
+
+// stopProc ends the agent: the profile's exit input first when it has one,
+// then SIGTERM to the group and SIGKILL after the grace period.
+func (r *agentRun) stopProc(p *ptyproc.Proc) {
+	if p == nil {
+		return
+	}
+	grace := time.Duration(r.e.cfg.Completion.StopGraceSeconds) * time.Second
+	if r.profile.ExitInput != "" {
+		_, _ = p.Write([]byte(r.profile.ExitInput))
+		_, _ = p.Write([]byte("\r"))
+		select {
+		case <-p.Done():
+			return
+		case <-time.After(min(grace, 3*time.Second)):
+		}
+	}
+	p.Stop(grace)
+}

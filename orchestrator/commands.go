@@ -1,0 +1,337 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+)
+
+// Command kinds. Commands are plain data so any front end (or, later, a
+// detached client) can send them.
+const (
+	CmdAssign   = "assign"   // TaskID, optional Agent profile
+	CmdPause    = "pause"    // no new spawns; running agents go on
+	CmdResume   = "resume"   //
+	CmdMode     = "mode"     // Text: semi-auto | autopilot
+	CmdStop     = "stop"     // AgentID: task back to open, work kept
+	CmdRedirect = "redirect" // AgentID → TaskID
+	CmdBlock    = "block"    // TaskID, Text reason
+	CmdEdit     = "edit"     // TaskID, Title/Description/Acceptance
+	CmdKillAll  = "kill-all" //
+	CmdAnswer   = "answer"   // AgentID, Text typed to an agent that asked
+	CmdRetry    = "retry"    // TaskID: a failed task back to open
+	CmdDone     = "done"     // TaskID: close by hand
+	CmdSignal   = "signal"   // AgentID, Signal: from `chorus signal`
+)
+
+// Command is a request from a front end.
+type Command struct {
+	Kind        string  `json:"kind"`
+	TaskID      string  `json:"taskId,omitempty"`
+	AgentID     string  `json:"agentId,omitempty"`
+	Agent       string  `json:"agent,omitempty"` // profile name
+	Text        string  `json:"text,omitempty"`
+	Title       *string `json:"title,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Acceptance  *string `json:"acceptance,omitempty"`
+	Signal      string  `json:"signal,omitempty"` // "TYPE: payload"
+}
+
+// ErrUnknownAgent is returned for commands naming an agent that is not running.
+var ErrUnknownAgent = errors.New("no such running agent")
+
+// Do carries out a command. Slow work (store writes, stopping processes)
+// happens off the loop; Do returns once the command is accepted.
+func (e *Engine) Do(ctx context.Context, c Command) error {
+	// Store writes first, outside the loop: they may take a while with bd.
+	switch c.Kind {
+	case CmdBlock:
+		if err := e.stopTaskAgent(ctx, c.TaskID, errStopped); err != nil {
+			return err
+		}
+		return e.opt.Store.Block(ctx, c.TaskID, orDefault(c.Text, "blocked by the user"))
+	case CmdRetry:
+		t, err := e.opt.Store.Get(ctx, c.TaskID)
+		if err != nil {
+			return err
+		}
+		if t.HasLabel(beads.LabelFailed) {
+			if err := e.opt.Store.RemoveLabel(ctx, c.TaskID, beads.LabelFailed); err != nil {
+				return err
+			}
+		}
+		if err := e.opt.Store.Reopen(ctx, c.TaskID); err != nil {
+			return err
+		}
+		return e.do(ctx, func() {
+			if tr := e.st.Tasks[c.TaskID]; tr != nil {
+				*tr = TaskRun{FirstStarted: time.Now().UTC()}
+			}
+			e.emit(Event{Kind: EvReleased, Task: c.TaskID, Text: "retry"})
+			e.needReady = true
+		})
+	case CmdDone:
+		if err := e.stopTaskAgent(ctx, c.TaskID, errStopped); err != nil {
+			return err
+		}
+		return closeOnce(e.opt.Store, c.TaskID, "closed by the user")
+	case CmdEdit:
+		if _, err := e.opt.Store.Update(ctx, c.TaskID, beads.Update{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance}); err != nil {
+			return err
+		}
+		return e.do(ctx, func() {
+			for _, r := range e.runs {
+				if r.taskID == c.TaskID {
+					select {
+					case r.restart <- struct{}{}:
+					default:
+					}
+				}
+			}
+			e.emit(Event{Kind: EvAlert, Task: c.TaskID, Text: "task edited"})
+		})
+	}
+	var err error
+	derr := e.do(ctx, func() { err = e.apply(c) })
+	if derr != nil {
+		return derr
+	}
+	return err
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// apply runs on the loop.
+func (e *Engine) apply(c Command) error {
+	switch c.Kind {
+	case CmdAssign:
+		if e.taskRunning(c.TaskID) {
+			return fmt.Errorf("task %s already has an agent", c.TaskID)
+		}
+		if c.Agent != "" {
+			if _, ok := e.cfg.Profile(c.Agent); !ok {
+				return fmt.Errorf("agent %q is not in agents.available", c.Agent)
+			}
+		}
+		if len(e.runs) >= e.cfg.Agents.MaxParallel {
+			e.wantTasks = append(e.wantTasks, c.TaskID)
+			e.emit(Event{Kind: EvAlert, Task: c.TaskID, Text: "all agent slots busy; queued"})
+			return nil
+		}
+		e.startTask(c.TaskID, c.Agent)
+	case CmdPause:
+		e.st.Paused = true
+		e.emit(Event{Kind: EvPaused})
+	case CmdResume:
+		e.st.Paused = false
+		e.needReady = true
+		e.emit(Event{Kind: EvResumed})
+	case CmdMode:
+		if c.Text != config.ModeSemiAuto && c.Text != config.ModeAutopilot {
+			return fmt.Errorf("mode %q is not valid; allowed: semi-auto, autopilot", c.Text)
+		}
+		e.st.Mode = c.Text
+		e.needReady = true
+		e.emit(Event{Kind: EvMode, Text: c.Text})
+	case CmdStop:
+		r := e.runs[c.AgentID]
+		if r == nil {
+			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
+		}
+		r.cancel(errStopped)
+	case CmdRedirect:
+		r := e.runs[c.AgentID]
+		if r == nil {
+			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
+		}
+		if e.taskRunning(c.TaskID) {
+			return fmt.Errorf("task %s already has an agent", c.TaskID)
+		}
+		r.cancel(errRedirect)
+		// The slot is reused once the old task is released.
+		e.wantTasks = append([]string{c.TaskID}, e.wantTasks...)
+	case CmdKillAll:
+		e.wantTasks = nil
+		for _, r := range e.runs {
+			r.cancel(errKilledAll)
+		}
+		if e.st.Mode == config.ModeAutopilot {
+			e.st.Paused = true
+		}
+	case CmdAnswer:
+		r := e.runs[c.AgentID]
+		if r == nil {
+			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
+		}
+		select {
+		case r.answers <- c.Text:
+		default:
+			return errors.New("an answer is already waiting to be delivered")
+		}
+	case CmdSignal:
+		r := e.runs[c.AgentID]
+		if r == nil {
+			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
+		}
+		s, err := signal.Parse(c.Signal)
+		if err != nil {
+			e.emit(Event{Kind: EvError, Agent: c.AgentID, Text: "ignored signal: " + err.Error()})
+			return err
+		}
+		// Never block the loop on a busy supervisor.
+		go r.send(turnEvent{sig: &s, gen: -1, source: "command"})
+	default:
+		return fmt.Errorf("unknown command %q", c.Kind)
+	}
+	return nil
+}
+
+// stopTaskAgent stops the agent working on a task, if any, and waits for
+// its run to end.
+func (e *Engine) stopTaskAgent(ctx context.Context, taskID string, cause error) error {
+	var wait chan struct{}
+	if err := e.do(ctx, func() {
+		for _, r := range e.runs {
+			if r.taskID == taskID {
+				r.cancel(cause)
+				wait = r.closed
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// finish applies a run's outcome. Loop only.
+func (e *Engine) finish(r *agentRun, o outcome) {
+	delete(e.runs, r.id)
+	delete(e.st.Agents, r.id)
+	e.needReady = true
+	ev := Event{Agent: r.id, Task: r.taskID, Text: o.reason}
+	switch o.kind {
+	case "completed":
+		e.st.Stats.TasksCompleted++
+		ev.Kind = EvCompleted
+	case "blocked":
+		e.st.Stats.TasksBlocked++
+		ev.Kind = EvBlocked
+	case "failed":
+		e.st.Stats.TasksFailed++
+		ev.Kind = EvFailed
+	case "released", "claim-lost":
+		ev.Kind = EvReleased
+	default:
+		ev.Kind = EvError
+	}
+	e.emit(ev)
+	if o.errors && e.st.Mode == config.ModeAutopilot {
+		e.st.Paused = true
+		e.emit(Event{Kind: EvPaused, Text: "autopilot paused after repeated agent errors: " + o.reason})
+	}
+	e.emit(Event{Kind: EvFinished, Agent: r.id, Task: r.taskID, Text: o.kind})
+}
+
+// Recover reconciles state.json from a previous run before Run starts:
+// agents whose process is gone have their task put back to open (worktree
+// kept); live orphans are ended with their whole group; tasks that passed
+// their checks but were not closed yet are closed (once).
+func (e *Engine) Recover(ctx context.Context) error {
+	old, err := LoadState(e.opt.Dir.State())
+	if err != nil {
+		return err
+	}
+	if old == nil {
+		return e.st.save(e.opt.Dir.State())
+	}
+	e.st.Stats = old.Stats
+	e.st.Tasks = old.Tasks
+	e.st.MergeQueue = old.MergeQueue
+	e.st.Checkpoint = old.Checkpoint
+	for id, a := range old.Agents {
+		if a.PID > 0 && ptyproc.Alive(a.PID, a.PStart) {
+			// An agent of a Chorus that died: nobody watches it any more.
+			_ = syscall.Kill(-a.PID, syscall.SIGTERM)
+			deadline := time.Now().Add(5 * time.Second)
+			for ptyproc.Alive(a.PID, a.PStart) && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			_ = syscall.Kill(-a.PID, syscall.SIGKILL)
+			e.emit(Event{Kind: EvRecovered, Agent: id, Task: a.TaskID, Text: "ended an orphaned agent process"})
+		}
+		tr := e.st.Tasks[a.TaskID]
+		if tr != nil && tr.Completed && !tr.Closed {
+			if err := closeOnce(e.opt.Store, a.TaskID, "completed by "+id); err == nil {
+				tr.Closed = true
+			}
+			continue
+		}
+		if t, err := e.opt.Store.Get(ctx, a.TaskID); err == nil && t.Status == beads.StatusInProgress {
+			if err := e.opt.Store.Release(ctx, a.TaskID); err != nil {
+				e.emit(Event{Kind: EvError, Task: a.TaskID, Text: "releasing after a crash: " + err.Error()})
+			}
+		}
+		e.emit(Event{Kind: EvRecovered, Agent: id, Task: a.TaskID, Text: "task back to open; worktree kept"})
+	}
+	// Claims made just before a crash, before state.json recorded the agent.
+	if ts, err := e.opt.Store.List(ctx); err == nil {
+		for _, t := range ts {
+			if t.Status == beads.StatusInProgress && len(t.Assignee) > 7 && t.Assignee[:7] == "chorus/" {
+				if tr := e.st.Tasks[t.ID]; tr != nil && tr.Completed {
+					if closeOnce(e.opt.Store, t.ID, "completed") == nil {
+						tr.Closed = true
+					}
+					continue
+				}
+				_ = e.opt.Store.Release(ctx, t.ID)
+				e.emit(Event{Kind: EvRecovered, Task: t.ID, Text: "task back to open; worktree kept"})
+			}
+		}
+	}
+	for id, tr := range e.st.Tasks {
+		if tr.Completed && !tr.Closed {
+			if closeOnce(e.opt.Store, id, "completed") == nil {
+				tr.Closed = true
+			}
+		}
+	}
+	return e.st.save(e.opt.Dir.State())
+}
+
+// SetMergeQueue stores the merge service's queue in state.json; it returns
+// once the file is written, so the merge service may rely on it (it calls
+// this before every ref update).
+func (e *Engine) SetMergeQueue(ctx context.Context, raw []byte, merged func(s *Stats)) error {
+	var err error
+	derr := e.do(ctx, func() {
+		e.st.MergeQueue = append([]byte(nil), raw...)
+		if merged != nil {
+			merged(&e.st.Stats)
+		}
+		err = e.st.save(e.opt.Dir.State())
+		e.publish()
+	})
+	if derr != nil {
+		return derr
+	}
+	return err
+}

@@ -1,0 +1,431 @@
+// Package orchestrator is the engine: it claims ready tasks, gives each an
+// agent in its own worktree under a PTY, watches for signals, runs the
+// quality commands, closes tasks and hands finished branches to the merge
+// service. It is headless: front ends send Commands and read Snapshots and
+// Events. One goroutine (the loop) owns the State; agent supervisors,
+// timers and watchers only send it messages.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/orchestrator/worktree"
+)
+
+// MergeRequest hands a finished branch to the merge service.
+type MergeRequest struct {
+	TaskID, Title, Branch, Agent, Worktree string
+	Priority                               int
+	DependsOn                              []string
+}
+
+// Merger is the merge service as the engine sees it.
+type Merger interface {
+	Enqueue(MergeRequest) error
+	// Idle reports that nothing more can happen without a human (or the
+	// queue is empty).
+	Idle() bool
+}
+
+// Options configure an Engine.
+type Options struct {
+	Dir    chorusdir.Dir
+	Config config.Config
+	Store  beads.Store
+	Merger Merger // nil: finished branches stay on their agent branch
+	Target string // branch agents start from
+	// ChorusExe is the chorus executable agents call for `chorus signal`;
+	// its directory is put first on the agents' PATH.
+	ChorusExe string
+	// Cols, Rows is the PTY size of a new agent until a front end resizes it.
+	Cols, Rows int
+}
+
+// Event is one thing that happened, for front ends and the session log.
+type Event struct {
+	Time   time.Time      `json:"time"`
+	Kind   string         `json:"kind"`
+	Agent  string         `json:"agent,omitempty"`
+	Task   string         `json:"task,omitempty"`
+	Text   string         `json:"text,omitempty"`
+	Fields map[string]any `json:"fields,omitempty"`
+}
+
+// Event kinds.
+const (
+	EvAssigned    = "agent_assigned"
+	EvStarted     = "agent_started"
+	EvIteration   = "iteration_started"
+	EvSignal      = "signal"
+	EvQuality     = "quality"
+	EvCompleted   = "task_completed"
+	EvBlocked     = "task_blocked"
+	EvFailed      = "task_failed"
+	EvReleased    = "task_released"
+	EvNeedsHelp   = "needs_help"
+	EvAlert       = "alert"
+	EvAgentExit   = "agent_exited"
+	EvFinished    = "agent_finished"
+	EvPaused      = "paused"
+	EvResumed     = "resumed"
+	EvMode        = "mode_changed"
+	EvIdle        = "idle"
+	EvError       = "error"
+	EvMergeQueued = "merge_queued"
+	EvRecovered   = "recovered"
+)
+
+// Snapshot is an immutable copy of the engine's state for front ends.
+type Snapshot struct {
+	State
+	MaxParallel int
+	Running     int
+	Idle        bool
+}
+
+// Engine is the orchestrator.
+type Engine struct {
+	opt Options
+	cfg config.Config // immutable after New
+	wt  *worktree.Manager
+
+	msgs    chan func()
+	changed chan struct{}
+
+	// Owned by the loop goroutine.
+	st        *State
+	runs      map[string]*agentRun // by agent id
+	fetching  bool
+	needReady bool // something changed that may make tasks ready
+	noReady   bool // the last fetch found nothing assignable
+	wantTasks []string // semi-auto headless: tasks to run
+	closing   bool
+
+	snapMu sync.Mutex
+	snap   Snapshot
+
+	subMu sync.Mutex
+	subs  []chan Event
+
+	wg sync.WaitGroup // supervisors and ready fetches: Run waits for them
+}
+
+// New creates an engine. Call Recover, then Run.
+func New(opt Options) (*Engine, error) {
+	if opt.Store == nil {
+		return nil, errors.New("orchestrator: no task store")
+	}
+	if opt.Cols == 0 {
+		opt.Cols, opt.Rows = 120, 40
+	}
+	e := &Engine{
+		opt: opt, cfg: opt.Config,
+		wt:      &worktree.Manager{RepoDir: opt.Dir.Root, Target: opt.Target},
+		msgs:    make(chan func(), 64),
+		changed: make(chan struct{}, 1),
+		runs:    map[string]*agentRun{},
+		st:      newState(opt.Config.Mode),
+	}
+	e.publish()
+	return e, nil
+}
+
+// Changed fires (coalesced) after every state change.
+func (e *Engine) Changed() <-chan struct{} { return e.changed }
+
+// Snapshot returns the latest published state.
+func (e *Engine) Snapshot() Snapshot {
+	e.snapMu.Lock()
+	defer e.snapMu.Unlock()
+	s := e.snap
+	s.State = e.snap.State.clone()
+	return s
+}
+
+// Subscribe returns a channel of events. Slow subscribers lose events
+// rather than stall the engine; the session log has them all.
+func (e *Engine) Subscribe() <-chan Event {
+	ch := make(chan Event, 1024)
+	e.subMu.Lock()
+	e.subs = append(e.subs, ch)
+	e.subMu.Unlock()
+	return ch
+}
+
+// do runs fn on the loop goroutine and waits for it.
+func (e *Engine) do(ctx context.Context, fn func()) error {
+	done := make(chan struct{})
+	select {
+	case e.msgs <- func() { fn(); close(done) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// post queues fn for the loop without waiting for it to run.
+func (e *Engine) post(fn func()) { e.msgs <- fn }
+
+// Run is the loop. It returns when ctx ends, after stopping every agent
+// (their tasks go back to open, their work is committed as WIP).
+func (e *Engine) Run(ctx context.Context) error {
+	// The ticker enforces task timeouts and notices tasks created by other
+	// processes; everything else is driven by messages.
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	e.needReady = true
+	e.schedule()
+	for {
+		select {
+		case fn := <-e.msgs:
+			fn()
+			e.after()
+		case <-tick.C:
+			e.checkTimeouts()
+			if len(e.runs) < e.cfg.Agents.MaxParallel {
+				e.needReady = true
+			}
+			e.after()
+		case <-ctx.Done():
+			e.shutdown()
+			return nil
+		}
+	}
+}
+
+// after persists and publishes a transition, then fills free slots.
+func (e *Engine) after() {
+	e.schedule()
+	if err := e.st.save(e.opt.Dir.State()); err != nil {
+		e.emit(Event{Kind: EvError, Text: "writing state.json: " + err.Error()})
+	}
+	e.publish()
+}
+
+func (e *Engine) publish() {
+	s := Snapshot{State: e.st.clone(), MaxParallel: e.cfg.Agents.MaxParallel, Running: len(e.runs), Idle: e.idle()}
+	e.snapMu.Lock()
+	e.snap = s
+	e.snapMu.Unlock()
+	select {
+	case e.changed <- struct{}{}:
+	default:
+	}
+}
+
+// emit logs an event and fans it out.
+func (e *Engine) emit(ev Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	details := map[string]any{}
+	for k, v := range ev.Fields {
+		details[k] = v
+	}
+	if ev.Agent != "" {
+		details["agentId"] = ev.Agent
+	}
+	if ev.Task != "" {
+		details["taskId"] = ev.Task
+	}
+	if ev.Text != "" {
+		details["text"] = ev.Text
+	}
+	_ = e.opt.Dir.AppendLog("implementation", ev.Kind, details)
+	e.subMu.Lock()
+	for _, ch := range e.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+	e.subMu.Unlock()
+}
+
+// idle: nothing runs, nothing more will be picked, and merges cannot move
+// without a human.
+func (e *Engine) idle() bool {
+	if len(e.runs) > 0 || e.fetching {
+		return false
+	}
+	if e.opt.Merger != nil && !e.opt.Merger.Idle() {
+		return false
+	}
+	if e.st.Mode == config.ModeAutopilot && !e.st.Paused {
+		return e.noReady && !e.needReady
+	}
+	return len(e.wantTasks) == 0
+}
+
+// schedule fills free slots: in autopilot from the ready list, in
+// semi-auto from tasks a front end asked for.
+func (e *Engine) schedule() {
+	if e.closing || e.st.Paused {
+		return
+	}
+	for len(e.wantTasks) > 0 && len(e.runs) < e.cfg.Agents.MaxParallel {
+		id := e.wantTasks[0]
+		e.wantTasks = e.wantTasks[1:]
+		e.startTask(id, "")
+	}
+	if e.st.Mode != config.ModeAutopilot || len(e.runs) >= e.cfg.Agents.MaxParallel {
+		return
+	}
+	if e.fetching || !e.needReady {
+		return
+	}
+	e.fetching, e.needReady = true, false
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ts, err := e.opt.Store.Ready(context.Background(), beads.ReadyOptions{})
+		e.post(func() {
+			e.fetching = false
+			if err != nil {
+				e.emit(Event{Kind: EvError, Text: "listing ready tasks: " + err.Error()})
+				e.noReady = true
+				return
+			}
+			e.assignReady(ts)
+		})
+	}()
+}
+
+// assignReady starts agents on ready tasks by priority, then age, skipping
+// tasks already running or marked failed.
+func (e *Engine) assignReady(ts []beads.Task) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		if ts[i].Priority != ts[j].Priority {
+			return ts[i].Priority < ts[j].Priority
+		}
+		return ts[i].CreatedAt.Before(ts[j].CreatedAt)
+	})
+	started := 0
+	for _, t := range ts {
+		if len(e.runs) >= e.cfg.Agents.MaxParallel || e.st.Paused || e.st.Mode != config.ModeAutopilot {
+			break
+		}
+		if e.taskRunning(t.ID) || t.HasLabel(beads.LabelFailed) || t.Assignee != "" {
+			continue
+		}
+		if r := e.st.Tasks[t.ID]; r != nil && (r.Completed || r.Closed) {
+			continue
+		}
+		e.startTask(t.ID, "")
+		started++
+	}
+	e.noReady = started == 0 && len(e.runs) == 0
+}
+
+func (e *Engine) taskRunning(id string) bool {
+	for _, r := range e.runs {
+		if r.taskID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTimeouts ends tasks that ran past completion.taskTimeout.
+func (e *Engine) checkTimeouts() {
+	limit := time.Duration(e.cfg.Completion.TaskTimeout) * time.Minute
+	if limit <= 0 {
+		return
+	}
+	for _, r := range e.runs {
+		if tr := e.st.Tasks[r.taskID]; tr != nil && time.Since(tr.FirstStarted) > limit {
+			r.cancel(errTimeout)
+		}
+	}
+}
+
+func (e *Engine) shutdown() {
+	e.closing = true
+	for _, r := range e.runs {
+		r.cancel(errShutdown)
+	}
+	// Supervisors report through e.msgs; keep serving them until they end.
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	for {
+		select {
+		case fn := <-e.msgs:
+			fn()
+			_ = e.st.save(e.opt.Dir.State())
+			e.publish()
+		case <-done:
+			for {
+				select {
+				case fn := <-e.msgs:
+					fn()
+				default:
+					e.st.Stats.TotalRuntime += int64(time.Since(e.st.StartedAt).Seconds())
+					_ = e.st.save(e.opt.Dir.State())
+					e.publish()
+					return
+				}
+			}
+		}
+	}
+}
+
+// agentID names the agent working on a task.
+func agentID(profile, task string) string {
+	return profile + "-" + worktree.Slug(task)
+}
+
+// actorFor is the identity an agent claims tasks under; the prefix lets
+// recovery tell Chorus's agents from people.
+func actorFor(id string) string { return "chorus/" + id }
+
+func (e *Engine) profileFor(t beads.Task, override string) (string, config.AgentProfile, error) {
+	name := override
+	if name == "" {
+		if v, ok := t.Metadata[beads.MetaAgent].(string); ok && v != "" {
+			name = v
+		}
+	}
+	if name == "" {
+		name = e.cfg.Agents.Default
+	}
+	p, ok := e.cfg.Profile(name)
+	if !ok {
+		return "", p, fmt.Errorf("task %s asks for agent %q, which is not in agents.available", t.ID, name)
+	}
+	return name, p, nil
+}
+
+var (
+	errStopped   = errors.New("stopped by the user")
+	errRedirect  = errors.New("redirected to another task")
+	errShutdown  = errors.New("Chorus is shutting down")
+	errTimeout   = errors.New("task timeout reached")
+	errEdited    = errors.New("task edited")
+	errBudget    = errors.New("budget reached")
+	errKilledAll = errors.New("all agents killed")
+)
+
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(nil) == nil
+}

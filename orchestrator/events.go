@@ -1,0 +1,69 @@
+package orchestrator
+
+import (
+	"bytes"
+
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+)
+
+// eventParser splits a headless profile's output (claude stream-json,
+// codex exec --json) into lines for the matching signal parser and
+// collects the signals and token usage they report. Terminal profiles
+// produce none.
+type eventParser struct {
+	parse func([]byte) ([]signal.Event, error)
+	buf   []byte
+	usage signal.TokenUsage
+}
+
+func newEventParser(format string) *eventParser {
+	p := &eventParser{}
+	switch format {
+	case config.FormatClaudeJSON:
+		p.parse = (&signal.ClaudeParser{}).Parse
+	case config.FormatCodexJSON:
+		p.parse = (&signal.CodexParser{}).Parse
+	}
+	return p
+}
+
+func (p *eventParser) feed(b []byte) []signal.Signal {
+	if p.parse == nil {
+		return nil
+	}
+	p.buf = append(p.buf, b...)
+	var out []signal.Signal
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return out
+		}
+		out = append(out, p.line(p.buf[:i])...)
+		p.buf = p.buf[i+1:]
+	}
+}
+
+func (p *eventParser) flush() []signal.Signal {
+	if p.parse == nil || len(p.buf) == 0 {
+		return nil
+	}
+	out := p.line(p.buf)
+	p.buf = nil
+	return out
+}
+
+func (p *eventParser) line(l []byte) []signal.Signal {
+	evs, err := p.parse(bytes.TrimSpace(l))
+	if err != nil {
+		return nil // stray non-JSON output
+	}
+	var out []signal.Signal
+	for _, ev := range evs {
+		if ev.Kind == signal.Usage || ev.Kind == signal.Completed || ev.Kind == signal.Failed {
+			p.usage = ev.Usage
+		}
+		out = append(out, ev.Signals...)
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package orchestrator
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+)
+
+// promptData fills .chorus/prompts/impl-agent.md.
+type promptData struct {
+	TaskID, Title, Description, Acceptance, Branch, Agent string
+	QualityCommands                                       string
+	CompleteTag, BlockedTag                               string
+}
+
+// buildPrompt renders the implementation prompt for a task. Agents that do
+// not read project context themselves get AGENTS.md, PATTERNS.md and the
+// learnings in front of it (the seed's context injection).
+func buildPrompt(d dirs, cfg config.Config, p config.AgentProfile, agent string, t beads.Task, branch string) (string, error) {
+	src, err := os.ReadFile(filepath.Join(d.prompts, "impl-agent.md"))
+	if err != nil {
+		src = []byte(config.PromptTemplate("impl-agent.md"))
+	}
+	tpl, err := template.New("impl-agent.md").Option("missingkey=zero").Parse(string(src))
+	if err != nil {
+		return "", fmt.Errorf(".chorus/prompts/impl-agent.md: %v", err)
+	}
+	var q strings.Builder
+	for _, c := range cfg.SortedQuality() {
+		req := "required"
+		if !c.Required {
+			req = "optional"
+		}
+		fmt.Fprintf(&q, "   - %s (%s): `%s`\n", c.Name, req, c.Command)
+	}
+	if q.Len() == 0 {
+		q.WriteString("   - (none configured)\n")
+	}
+	acc := t.AcceptanceCriteria
+	if strings.TrimSpace(acc) == "" {
+		acc = "All tests pass"
+	}
+	desc := t.Description
+	if strings.TrimSpace(desc) == "" {
+		desc = t.Title
+	}
+	data := promptData{TaskID: t.ID, Title: t.Title, Description: desc, Acceptance: acc, Branch: branch, Agent: agent,
+		QualityCommands: strings.TrimRight(q.String(), "\n"),
+		CompleteTag:     "<chorus>COMPLETE</chorus>", BlockedTag: "<chorus>BLOCKED: reason</chorus>"}
+	var b bytes.Buffer
+	if err := tpl.Execute(&b, data); err != nil {
+		return "", fmt.Errorf(".chorus/prompts/impl-agent.md: %v", err)
+	}
+	if !p.InjectContext {
+		return b.String(), nil
+	}
+	var out strings.Builder
+	for _, part := range []struct{ head, path string }{
+		{"# Project Context", filepath.Join(d.root, "AGENTS.md")},
+		{"# Project Patterns", d.patterns},
+		{"# Relevant Learnings", d.learnings},
+	} {
+		if c, err := os.ReadFile(part.path); err == nil && len(bytes.TrimSpace(c)) > 0 {
+			fmt.Fprintf(&out, "%s\n\n%s\n\n", part.head, strings.TrimSpace(string(c)))
+		}
+	}
+	if out.Len() == 0 {
+		return b.String(), nil
+	}
+	out.WriteString("# Task\n\n")
+	out.WriteString(b.String())
+	return out.String(), nil
+}
+
+// dirs are the paths prompt building reads.
+type dirs struct {
+	root, prompts, patterns, learnings string
+}
+
+// handover is the prompt of a respawned agent: the task again, plus what
+// the previous iteration changed and why it did not finish.
+func handover(prompt string, iteration int, changes, failure string) string {
+	var b strings.Builder
+	b.WriteString(prompt)
+	fmt.Fprintf(&b, "\n\n## Handover (iteration %d)\n", iteration)
+	b.WriteString("You are continuing this task in the same worktree; earlier work is already here.\n")
+	if strings.TrimSpace(changes) != "" {
+		fmt.Fprintf(&b, "\nWhat changed so far:\n%s\n", strings.TrimSpace(changes))
+	}
+	if strings.TrimSpace(failure) != "" {
+		fmt.Fprintf(&b, "\nWhy the task is not finished yet:\n%s\n", strings.TrimSpace(failure))
+	}
+	return b.String()
+}
+
+// feedback is typed into a live agent when its COMPLETE did not pass.
+func feedback(failure string) string {
+	return "The task is not complete yet. " + oneLine(failure, 1500) + " Fix this, make sure every required quality command passes, then signal COMPLETE again."
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		s = "…" + s[len(s)-max:]
+	}
+	return s
+}

@@ -1,0 +1,22 @@
+package orchestrator
+
+import (
+	"context"
+
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+)
+
+// routeSignalsForTest does what the app does: `chorus signal` files become
+// engine commands.
+func routeSignalsForTest(ctx context.Context, h *harness) {
+	ch, err := signal.Watch(ctx, h.dir.Path)
+	if err != nil {
+		return
+	}
+	for env := range ch {
+		if env.Err == nil {
+			_ = h.eng.Do(ctx, Command{Kind: CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
+		}
+		_ = env.Ack()
+	}
+}

@@ -1,0 +1,154 @@
+package orchestrator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/chorus-dev/chorus/chorusdir"
+)
+
+// StateVersion is the format of state.json.
+const StateVersion = "1"
+
+// Agent statuses.
+const (
+	AgentStarting  = "starting"
+	AgentRunning   = "running"
+	AgentChecking  = "checking"   // quality commands running
+	AgentNeedsHelp = "needs-help" // waiting for a human answer
+	AgentStopping  = "stopping"
+)
+
+// State is .chorus/state.json: everything needed to recover after a crash.
+// Only the engine's loop goroutine changes it.
+type State struct {
+	Version    string                `json:"version"`
+	Mode       string                `json:"mode"`
+	Paused     bool                  `json:"paused"`
+	PID        int                   `json:"pid"`
+	StartedAt  time.Time             `json:"startedAt"`
+	Agents     map[string]*AgentState `json:"agents"`
+	Tasks      map[string]*TaskRun   `json:"tasks"`
+	MergeQueue json.RawMessage       `json:"mergeQueue,omitempty"`
+	Checkpoint string                `json:"checkpoint,omitempty"`
+	Stats      Stats                 `json:"stats"`
+}
+
+// AgentState is one running agent.
+type AgentState struct {
+	ID        string    `json:"id"`
+	Type      string    `json:"type"` // profile name
+	TaskID    string    `json:"taskId"`
+	Title     string    `json:"title"`
+	Worktree  string    `json:"worktree"`
+	Branch    string    `json:"branch"`
+	PID       int       `json:"pid"`
+	PStart    uint64    `json:"pstart"` // kernel start time, guards against pid reuse
+	Iteration int       `json:"iteration"`
+	StartedAt time.Time `json:"startedAt"`
+	Status    string    `json:"status"`
+	Progress  int       `json:"progress"`
+	Question  string    `json:"question,omitempty"`
+	Alert     string    `json:"alert,omitempty"`
+}
+
+// TaskRun is what Chorus remembers about a task across iterations and
+// respawns.
+type TaskRun struct {
+	Iterations     int       `json:"iterations"`
+	NoCommitStreak int       `json:"noCommitStreak"`
+	Errors         int       `json:"consecutiveErrors"`
+	LastFailure    string    `json:"lastFailure,omitempty"`
+	IterationBase  string    `json:"iterationBase,omitempty"` // HEAD when the last iteration started
+	Completed      bool      `json:"completed"`               // quality passed; closing pending
+	Closed         bool      `json:"closed"`
+	FirstStarted   time.Time `json:"firstStarted"`
+}
+
+// Stats are the session's counters.
+type Stats struct {
+	TasksCompleted int   `json:"tasksCompleted"`
+	TasksFailed    int   `json:"tasksFailed"`
+	TasksBlocked   int   `json:"tasksBlocked"`
+	Iterations     int   `json:"iterations"`
+	MergesAuto     int   `json:"mergesAuto"`
+	MergesManual   int   `json:"mergesManual"`
+	TotalRuntime   int64 `json:"totalRuntime"` // seconds, across sessions
+}
+
+func newState(mode string) *State {
+	return &State{Version: StateVersion, Mode: mode, PID: os.Getpid(), StartedAt: time.Now().UTC(),
+		Agents: map[string]*AgentState{}, Tasks: map[string]*TaskRun{}}
+}
+
+// LoadState reads state.json; a missing file is an empty state. A malformed
+// file is an error naming the file and position, and is left untouched.
+func LoadState(path string) (*State, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := 1, 1
+			for _, c := range b[:min(int(se.Offset), len(b))] {
+				if c == '\n' {
+					line, col = line+1, 1
+				} else {
+					col++
+				}
+			}
+			return nil, fmt.Errorf("%s:%d:%d: %v (move the file aside to start fresh; running agents from that session will not be recovered)", path, line, col, err)
+		}
+		return nil, fmt.Errorf("%s: %v (move the file aside to start fresh)", path, err)
+	}
+	if s.Agents == nil {
+		s.Agents = map[string]*AgentState{}
+	}
+	if s.Tasks == nil {
+		s.Tasks = map[string]*TaskRun{}
+	}
+	return &s, nil
+}
+
+func (s *State) save(path string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return chorusdir.WriteAtomic(path, append(b, '\n'), 0o644)
+}
+
+// clone returns a deep copy for snapshots.
+func (s *State) clone() State {
+	c := *s
+	c.Agents = make(map[string]*AgentState, len(s.Agents))
+	for k, v := range s.Agents {
+		a := *v
+		c.Agents[k] = &a
+	}
+	c.Tasks = make(map[string]*TaskRun, len(s.Tasks))
+	for k, v := range s.Tasks {
+		t := *v
+		c.Tasks[k] = &t
+	}
+	c.MergeQueue = append(json.RawMessage(nil), s.MergeQueue...)
+	return c
+}
+
+func (s *State) run(taskID string) *TaskRun {
+	r := s.Tasks[taskID]
+	if r == nil {
+		r = &TaskRun{FirstStarted: time.Now().UTC()}
+		s.Tasks[taskID] = r
+	}
+	return r
+}
