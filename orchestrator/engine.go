@@ -105,8 +105,8 @@ type Engine struct {
 	st        *State
 	runs      map[string]*agentRun // by agent id
 	fetching  bool
-	needReady bool // something changed that may make tasks ready
-	noReady   bool // the last fetch found nothing assignable
+	needReady bool     // something changed that may make tasks ready
+	noReady   bool     // the last fetch found nothing assignable
 	wantTasks []string // semi-auto headless: tasks to run
 	closing   bool
 

@@ -25,16 +25,16 @@ const (
 // State is .chorus/state.json: everything needed to recover after a crash.
 // Only the engine's loop goroutine changes it.
 type State struct {
-	Version    string                `json:"version"`
-	Mode       string                `json:"mode"`
-	Paused     bool                  `json:"paused"`
-	PID        int                   `json:"pid"`
-	StartedAt  time.Time             `json:"startedAt"`
+	Version    string                 `json:"version"`
+	Mode       string                 `json:"mode"`
+	Paused     bool                   `json:"paused"`
+	PID        int                    `json:"pid"`
+	StartedAt  time.Time              `json:"startedAt"`
 	Agents     map[string]*AgentState `json:"agents"`
-	Tasks      map[string]*TaskRun   `json:"tasks"`
-	MergeQueue json.RawMessage       `json:"mergeQueue,omitempty"`
-	Checkpoint string                `json:"checkpoint,omitempty"`
-	Stats      Stats                 `json:"stats"`
+	Tasks      map[string]*TaskRun    `json:"tasks"`
+	MergeQueue json.RawMessage        `json:"mergeQueue,omitempty"`
+	Checkpoint string                 `json:"checkpoint,omitempty"`
+	Stats      Stats                  `json:"stats"`
 }
 
 // AgentState is one running agent.
