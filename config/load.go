@@ -149,8 +149,10 @@ func unknownKeys(v *viper.Viper, md mapstructure.Metadata) []string {
 	return out
 }
 
-// readJSON parses a JSON object file, turning syntax and type errors into
-// file:line:column messages.
+// ReadJSONObject parses a file holding one JSON object, turning syntax and
+// type errors into file:line:column messages (*SyntaxError).
+func ReadJSONObject(path string) (map[string]any, error) { return readJSON(path) }
+
 func readJSON(path string) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
