@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-dev/chorus/merge/driver"
 	"github.com/chorus-dev/chorus/orchestrator/scriptagent"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
@@ -73,4 +74,21 @@ func newScriptedAgentCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&script, "script", "", "script file (relative paths are taken from the repository root)")
 	return c
+}
+
+// newMergeDriverCmd is what git runs for Chorus's registered merge drivers
+// (learnings, beads JSONL, lock files).
+func newMergeDriverCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "merge-driver KIND BASE OURS THEIRS PATH",
+		Short:              "Merge driver git calls for files Chorus knows how to merge",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code := driver.Main(args); code != 0 {
+				return withCode(code, fmt.Errorf("merge driver: conflict in %v", args))
+			}
+			return nil
+		},
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
@@ -39,7 +40,10 @@ type agentRun struct {
 
 	screen *term.Emulator
 	proc   atomic.Pointer[ptyproc.Proc]
-	size   atomic.Uint64 // cols<<32 | rows
+	// resetTo, when set, makes the next restart roll the worktree back to
+	// that commit first (rollback level 1).
+	resetTo atomic.Pointer[string]
+	size    atomic.Uint64 // cols<<32 | rows
 
 	// detMu guards the detector, shared by the supervisor (new prompts,
 	// new turns) and the output pump (scanning).
@@ -351,9 +355,18 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 		case <-ctx.Done():
 			return turnResult{done: r.cancelled(t, wt, *pp)}
 		case <-r.restart:
-			// The task was edited: start over with the new text.
 			r.stopProc(*pp)
 			*pp = nil
+			if base := r.resetTo.Swap(nil); base != nil {
+				r.commitWIP(wt, "before rollback")
+				if err := merge.ResetWorktreeTo(context.Background(), wt.Dir, *base); err != nil {
+					r.event(EvError, "rolling back the iteration: "+err.Error(), nil)
+				} else {
+					r.event(EvRollback, "level 1: worktree reset to "+(*base)[:min(12, len(*base))], nil)
+				}
+				return turnResult{failure: "A human rolled back your last iteration; the worktree is back where it started. Try a different approach."}
+			}
+			// The task was edited: start over with the new text.
 			return turnResult{failure: "The task description changed; re-read it."}
 		case ev := <-r.events:
 			if ev.exited {
@@ -444,8 +457,8 @@ func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc)
 	// Work the agent left uncommitted is part of the result.
 	r.commitWIP(wt, "final changes")
 	r.update(func(s *State, a *AgentState) { s.run(t.ID).Completed = true })
-	if e.opt.Merger != nil {
-		if err := e.opt.Merger.Enqueue(MergeRequest{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
+	if e.merge != nil {
+		if err := e.merge.Enqueue(merge.Request{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
 			Worktree: wt.Dir, Priority: t.Priority, DependsOn: t.BlockedBy()}); err != nil {
 			r.event(EvError, "queueing the merge: "+err.Error(), nil)
 		} else {

@@ -29,6 +29,13 @@ const (
 	CmdRetry    = "retry"    // TaskID: a failed task back to open
 	CmdDone     = "done"     // TaskID: close by hand
 	CmdSignal   = "signal"   // AgentID, Signal: from `chorus signal`
+	// CmdRollback: Level 1 AgentID (its last iteration), 2 TaskID (one
+	// merged task), 3 TaskID (and its dependents), 4 Text (checkpoint ref).
+	CmdRollback   = "rollback"
+	CmdCheckpoint = "checkpoint"  // Text: reason
+	CmdApprove    = "approve"     // TaskID: a merge waiting for approval
+	CmdMergeRetry = "merge-retry" // TaskID: a merge waiting for a human, tried again
+	CmdMergeDrop  = "merge-drop"  // TaskID: taken out of the merge queue
 )
 
 // Command is a request from a front end.
@@ -42,6 +49,7 @@ type Command struct {
 	Description *string `json:"description,omitempty"`
 	Acceptance  *string `json:"acceptance,omitempty"`
 	Signal      string  `json:"signal,omitempty"` // "TYPE: payload"
+	Level       int     `json:"level,omitempty"`  // rollback level
 }
 
 // ErrUnknownAgent is returned for commands naming an agent that is not running.
@@ -52,6 +60,29 @@ var ErrUnknownAgent = errors.New("no such running agent")
 func (e *Engine) Do(ctx context.Context, c Command) error {
 	// Store writes first, outside the loop: they may take a while with bd.
 	switch c.Kind {
+	case CmdRollback:
+		return e.rollback(ctx, c)
+	case CmdCheckpoint, CmdApprove, CmdMergeRetry, CmdMergeDrop:
+		if e.merge == nil {
+			return errors.New("merging is off in this session")
+		}
+		switch c.Kind {
+		case CmdCheckpoint:
+			ref, err := e.merge.Checkpoint(ctx, orDefault(c.Text, "manual"))
+			if err == nil {
+				_ = e.do(ctx, func() {
+					e.st.Checkpoint = ref
+					e.emit(Event{Kind: EvCheckpoint, Text: ref})
+				})
+			}
+			return err
+		case CmdApprove:
+			return e.merge.Approve(c.TaskID)
+		case CmdMergeRetry:
+			return e.merge.Retry(c.TaskID)
+		default:
+			return e.merge.Drop(c.TaskID)
+		}
 	case CmdBlock:
 		if err := e.stopTaskAgent(ctx, c.TaskID, errStopped); err != nil {
 			return err
@@ -265,7 +296,10 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	e.st.Stats = old.Stats
 	e.st.Tasks = old.Tasks
-	e.st.MergeQueue = old.MergeQueue
+	e.st.MergeQueue, e.st.MergeStats = old.MergeQueue, old.MergeStats
+	if e.merge != nil {
+		e.merge.Restore(old.MergeQueue, old.MergeStats)
+	}
 	e.st.Checkpoint = old.Checkpoint
 	for id, a := range old.Agents {
 		if a.PID > 0 && ptyproc.Alive(a.PID, a.PStart) {
@@ -315,23 +349,4 @@ func (e *Engine) Recover(ctx context.Context) error {
 		}
 	}
 	return e.st.save(e.opt.Dir.State())
-}
-
-// SetMergeQueue stores the merge service's queue in state.json; it returns
-// once the file is written, so the merge service may rely on it (it calls
-// this before every ref update).
-func (e *Engine) SetMergeQueue(ctx context.Context, raw []byte, merged func(s *Stats)) error {
-	var err error
-	derr := e.do(ctx, func() {
-		e.st.MergeQueue = append([]byte(nil), raw...)
-		if merged != nil {
-			merged(&e.st.Stats)
-		}
-		err = e.st.save(e.opt.Dir.State())
-		e.publish()
-	})
-	if derr != nil {
-		return derr
-	}
-	return err
 }

@@ -13,36 +13,25 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
 )
-
-// MergeRequest hands a finished branch to the merge service.
-type MergeRequest struct {
-	TaskID, Title, Branch, Agent, Worktree string
-	Priority                               int
-	DependsOn                              []string
-}
-
-// Merger is the merge service as the engine sees it.
-type Merger interface {
-	Enqueue(MergeRequest) error
-	// Idle reports that nothing more can happen without a human (or the
-	// queue is empty).
-	Idle() bool
-}
 
 // Options configure an Engine.
 type Options struct {
 	Dir    chorusdir.Dir
 	Config config.Config
 	Store  beads.Store
-	Merger Merger // nil: finished branches stay on their agent branch
-	Target string // branch agents start from
+	// NoMerge leaves finished branches unmerged (for engine-only tests and
+	// `--no-merge` runs); otherwise a merge service lands them.
+	NoMerge bool
+	Target  string // branch agents start from and merge into
 	// ChorusExe is the chorus executable agents call for `chorus signal`;
 	// its directory is put first on the agents' PATH.
 	ChorusExe string
@@ -82,6 +71,8 @@ const (
 	EvError       = "error"
 	EvMergeQueued = "merge_queued"
 	EvRecovered   = "recovered"
+	EvCheckpoint  = "checkpoint"
+	EvRollback    = "rollback"
 )
 
 // Snapshot is an immutable copy of the engine's state for front ends.
@@ -90,13 +81,15 @@ type Snapshot struct {
 	MaxParallel int
 	Running     int
 	Idle        bool
+	Merge       merge.Snapshot
 }
 
 // Engine is the orchestrator.
 type Engine struct {
-	opt Options
-	cfg config.Config // immutable after New
-	wt  *worktree.Manager
+	opt   Options
+	cfg   config.Config // immutable after New
+	wt    *worktree.Manager
+	merge *merge.Service // nil with NoMerge
 
 	msgs    chan func()
 	changed chan struct{}
@@ -112,6 +105,12 @@ type Engine struct {
 
 	snapMu sync.Mutex
 	snap   Snapshot
+
+	// loopDone is closed when Run returns; from then on state is written
+	// directly (stMu) instead of through the loop.
+	loopDone chan struct{}
+	running  atomic.Bool
+	stMu     sync.Mutex
 
 	subMu sync.Mutex
 	subs  []chan Event
@@ -129,11 +128,24 @@ func New(opt Options) (*Engine, error) {
 	}
 	e := &Engine{
 		opt: opt, cfg: opt.Config,
-		wt:      &worktree.Manager{RepoDir: opt.Dir.Root, Target: opt.Target},
-		msgs:    make(chan func(), 64),
-		changed: make(chan struct{}, 1),
-		runs:    map[string]*agentRun{},
-		st:      newState(opt.Config.Mode),
+		wt:       &worktree.Manager{RepoDir: opt.Dir.Root, Target: opt.Target},
+		msgs:     make(chan func(), 64),
+		changed:  make(chan struct{}, 1),
+		runs:     map[string]*agentRun{},
+		st:       newState(opt.Config.Mode),
+		loopDone: make(chan struct{}),
+	}
+	if !opt.NoMerge {
+		exe := opt.ChorusExe
+		ms, err := merge.New(merge.Options{
+			RepoDir: opt.Dir.Root, Target: opt.Target, ChorusDir: opt.Dir.Path,
+			Quality: opt.Config.QualityCommands, Merge: opt.Config.Merge, Checkpoints: opt.Config.Checkpoints,
+			DriverCommand: driverCommand(exe),
+		}, e.persistMerge, resolver{e})
+		if err != nil {
+			return nil, err
+		}
+		e.merge = ms
 	}
 	e.publish()
 	return e, nil
@@ -168,12 +180,16 @@ func (e *Engine) do(ctx context.Context, fn func()) error {
 	case e.msgs <- func() { fn(); close(done) }:
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-e.loopDone:
+		return errEngineStopped
 	}
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-e.loopDone:
+		return errEngineStopped
 	}
 }
 
@@ -183,6 +199,21 @@ func (e *Engine) post(fn func()) { e.msgs <- fn }
 // Run is the loop. It returns when ctx ends, after stopping every agent
 // (their tasks go back to open, their work is committed as WIP).
 func (e *Engine) Run(ctx context.Context) error {
+	defer close(e.loopDone)
+	e.running.Store(true)
+	defer e.running.Store(false)
+	mctx, mcancel := context.WithCancel(context.Background())
+	defer mcancel()
+	mdone := make(chan error, 1)
+	if e.merge != nil {
+		go func() { mdone <- e.merge.Run(mctx) }()
+		go e.forwardMerge(mctx)
+		if e.st.Mode == config.ModeAutopilot && e.cfg.Checkpoints.Enabled && e.cfg.Checkpoints.BeforeAutopilot {
+			e.checkpoint("before autopilot")
+		}
+	} else {
+		close(mdone)
+	}
 	// The ticker enforces task timeouts and notices tasks created by other
 	// processes; everything else is driven by messages.
 	tick := time.NewTicker(30 * time.Second)
@@ -201,8 +232,25 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 			e.after()
 		case <-ctx.Done():
+			// The merge worker stops first: it may need the loop to persist
+			// its last step, and agents finishing below may still enqueue.
+			mcancel()
+			e.serveUntil(mdone)
 			e.shutdown()
 			return nil
+		}
+	}
+}
+
+// serveUntil keeps applying messages until done is ready.
+func (e *Engine) serveUntil(done <-chan error) {
+	for {
+		select {
+		case fn := <-e.msgs:
+			fn()
+			e.after()
+		case <-done:
+			return
 		}
 	}
 }
@@ -218,6 +266,9 @@ func (e *Engine) after() {
 
 func (e *Engine) publish() {
 	s := Snapshot{State: e.st.clone(), MaxParallel: e.cfg.Agents.MaxParallel, Running: len(e.runs), Idle: e.idle()}
+	if e.merge != nil {
+		s.Merge = e.merge.Snapshot()
+	}
 	e.snapMu.Lock()
 	e.snap = s
 	e.snapMu.Unlock()
@@ -262,7 +313,9 @@ func (e *Engine) idle() bool {
 	if len(e.runs) > 0 || e.fetching {
 		return false
 	}
-	if e.opt.Merger != nil && !e.opt.Merger.Idle() {
+	// The merge service's published snapshot, never its lock: its worker
+	// may be waiting on this loop to persist.
+	if e.merge != nil && !e.merge.Snapshot().Idle {
 		return false
 	}
 	if e.st.Mode == config.ModeAutopilot && !e.st.Paused {
@@ -410,13 +463,14 @@ func (e *Engine) profileFor(t beads.Task, override string) (string, config.Agent
 }
 
 var (
-	errStopped   = errors.New("stopped by the user")
-	errRedirect  = errors.New("redirected to another task")
-	errShutdown  = errors.New("Chorus is shutting down")
-	errTimeout   = errors.New("task timeout reached")
-	errEdited    = errors.New("task edited")
-	errBudget    = errors.New("budget reached")
-	errKilledAll = errors.New("all agents killed")
+	errStopped       = errors.New("stopped by the user")
+	errRedirect      = errors.New("redirected to another task")
+	errShutdown      = errors.New("Chorus is shutting down")
+	errTimeout       = errors.New("task timeout reached")
+	errEdited        = errors.New("task edited")
+	errBudget        = errors.New("budget reached")
+	errKilledAll     = errors.New("all agents killed")
+	errEngineStopped = errors.New("the engine has stopped")
 )
 
 func pidAlive(pid int) bool {

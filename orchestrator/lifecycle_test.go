@@ -15,14 +15,14 @@ import (
 // agent editing, committing and signalling through `chorus signal`.
 func TestAutopilotCompletesDependentTasks(t *testing.T) {
 	script := `
-write out.txt "work done"
+run "echo work done > out-$CHORUS_TASK_ID.txt"
 commit "feat: work"
 signal COMPLETE
 `
 	h := newHarness(t, script, func(c *config.Config) {
 		c.Mode = config.ModeAutopilot
 		c.Agents.MaxParallel = 2
-		c.QualityCommands = []config.QualityCommand{{Name: "file", Command: "test -f out.txt", Required: true, Order: 1}}
+		c.QualityCommands = []config.QualityCommand{{Name: "file", Command: "test -f out-$CHORUS_TASK_ID.txt", Required: true, Order: 1}}
 	})
 	a := h.task("first", beads.CreateOptions{Priority: 1})
 	b := h.task("second", beads.CreateOptions{Priority: 1, Deps: []string{a}})
@@ -42,16 +42,21 @@ signal COMPLETE
 		if tk.Status != beads.StatusClosed {
 			t.Errorf("%s: status %s", id, tk.Status)
 		}
-		branch := "agent/script/" + id
-		if log := git(t, h.root, "log", "--format=%s", "main.."+branch); !strings.Contains(log, "feat: work") {
-			t.Errorf("%s: branch log %q", id, log)
+		// Landed on main with its trailer; worktree and branch removed only now.
+		if log := git(t, h.root, "log", "--format=%B", "main"); !strings.Contains(log, "Chorus-Task: "+id) {
+			t.Errorf("%s: not merged into main:\n%s", id, log)
 		}
-		if _, err := os.Stat(filepath.Join(h.root, ".worktrees", "script-"+id, "out.txt")); err != nil {
-			t.Errorf("%s: worktree: %v", id, err)
+		if _, err := os.Stat(filepath.Join(h.root, ".worktrees", "script-"+id)); !os.IsNotExist(err) {
+			t.Errorf("%s: worktree still there after landing: %v", id, err)
+		}
+	}
+	for _, id := range []string{a, b, c} {
+		if got := git(t, h.root, "show", "main:out-"+id+".txt"); got != "work done" {
+			t.Errorf("main:out-%s.txt = %q", id, got)
 		}
 	}
 	st, err := LoadState(h.dir.State())
-	if err != nil || st.Stats.TasksCompleted != 3 || len(st.Agents) != 0 {
+	if err != nil || st.Stats.TasksCompleted != 3 || len(st.Agents) != 0 || st.Stats.MergesAuto != 3 {
 		t.Fatalf("state: %+v %v", st, err)
 	}
 	if git(t, h.root, "status", "--porcelain", "--untracked-files=no") != "" {

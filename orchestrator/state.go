@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/merge"
 )
 
 // StateVersion is the format of state.json.
@@ -32,7 +33,8 @@ type State struct {
 	StartedAt  time.Time              `json:"startedAt"`
 	Agents     map[string]*AgentState `json:"agents"`
 	Tasks      map[string]*TaskRun    `json:"tasks"`
-	MergeQueue json.RawMessage        `json:"mergeQueue,omitempty"`
+	MergeQueue []merge.Item           `json:"mergeQueue"`
+	MergeStats merge.Stats            `json:"mergeStats"`
 	Checkpoint string                 `json:"checkpoint,omitempty"`
 	Stats      Stats                  `json:"stats"`
 }
@@ -140,7 +142,7 @@ func (s *State) clone() State {
 		t := *v
 		c.Tasks[k] = &t
 	}
-	c.MergeQueue = append(json.RawMessage(nil), s.MergeQueue...)
+	c.MergeQueue = append([]merge.Item(nil), s.MergeQueue...)
 	return c
 }
 

@@ -1,0 +1,236 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/ui/term"
+)
+
+// driverCommand is how git runs Chorus's merge drivers: this executable's
+// hidden merge-driver command.
+func driverCommand(exe string) string {
+	if exe == "" {
+		return ""
+	}
+	return shellQuote(exe) + " merge-driver"
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// persistMerge is the merge service's Persist: the queue goes into
+// state.json, written before the service moves any ref. It runs on the
+// loop while the loop runs, directly otherwise.
+func (e *Engine) persistMerge(items []merge.Item, st merge.Stats) error {
+	apply := func() error {
+		e.st.MergeQueue, e.st.MergeStats = items, st
+		e.st.Stats.MergesAuto, e.st.Stats.MergesManual = st.MergesAuto, st.MergesManual
+		return e.st.save(e.opt.Dir.State())
+	}
+	if !e.running.Load() {
+		e.stMu.Lock()
+		defer e.stMu.Unlock()
+		return apply()
+	}
+	var err error
+	if derr := e.do(context.Background(), func() { err = apply() }); derr != nil {
+		if errors.Is(derr, errEngineStopped) {
+			e.stMu.Lock()
+			defer e.stMu.Unlock()
+			return apply()
+		}
+		return derr
+	}
+	return err
+}
+
+// forwardMerge turns the merge service's events into engine events and
+// its changes into snapshots.
+func (e *Engine) forwardMerge(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-e.merge.Events():
+			text := ev.Message
+			if len(ev.Files) > 0 {
+				text += " [" + strings.Join(ev.Files, ", ") + "]"
+			}
+			kind := "merge_" + strings.ReplaceAll(string(ev.Kind), "-", "_")
+			select {
+			case e.msgs <- func() {
+				e.emit(Event{Kind: kind, Task: ev.TaskID, Text: text, Fields: map[string]any{"commit": ev.Commit}})
+				if ev.Kind == merge.EventLanded {
+					e.needReady = true
+				}
+			}:
+			case <-ctx.Done():
+				return
+			}
+		case <-e.merge.Changed():
+			select {
+			case e.msgs <- func() {}: // after() republishes with the new queue
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// checkpoint records a checkpoint off the loop.
+func (e *Engine) checkpoint(reason string) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ref, err := e.merge.Checkpoint(context.Background(), reason)
+		select {
+		case e.msgs <- func() {
+			if err != nil {
+				e.emit(Event{Kind: EvError, Text: "checkpoint: " + err.Error()})
+				return
+			}
+			e.st.Checkpoint = ref
+			e.emit(Event{Kind: EvCheckpoint, Text: ref, Fields: map[string]any{"reason": reason}})
+		}:
+		case <-e.loopDone:
+		}
+	}()
+}
+
+// resolver runs conflict-resolution agents for the merge service.
+type resolver struct{ e *Engine }
+
+// Resolve starts an agent in the prepared worktree with the resolver
+// prompt and waits for RESOLVED or NEEDS_HUMAN (or its exit). The agent
+// shows in the grid like any other while it works.
+func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge.ResolveResult, error) {
+	e := rs.e
+	name := req.Agent
+	p, ok := e.cfg.Profile(name)
+	if !ok {
+		name = e.cfg.Agents.Default
+		p = e.cfg.Agents.Available[name]
+	}
+	r := &agentRun{e: e, profileName: name, profile: p, taskID: req.TaskID,
+		events: make(chan turnEvent, 64), answers: make(chan string, 1), restart: make(chan struct{}, 1), closed: make(chan struct{})}
+	r.id = "resolver-" + worktree.Slug(req.TaskID)
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	defer r.cancel(nil)
+	r.size.Store(uint64(e.opt.Cols)<<32 | uint64(e.opt.Rows))
+	r.screen = term.New(e.opt.Cols, e.opt.Rows, term.WithScrollback(5000), term.WithReplies(replyWriter{r}))
+	if err := e.do(ctx, func() {
+		e.runs[r.id] = r
+		e.st.Agents[r.id] = &AgentState{ID: r.id, Type: name, TaskID: req.TaskID, Title: "resolve merge conflict",
+			Worktree: req.Worktree, Branch: req.Branch, Status: AgentRunning, StartedAt: time.Now().UTC(), Iteration: 1}
+		e.emit(Event{Kind: EvAssigned, Agent: r.id, Task: req.TaskID, Text: "resolving a merge conflict"})
+	}); err != nil {
+		return merge.ResolveResult{}, err
+	}
+	defer func() {
+		close(r.closed)
+		_ = e.do(context.Background(), func() {
+			delete(e.runs, r.id)
+			delete(e.st.Agents, r.id)
+			e.emit(Event{Kind: EvFinished, Agent: r.id, Task: req.TaskID, Text: "resolver"})
+		})
+	}()
+	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{req.Prompt}})
+	wt := worktree.Worktree{Dir: req.Worktree, Branch: req.Branch}
+	proc, err := r.spawn(wt, req.Prompt, 1, 1, det)
+	if err != nil {
+		return merge.ResolveResult{}, err
+	}
+	defer r.stopProc(proc)
+	for {
+		select {
+		case <-r.ctx.Done():
+			return merge.ResolveResult{}, context.Cause(r.ctx)
+		case ev := <-r.events:
+			if ev.exited {
+				return merge.ResolveResult{Explanation: fmt.Sprintf("the resolver agent exited (code %d) without answering", ev.code)}, nil
+			}
+			switch ev.sig.Type {
+			case signal.Resolved:
+				return merge.ResolveResult{Resolved: true, Explanation: ev.sig.Payload}, nil
+			case signal.NeedsHuman, signal.Blocked, signal.NeedsHelp:
+				return merge.ResolveResult{Explanation: ev.sig.Payload}, nil
+			}
+		}
+	}
+}
+
+// rollback runs a rollback level off the loop and reopens what it reverted.
+func (e *Engine) rollback(ctx context.Context, c Command) error {
+	if e.merge == nil {
+		return errors.New("rollback needs the merge service")
+	}
+	var reverted []string
+	var err error
+	switch c.Level {
+	case 1:
+		return e.rollbackIteration(ctx, c.AgentID)
+	case 2:
+		reverted, err = e.merge.RollbackTask(ctx, c.TaskID)
+	case 3:
+		ids := []string{c.TaskID}
+		deps, derr := e.merge.Dependents(ctx, c.TaskID)
+		if derr != nil {
+			return derr
+		}
+		reverted, err = e.merge.RollbackWithDependents(ctx, append(ids, deps...))
+	case 4:
+		reverted, err = e.merge.RollbackToCheckpoint(ctx, c.Text)
+	default:
+		return fmt.Errorf("rollback level %d is not valid; allowed: 1 (iteration), 2 (task), 3 (task and dependents), 4 (checkpoint)", c.Level)
+	}
+	for _, id := range reverted {
+		if rerr := e.opt.Store.Reopen(ctx, id); rerr != nil && err == nil {
+			err = fmt.Errorf("reopening %s: %w", id, rerr)
+		}
+	}
+	_ = e.do(ctx, func() {
+		for _, id := range reverted {
+			if tr := e.st.Tasks[id]; tr != nil {
+				tr.Completed, tr.Closed = false, false
+			}
+		}
+		e.needReady = true
+		e.emit(Event{Kind: EvRollback, Task: c.TaskID, Text: fmt.Sprintf("level %d: reverted %s", c.Level, strings.Join(reverted, ", "))})
+	})
+	return err
+}
+
+// rollbackIteration resets a running agent's worktree to where its current
+// iteration started and restarts it there.
+func (e *Engine) rollbackIteration(ctx context.Context, agentID string) error {
+	var r *agentRun
+	var base string
+	if err := e.do(ctx, func() {
+		r = e.runs[agentID]
+		if r != nil {
+			if tr := e.st.Tasks[r.taskID]; tr != nil {
+				base = tr.IterationBase
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if r == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownAgent, agentID)
+	}
+	if base == "" {
+		return errors.New("the iteration's starting commit is not known yet")
+	}
+	r.resetTo.Store(&base)
+	select {
+	case r.restart <- struct{}{}:
+	default:
+	}
+	return nil
+}
