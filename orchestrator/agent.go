@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,6 +90,19 @@ func (e *Engine) Screen(agentID string) *term.Emulator {
 		}
 	})
 	return s
+}
+
+// Input returns a writer to an agent's terminal, for a front end passing
+// keys through; writes go to whichever process the agent currently runs
+// and are dropped between processes.
+func (e *Engine) Input(agentID string) io.Writer {
+	var w io.Writer = io.Discard
+	_ = e.do(context.Background(), func() {
+		if r := e.runs[agentID]; r != nil {
+			w = replyWriter{r}
+		}
+	})
+	return w
 }
 
 // Resize sets an agent's terminal size: emulator first, then the PTY.
