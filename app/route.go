@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
 )
 
@@ -122,6 +123,11 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	p, err = g.loadProject(ctx, stderr, true)
 	if err != nil {
 		return err
+	}
+	// Say so up front when another Chorus owns the repository: its claimed
+	// tasks would otherwise look like an empty queue.
+	if st, err := p.dir.InspectLock(); err == nil && st.Held {
+		return withCode(ExitLocked, (&chorusdir.HeldError{Path: p.dir.Lock(), Holder: st.Holder}))
 	}
 	status, chosen, err := planningState(p.dir.PlanningState())
 	if err != nil {

@@ -1,0 +1,188 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// chorusBinary builds the real command once per test run.
+func chorusBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "chorus-app-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "chorus")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/chorus")
+		cmd.Dir = filepath.Dir(filepath.Dir(file))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// scriptedProject is an initialised repository whose default agent is the
+// scripted agent running script, with one commit on main.
+func scriptedProject(t *testing.T, script string, mutate func(cfg map[string]any)) string {
+	t.Helper()
+	bin := chorusBinary(t)
+	dir := gitRepo(t)
+	if r := chorus(t, dir, "init", "--yes"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	path := filepath.Join(dir, ".chorus/config.json")
+	var cfg map[string]any
+	b, _ := os.ReadFile(path)
+	json.Unmarshal(b, &cfg)
+	agents := cfg["agents"].(map[string]any)
+	agents["available"].(map[string]any)["script"] = map[string]any{"command": bin, "args": []string{"scripted-agent", "--script", "agent.script"}}
+	agents["default"] = "script"
+	cfg["completion"].(map[string]any)["stopGraceSeconds"] = 2
+	if mutate != nil {
+		mutate(cfg)
+	}
+	b, _ = json.MarshalIndent(cfg, "", "  ")
+	os.WriteFile(path, b, 0o644)
+	os.WriteFile(filepath.Join(dir, "agent.script"), []byte(script), 0o644)
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "chorus setup"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	return dir
+}
+
+func runBinary(t *testing.T, dir string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chorusBinary(t), append([]string{"-C", dir}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String()
+}
+
+func TestHeadlessAutopilotEndToEnd(t *testing.T) {
+	dir := scriptedProject(t, `
+run "echo $CHORUS_TASK_ID > done-$CHORUS_TASK_ID.txt"
+commit "feat: task work"
+signal COMPLETE
+`, func(cfg map[string]any) {
+		cfg["qualityCommands"] = []map[string]any{{"name": "check", "command": "ls done-*.txt", "required": true, "order": 1}}
+	})
+	var ids []string
+	for _, title := range []string{"one", "two", "three"} {
+		r := chorus(t, dir, "task", "create", title)
+		ids = append(ids, strings.TrimSpace(r.stdout))
+	}
+	code, out := runBinary(t, dir, "--autopilot", "--headless", "--max-agents", "2")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "summary: 3 closed, 0 failed") || !strings.Contains(out, "3 merges") {
+		t.Fatalf("summary missing:\n%s", out)
+	}
+	for _, id := range ids {
+		r := chorus(t, dir, "task", "show", id, "--json")
+		var tk beads.Task
+		json.Unmarshal([]byte(r.stdout), &tk)
+		if tk.Status != beads.StatusClosed {
+			t.Errorf("%s: %s", id, tk.Status)
+		}
+		if b, err := exec.Command("git", "-C", dir, "show", "main:done-"+id+".txt").Output(); err != nil || strings.TrimSpace(string(b)) != id {
+			t.Errorf("%s not on main: %v %q", id, err, b)
+		}
+	}
+	// Nothing of the run is left behind: no lock, no agent processes.
+	if _, err := os.Stat(filepath.Join(dir, ".chorus/chorus.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock left behind: %v", err)
+	}
+}
+
+func TestHeadlessFailureExitsNonZero(t *testing.T) {
+	dir := scriptedProject(t, "signal BLOCKED \"needs credentials\"\n", nil)
+	chorus(t, dir, "task", "create", "blocked task")
+	code, out := runBinary(t, dir, "--autopilot", "--headless")
+	if code != ExitUnfinished || !strings.Contains(out, "1 blocked") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestSecondChorusIsRefused(t *testing.T) {
+	dir := scriptedProject(t, "hang\n", nil)
+	chorus(t, dir, "task", "create", "long")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := exec.CommandContext(ctx, chorusBinary(t), "-C", dir, "--autopilot", "--headless")
+	stdout, err := first.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Stderr = first.Stdout
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the first one has its agent running.
+	buf := make([]byte, 4096)
+	var seen strings.Builder
+	for !strings.Contains(seen.String(), "agent_started") {
+		n, err := stdout.Read(buf)
+		if err != nil {
+			t.Fatalf("first chorus ended: %v\n%s", err, seen.String())
+		}
+		seen.Write(buf[:n])
+	}
+	code, msg := runBinary(t, dir, "--autopilot", "--headless")
+	if code != ExitLocked || !strings.Contains(msg, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Fatalf("second chorus: %d %s", code, msg)
+	}
+	first.Process.Signal(os.Interrupt)
+	go func() {
+		for {
+			if _, err := stdout.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	err = first.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("first chorus after interrupt: %v", err)
+	}
+	// Interrupted: the task is open again with its work kept.
+	r := chorus(t, dir, "task", "list", "--json")
+	if !strings.Contains(r.stdout, `"status": "open"`) {
+		t.Fatalf("task not released: %s", r.stdout)
+	}
+}
