@@ -10,6 +10,7 @@ import (
 // A quality command that fails only on the merged tree: each branch passes
 // alone, the merge of both does not. Main must not move.
 func TestQualityFailsOnlyOnMergedTree(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"p.txt": "p\n"}, false)
 	b2, _ := r.agentBranch("ch-2", "main", map[string]string{"q.txt": "q\n"}, false)
@@ -33,6 +34,7 @@ func TestQualityFailsOnlyOnMergedTree(t *testing.T) {
 // merge with 0 conflicts; the same record changed on two branches is a
 // conflict, not two lines.
 func TestDriversMergeSharedFiles(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	h := start(t, r, nil, nil)
 	base := r.git("rev-parse", "main")
@@ -87,6 +89,7 @@ echo '<chorus>RESOLVED</chorus>'`
 // (a scripted test agent, a real child process) which resolves it; the
 // resolution lands only after the quality commands pass.
 func TestResolverOwnAgentResolves(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"a.txt": "a1\nONE\na3\na4\na5\n"}, false)
 	b2, wt2 := r.agentBranch("ch-2", "main", map[string]string{"a.txt": "a1\nTWO\na3\na4\na5\n"}, true)
@@ -123,6 +126,7 @@ func TestResolverOwnAgentResolves(t *testing.T) {
 // A structural conflict (modify/delete) goes to a resolver agent on a
 // throwaway branch in Chorus's own worktree.
 func TestResolverAgentOnThrowawayBranch(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"b.txt": "b1\nB2\nb3\n"}, false)
 	b2, wt2 := r.agentBranch("ch-2", "main", map[string]string{"c.txt": "c\n"}, true)
@@ -149,6 +153,7 @@ func TestResolverAgentOnThrowawayBranch(t *testing.T) {
 // the agent's explanation; headless, the run ends listing it, and it stays
 // queued for the next run.
 func TestResolverGivesUpWaitsForHuman(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"a.txt": "a1\nONE\na3\na4\na5\n"}, false)
 	b2, wt2 := r.agentBranch("ch-2", "main", map[string]string{"a.txt": "a1\nTWO\na3\na4\na5\n"}, true)
@@ -191,6 +196,7 @@ func TestResolverGivesUpWaitsForHuman(t *testing.T) {
 // A resolver that claims success without resolving fails three times; then
 // the item waits for a person.
 func TestResolverFailsThreeTimes(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"a.txt": "a1\nONE\na3\na4\na5\n"}, false)
 	b2, wt2 := r.agentBranch("ch-2", "main", map[string]string{"a.txt": "a1\nTWO\na3\na4\na5\n"}, true)

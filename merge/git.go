@@ -194,3 +194,13 @@ func opInProgress(gitDir string) string {
 	}
 	return ""
 }
+
+// durable prefixes git args so the objects and refs that land work are
+// fsynced (git's default syncs neither loose objects nor refs), unless the
+// options turn that off.
+func (s *Service) durable(args ...string) []string {
+	if s.opt.NoFsync {
+		return args
+	}
+	return append([]string{"-c", "core.fsync=loose-object,reference"}, args...)
+}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCleanMergeCheckedOutMain(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	branch, wt := r.agentBranch("ch-1", "main", map[string]string{"new.txt": "new\n"}, true)
 	h := start(t, r, nil, nil)
@@ -56,6 +57,7 @@ func TestCleanMergeCheckedOutMain(t *testing.T) {
 }
 
 func TestCleanMergeCASWhenNotCheckedOut(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	r.git("checkout", "-q", "-b", "mine")
 	branch, _ := r.agentBranch("ch-2", "main", map[string]string{"x.txt": "x\n"}, false)
@@ -77,6 +79,7 @@ func TestCleanMergeCASWhenNotCheckedOut(t *testing.T) {
 // The user edits an unrelated file (and stages another) in the main
 // checkout while merges land: both survive, the index keeps their change.
 func TestUserEditSurvivesLanding(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	var branches []string
 	for _, id := range []string{"ch-1", "ch-2", "ch-3"} {
@@ -113,6 +116,7 @@ func TestUserEditSurvivesLanding(t *testing.T) {
 // user's file untouched; the item is held with what to do, and lands on
 // retry once the user committed.
 func TestOverlappingDirtyFileHolds(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	branch, _ := r.agentBranch("ch-1", "main", map[string]string{"a.txt": "a1\nA2\na3\na4\na5\n"}, false)
 	r.write("a.txt", "a1\na2\na3\na4\nmine\n")
@@ -148,6 +152,7 @@ func TestOverlappingDirtyFileHolds(t *testing.T) {
 // Check 2: a rebase of main in progress in the user's checkout: Chorus does
 // not move main, and `rebase --abort` loses nothing of Chorus's.
 func TestRebaseInProgressHolds(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	// A user commit on main and a side branch that conflicts with it.
 	r.git("checkout", "-q", "-b", "side")

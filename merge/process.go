@@ -19,9 +19,7 @@ func (s *Service) process(ctx context.Context, id string) {
 		return
 	}
 	s.phase(PhasePrecheck)
-	if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusMerging }) {
-		return
-	}
+	s.mark(id, StatusMerging)
 	mergeRef := it.MergeRef
 	if mergeRef == "" {
 		mergeRef = it.Branch
@@ -99,27 +97,39 @@ func (s *Service) process(ctx context.Context, id string) {
 	if it.Agent != "" {
 		trailer += "\nChorus-Agent: " + oneLine(it.Agent)
 	}
-	c, err := git(ctx, s.opt.RepoDir, "-c", "core.fsync=loose-object,reference", "commit-tree", mt.tree, "-p", base, "-p", head, "-m", msg, "-m", trailer)
+	c, err := git(ctx, s.opt.RepoDir, s.durable("commit-tree", mt.tree, "-p", base, "-p", head, "-m", msg, "-m", trailer)...)
 	if err != nil {
 		s.attemptFailed(ctx, id, err.Error())
 		return
 	}
-	txn := "update " + candidateRef(id) + " " + c + "\n"
-	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.BeforeMerge {
-		txn += "update " + CheckpointPrefix + "pre-merge-" + id + " " + tip + "\n"
-	}
-	if _, err := gitIn(ctx, s.opt.RepoDir, txn, "update-ref", "--stdin"); err != nil {
-		s.attemptFailed(ctx, id, err.Error())
-		return
+	// With nothing to run the candidate is as tested as it gets and lands
+	// right away: its ref and the pre-merge checkpoint go into the landing
+	// transaction instead of a separate update.
+	tested := len(s.required) == 0 && s.opt.Merge.LockfileCommand == ""
+	if !tested {
+		txn := "update " + candidateRef(id) + " " + c + "\n" + s.checkpointTxn(id, tip)
+		if _, err := gitIn(ctx, s.opt.RepoDir, txn, "update-ref", "--stdin"); err != nil {
+			s.attemptFailed(ctx, id, err.Error())
+			return
+		}
 	}
 	if !s.step(id, func(it *Item, _ *Stats) {
-		it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusTesting, c, tip, head, false
+		it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusTesting, c, tip, head, tested
 		it.ConflictFiles = nil
 	}) {
 		return
 	}
 	s.phase(PhaseCandidate)
 	s.afterCandidate(ctx, id)
+}
+
+// checkpointTxn is the pre-merge checkpoint (the tip before this merge) as
+// an update-ref --stdin line, when configured.
+func (s *Service) checkpointTxn(id, tip string) string {
+	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.BeforeMerge {
+		return "update " + CheckpointPrefix + "pre-merge-" + id + " " + tip + "\n"
+	}
+	return ""
 }
 
 func oneLine(s string) string {
@@ -219,10 +229,11 @@ func parseMergeTree(out string, clean bool) mergeResult {
 // then lands it.
 func (s *Service) afterCandidate(ctx context.Context, id string) {
 	it, _ := s.get(id)
+	if !it.Tested && len(s.required) == 0 && s.opt.Merge.LockfileCommand == "" {
+		it.Tested = true // nothing to run (a candidate from before a config change)
+	}
 	if !it.Tested {
-		if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusTesting }) {
-			return
-		}
+		s.mark(id, StatusTesting)
 		if err := s.checkoutInteg(ctx, it.Candidate); err != nil {
 			s.attemptFailed(ctx, id, err.Error())
 			return
@@ -309,16 +320,16 @@ func (s *Service) land(ctx context.Context, id string) {
 	if co.worktree == "" {
 		txn := "update refs/heads/" + s.opt.Target + " " + it.Candidate + " " + it.Base + "\n" +
 			"update " + mergedRef(id) + " " + it.Candidate + "\n" +
-			"delete " + candidateRef(id) + "\n"
+			"delete " + candidateRef(id) + "\n" + s.checkpointTxn(id, it.Base)
 		extra := ""
 		if !it.User && (it.Worktree == "" || !dirExists(it.Worktree)) && !co.branches["refs/heads/"+it.Branch] && (it.MergeRef == "" || it.MergeRef == it.Branch) {
 			// Nothing else holds the branch: delete it in the same atomic
 			// update, only if it still points at what landed.
 			extra = "delete refs/heads/" + it.Branch + " " + it.Head + "\n"
 		}
-		r, err := run(ctx, s.opt.RepoDir, txn+extra, "-c", "core.fsync=loose-object,reference", "update-ref", "-m", "chorus: merge "+id, "--stdin")
+		r, err := run(ctx, s.opt.RepoDir, txn+extra, s.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
 		if err == nil && r.rc != 0 && extra != "" {
-			r, err = run(ctx, s.opt.RepoDir, txn, "-c", "core.fsync=loose-object,reference", "update-ref", "-m", "chorus: merge "+id, "--stdin")
+			r, err = run(ctx, s.opt.RepoDir, txn, s.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
 		} else if err == nil && r.rc == 0 && extra != "" {
 			cleaned = true
 		}
@@ -355,7 +366,7 @@ func (s *Service) land(ctx context.Context, id string) {
 				return
 			}
 		}
-		_, _ = gitIn(ctx, s.opt.RepoDir, "update "+mergedRef(id)+" "+it.Candidate+"\ndelete "+candidateRef(id)+"\n", "update-ref", "--stdin")
+		_, _ = gitIn(ctx, s.opt.RepoDir, "update "+mergedRef(id)+" "+it.Candidate+"\ndelete "+candidateRef(id)+"\n"+s.checkpointTxn(id, it.Base), "update-ref", "--stdin")
 	}
 	s.phase(PhaseCAS)
 	s.finishLanded(ctx, id, it.Candidate, cleaned)

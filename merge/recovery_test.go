@@ -13,6 +13,7 @@ import (
 // Check 3: main force-moved back (reset --hard main~3) while the queue
 // runs: the queue pauses and names the merged tasks no longer on main.
 func TestForceMovedTargetPausesAndReportsLost(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	h := start(t, r, nil, nil)
 	base := r.git("rev-parse", "main")
@@ -46,6 +47,7 @@ func TestForceMovedTargetPausesAndReportsLost(t *testing.T) {
 // the quality commands run): the candidate is rebuilt on the new tip and
 // tested again; the second move in a row pauses the queue.
 func TestTargetMovedDuringTestRebuildsThenPauses(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	other := filepath.Join(t.TempDir(), "other")
 	r.git("worktree", "add", "-q", "--detach", other, "main")
@@ -86,6 +88,7 @@ fi`
 // exactly one merge commit for the task, nothing is lost, and no lock file
 // or unfinished merge is left in Chorus's worktrees.
 func TestKill9AtEachPhase(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +136,7 @@ func TestKill9AtEachPhase(t *testing.T) {
 
 // The queue lives in the persisted state and resumes after a restart.
 func TestQueueResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"1.txt": "1"}, false)
 	b2, _ := r.agentBranch("ch-2", "main", map[string]string{"2.txt": "2"}, false)

@@ -79,9 +79,7 @@ func (s *Service) resolve(ctx context.Context, it Item, tip, head string, files 
 			return
 		}
 	}
-	if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusResolving }) {
-		return
-	}
+	s.mark(id, StatusResolving)
 	s.emit(Event{Kind: EventResolving, TaskID: id, Files: files, Message: "agent resolving in " + wt})
 	msg := fmt.Sprintf("Merge %s into %s (chorus resolve %s)", s.opt.Target, branch, id)
 	r, err := run(ctx, wt, "", "-c", "rerere.enabled=true", "-c", "rerere.autoUpdate=true",

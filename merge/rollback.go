@@ -192,8 +192,8 @@ func (s *Service) reapply(ctx context.Context, it Item, tip, head string) (strin
 			return "", fmt.Errorf("re-applying %s after its rollback conflicts: %w", it.TaskID, err)
 		}
 	}
-	if _, err := git(ctx, s.integ, "-c", "core.fsync=loose-object,reference", "commit", "-q", "--no-verify", "--allow-empty",
-		"-m", "Reapply "+it.TaskID+" (undo its rollback)", "-m", "Chorus-Reapply: "+it.TaskID); err != nil {
+	if _, err := git(ctx, s.integ, s.durable("commit", "-q", "--no-verify", "--allow-empty",
+		"-m", "Reapply "+it.TaskID+" (undo its rollback)", "-m", "Chorus-Reapply: "+it.TaskID)...); err != nil {
 		return "", err
 	}
 	return git(ctx, s.integ, "rev-parse", "HEAD")
@@ -291,8 +291,8 @@ func (s *Service) RollbackWithDependents(ctx context.Context, taskIDs []string) 
 	}
 	sorted := append([]string(nil), ids...)
 	sort.Strings(sorted)
-	if _, err := git(ctx, s.integ, "-c", "core.fsync=loose-object,reference", "commit", "-q", "--no-verify",
-		"-m", "Revert "+strings.Join(ids, ", "), "-m", "Chorus-Revert: "+strings.Join(sorted, " ")); err != nil {
+	if _, err := git(ctx, s.integ, s.durable("commit", "-q", "--no-verify",
+		"-m", "Revert "+strings.Join(ids, ", "), "-m", "Chorus-Revert: "+strings.Join(sorted, " "))...); err != nil {
 		s.clearIntegration(ctx)
 		return nil, err
 	}
@@ -342,7 +342,7 @@ func (s *Service) moveTarget(ctx context.Context, old, next, msg string, reset b
 		return fmt.Errorf("%s; finish or abort it first", co.busy)
 	}
 	if co.worktree == "" {
-		_, err := git(ctx, s.opt.RepoDir, "-c", "core.fsync=loose-object,reference", "update-ref", "-m", msg, "refs/heads/"+s.opt.Target, next, old)
+		_, err := git(ctx, s.opt.RepoDir, s.durable("update-ref", "-m", msg, "refs/heads/"+s.opt.Target, next, old)...)
 		return err
 	}
 	cur, err := git(ctx, co.worktree, "rev-parse", "HEAD")

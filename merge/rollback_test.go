@@ -14,6 +14,7 @@ import (
 // dependents; that rollback is clean and leaves main green; re-landing the
 // fixed branch afterwards brings the task back (revert of the revert).
 func TestRollbackWithDependentsAndReland(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	h := start(t, r, func(o *Options) { o.Quality = quality("test -f README.md") }, nil)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"a.txt": "a1\nch-1\na3\na4\na5\n", "one.txt": "1\n"}, false)
@@ -85,6 +86,7 @@ func TestRollbackWithDependentsAndReland(t *testing.T) {
 
 // A rollback whose result fails the quality commands leaves main alone.
 func TestRollbackKeepsMainGreen(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	h := start(t, r, func(o *Options) { o.Quality = quality("test ! -f broken || test -f fix.txt") }, nil)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"fix.txt": "f"}, false)
@@ -103,6 +105,7 @@ func TestRollbackKeepsMainGreen(t *testing.T) {
 }
 
 func TestCheckpointsAndRollbackToCheckpoint(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	h := start(t, r, nil, nil)
 	ck, err := h.svc.Checkpoint(t.Context(), "before autopilot")
@@ -148,6 +151,7 @@ func TestCheckpointsAndRollbackToCheckpoint(t *testing.T) {
 }
 
 func TestPeriodicCheckpoint(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	h := start(t, r, func(o *Options) { o.Checkpoints = configCheckpoints(2) }, nil)
 	for _, id := range []string{"ch-1", "ch-2", "ch-3"} {
@@ -162,6 +166,7 @@ func TestPeriodicCheckpoint(t *testing.T) {
 }
 
 func TestResetWorktreeTo(t *testing.T) {
+	t.Parallel()
 	r := newRepo(t)
 	_, wt := r.agentBranch("ch-1", "main", map[string]string{"x.txt": "1"}, true)
 	startIter := r.gitIn(wt, "rev-parse", "HEAD")

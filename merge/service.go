@@ -613,6 +613,19 @@ func (s *Service) step(id string, f func(it *Item, st *Stats)) bool {
 	return true
 }
 
+// mark changes a transient worker status (merging, testing, resolving)
+// and publishes it without persisting: a restart turns those back into
+// pending anyway, and every persist costs the engine an fsync.
+func (s *Service) mark(id string, st Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if it := s.findLocked(id); it != nil {
+		it.Status = st
+		it.UpdatedAt = s.opt.Now()
+		s.publishLocked()
+	}
+}
+
 func (s *Service) get(id string) (Item, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -133,12 +133,18 @@ type Options struct {
 	DriverCommand string
 	// MaxDiff caps each diff put into a resolver prompt (default 64 KiB).
 	MaxDiff int
+	// NoFsync leaves git's own fsync default (no fsync of loose objects or
+	// refs) for merge commits and landings; by default they are fsynced so a
+	// power loss cannot lose a landed merge.
+	NoFsync bool
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
 
 // Persist is called synchronously with the whole queue whenever it changes
-// and before every ref update that lands work; an error aborts the step. It
+// and before every ref update that lands work ("landing"); an error aborts
+// the step. Transient worker statuses (merging, testing, resolving) are only
+// published to Snapshot: a restart turns them back into pending anyway. It
 // must not call back into the Service (Snapshot excepted).
 type Persist func(items []Item, stats Stats) error
 
