@@ -153,6 +153,9 @@ loop:
 	if interrupted {
 		return withCode(ExitInterrupted, errors.New("interrupted; running tasks went back to open with their work committed"))
 	}
+	if snap.Paused && snap.Mode == config.ModeAutopilot {
+		return withCode(ExitUnfinished, errors.New("autopilot paused after repeated agent errors; see the events above, then run again"))
+	}
 	if sum.failed+sum.blocked+sum.errors > 0 {
 		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human", sum.failed, sum.blocked))
 	}

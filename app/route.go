@@ -14,6 +14,8 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
 )
 
 // runOptions are the root command's flags.
@@ -128,6 +130,12 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	// tasks would otherwise look like an empty queue.
 	if st, err := p.dir.InspectLock(); err == nil && st.Held {
 		return withCode(ExitLocked, (&chorusdir.HeldError{Path: p.dir.Lock(), Holder: st.Holder}))
+	} else if err == nil && st.Stale() {
+		// Left by a Chorus that was killed: take it and let it go, which
+		// removes the file without racing a Chorus starting right now.
+		if l, err := p.dir.Acquire("chorus (tidying a stale lock)"); err == nil {
+			l.Release()
+		}
 	}
 	status, chosen, err := planningState(p.dir.PlanningState())
 	if err != nil {
@@ -149,7 +157,9 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	if err != nil {
 		return withCode(ExitTasks, err)
 	}
-	route, err := decideRoute(true, status, len(ready))
+	// Work a previous session left (agents killed with it, merges still
+	// queued) needs a session too, to be recovered and finished.
+	route, err := decideRoute(true, status, len(ready)+leftover(ctx, p, s))
 	if err != nil {
 		return withCode(ExitSetup, err)
 	}
@@ -175,4 +185,25 @@ func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *ru
 func isTTY(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// leftover counts tasks and merges a crashed session left behind: tasks
+// claimed by Chorus agents and merge-queue items not yet landed.
+func leftover(ctx context.Context, p *project, s beads.Store) int {
+	n := 0
+	if ts, err := s.List(ctx); err == nil {
+		for _, t := range ts {
+			if t.Status == beads.StatusInProgress && strings.HasPrefix(t.Assignee, "chorus/") {
+				n++
+			}
+		}
+	}
+	if st, err := orchestrator.LoadState(p.dir.State()); err == nil && st != nil {
+		for _, it := range st.MergeQueue {
+			if it.Status != merge.StatusLanded && it.Status != merge.StatusReverted {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -470,10 +470,17 @@ func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc)
 	r.stopProc(p)
 	// Work the agent left uncommitted is part of the result.
 	r.commitWIP(wt, "final changes")
-	r.update(func(s *State, a *AgentState) { s.run(t.ID).Completed = true })
+	req := merge.Request{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
+		Worktree: wt.Dir, Priority: t.Priority, DependsOn: t.BlockedBy()}
+	r.update(func(s *State, a *AgentState) {
+		tr := s.run(t.ID)
+		tr.Completed = true
+		if e.merge != nil {
+			tr.Merge = &req
+		}
+	})
 	if e.merge != nil {
-		if err := e.merge.Enqueue(merge.Request{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
-			Worktree: wt.Dir, Priority: t.Priority, DependsOn: t.BlockedBy()}); err != nil {
+		if err := e.merge.Enqueue(req); err != nil {
 			r.event(EvError, "queueing the merge: "+err.Error(), nil)
 		} else {
 			r.event(EvMergeQueued, wt.Branch, nil)

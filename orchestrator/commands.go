@@ -296,6 +296,9 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	e.st.Stats = old.Stats
 	e.st.Tasks = old.Tasks
+	for _, tr := range e.st.Tasks {
+		tr.Errors = 0 // a new session gives agents a fresh chance
+	}
 	e.st.MergeQueue, e.st.MergeStats = old.MergeQueue, old.MergeStats
 	if e.merge != nil {
 		e.merge.Restore(old.MergeQueue, old.MergeStats)
@@ -341,7 +344,19 @@ func (e *Engine) Recover(ctx context.Context) error {
 			}
 		}
 	}
+	queued := map[string]bool{}
+	for _, it := range old.MergeQueue {
+		queued[it.TaskID] = true
+	}
 	for id, tr := range e.st.Tasks {
+		if e.merge != nil && tr.Completed && tr.Merge != nil && !queued[id] {
+			// Completed, but the crash came before the merge was queued.
+			if err := e.merge.Enqueue(*tr.Merge); err != nil {
+				e.emit(Event{Kind: EvError, Task: id, Text: "queueing the merge after a crash: " + err.Error()})
+			} else {
+				e.emit(Event{Kind: EvRecovered, Task: id, Text: "merge queued after a crash"})
+			}
+		}
 		if tr.Completed && !tr.Closed {
 			if closeOnce(e.opt.Store, id, "completed") == nil {
 				tr.Closed = true

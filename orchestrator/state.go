@@ -60,14 +60,17 @@ type AgentState struct {
 // TaskRun is what Chorus remembers about a task across iterations and
 // respawns.
 type TaskRun struct {
-	Iterations     int       `json:"iterations"`
-	NoCommitStreak int       `json:"noCommitStreak"`
-	Errors         int       `json:"consecutiveErrors"`
-	LastFailure    string    `json:"lastFailure,omitempty"`
-	IterationBase  string    `json:"iterationBase,omitempty"` // HEAD when the last iteration started
-	Completed      bool      `json:"completed"`               // quality passed; closing pending
-	Closed         bool      `json:"closed"`
-	FirstStarted   time.Time `json:"firstStarted"`
+	Iterations     int    `json:"iterations"`
+	NoCommitStreak int    `json:"noCommitStreak"`
+	Errors         int    `json:"consecutiveErrors"`
+	LastFailure    string `json:"lastFailure,omitempty"`
+	IterationBase  string `json:"iterationBase,omitempty"` // HEAD when the last iteration started
+	Completed      bool   `json:"completed"`               // quality passed; closing pending
+	// Merge is the request made when the task completed, kept so a crash
+	// between completing and queueing cannot lose the merge.
+	Merge        *merge.Request `json:"merge,omitempty"`
+	Closed       bool           `json:"closed"`
+	FirstStarted time.Time      `json:"firstStarted"`
 }
 
 // Stats are the session's counters.
