@@ -9,6 +9,13 @@
 // decides what happened. The package never imports orchestrator or ui: the
 // engine feeds it Requests, persists its queue through Persist and runs
 // agents for it through Resolver.
+//
+// Beyond the engine contract the package offers: Drain and Waiting (headless
+// exit), Resume (after a pause), Checkpoints and Dependents (for the
+// rollback UI), ResetWorktreeTo (rollback level 1), UserRequest (for
+// `chorus merge-user`), and driver.Main (for `chorus merge-driver`, which
+// git runs for the registered merge drivers). Rollback methods return the
+// task ids they took off the target.
 package merge
 
 import (
@@ -123,7 +130,10 @@ type Options struct {
 	Quality     []config.QualityCommand
 	Merge       config.Merge
 	Checkpoints config.Checkpoints
-	Headless    bool
+	// Headless is informational: a headless engine calls Drain once no
+	// agent can enqueue anything more, and Run then ends instead of waiting
+	// for a person (see WaitingError).
+	Headless bool
 
 	// WorktreesDir holds Chorus's own worktrees (default RepoDir/.worktrees).
 	WorktreesDir string
