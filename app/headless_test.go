@@ -182,7 +182,7 @@ func TestSecondChorusIsRefused(t *testing.T) {
 	}
 	// Interrupted: the task is open again with its work kept.
 	r := chorus(t, dir, "task", "list", "--json")
-	if !strings.Contains(r.stdout, `"status": "open"`) {
+	if !strings.Contains(r.stdout, `"status":"open"`) {
 		t.Fatalf("task not released: %s", r.stdout)
 	}
 }

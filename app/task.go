@@ -141,7 +141,9 @@ func newTaskListCmd(g *globals, ready bool) *cobra.Command {
 					if ts == nil {
 						ts = []beads.Task{}
 					}
-					return writeJSON(cmd.OutOrStdout(), ts)
+					// One compact line: lists can be thousands of tasks, and
+					// indenting them costs more than computing them.
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(ts)
 				}
 				printTasks(cmd.OutOrStdout(), ts)
 				if len(ts) == 0 {

@@ -3,6 +3,7 @@ package signal
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -201,7 +202,9 @@ func tagStarts(line string) []int {
 	}
 }
 
-var tagRe = regexp.MustCompile(`^<chorus>((?s:.{0,1000}?))</chorus>`)
+// tagRe is compiled on first use: the bounded repetition makes it large,
+// and every chorus command (not only the engine) would pay for it at start.
+var tagRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<chorus>((?s:.{0,1000}?))</chorus>`) })
 
 // matchAt matches a tag starting at lines[i][col], possibly wrapped over the
 // following lines. It returns the inner text, the last line's index and the
@@ -212,7 +215,7 @@ func matchAt(lines []string, i, col int) (inner string, endLine, endCol int, ok 
 	if end > i+1 {
 		window += "\n" + strings.Join(lines[i+1:end], "\n")
 	}
-	m := tagRe.FindStringSubmatchIndex(window)
+	m := tagRe().FindStringSubmatchIndex(window)
 	if m == nil {
 		return "", 0, 0, false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // EventKind classifies a headless agent event.
@@ -239,13 +240,13 @@ func decodeLine(line []byte, v any) error {
 	return nil
 }
 
-var tagAnywhere = regexp.MustCompile(`<chorus>([^<]{0,1000})</chorus>`)
+var tagAnywhere = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<chorus>([^<]{0,1000})</chorus>`) })
 
 // SignalsIn returns the valid signals tagged anywhere in text, in order.
 // For text with no echo to fear, such as a headless run's final answer.
 func SignalsIn(text string) []Signal {
 	var out []Signal
-	for _, m := range tagAnywhere.FindAllStringSubmatch(text, -1) {
+	for _, m := range tagAnywhere().FindAllStringSubmatch(text, -1) {
 		if s, err := Parse(m[1]); err == nil {
 			out = append(out, s)
 		}
