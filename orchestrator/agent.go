@@ -531,7 +531,7 @@ func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc
 	r.stopProc(p)
 	r.commitWIP(wt, cause.Error())
 	if errors.Is(cause, errBudget) {
-		reason := "budget reached"
+		reason := cause.Error()
 		_ = r.e.opt.Store.Block(context.Background(), t.ID, reason)
 		return &outcome{kind: "blocked", reason: reason}
 	}
@@ -606,6 +606,7 @@ func (r *agentRun) spawn(wt worktree.Worktree, prompt string, it, gen int, det *
 	if err := os.MkdirAll(e.opt.Dir.Logs(), 0o755); err != nil {
 		return nil, err
 	}
+	spawned := time.Now()
 	p, err := ptyproc.Start(ptyproc.Spec{
 		Argv: r.argv(t, prompt), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),
@@ -619,6 +620,9 @@ func (r *agentRun) spawn(wt worktree.Worktree, prompt string, it, gen int, det *
 	r.update(func(s *State, a *AgentState) { a.PID, a.PStart, a.Status = pid, pstart, AgentRunning })
 	r.event(EvStarted, strings.Join(r.argv(t, "…")[:1], " "), map[string]any{"pid": pid, "iteration": it})
 	go r.pump(p, gen, det)
+	if isClaudeTerminal(r.profile) {
+		go r.meterTranscripts(newTranscriptMeter(claudeConfigDir(r.env(it)), wt.Dir, spawned), p.Done())
+	}
 	if r.profile.Prompt == config.PromptType {
 		if err := r.typeInto(p, prompt); err != nil {
 			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
@@ -648,7 +652,11 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 	events := newEventParser(r.profile.Format)
 	write := func(b []byte) {
 		_, _ = r.screen.Write(b)
-		for _, s := range events.feed(b) {
+		sigs := events.feed(b)
+		// Usage first: a completion read from the same event must find
+		// its cost booked.
+		r.reportUsage(events.usageDelta())
+		for _, s := range sigs {
 			r.send(turnEvent{sig: &s, gen: gen, source: "events"})
 		}
 	}
@@ -669,7 +677,9 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 		}
 		scan()
 	}
-	for _, s := range events.flush() {
+	sigs := events.flush()
+	r.reportUsage(events.usageDelta())
+	for _, s := range sigs {
 		r.send(turnEvent{sig: &s, gen: gen, source: "events"})
 	}
 	scan()

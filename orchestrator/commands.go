@@ -151,6 +151,9 @@ func (e *Engine) apply(c Command) error {
 		if e.taskRunning(c.TaskID) {
 			return fmt.Errorf("task %s already has an agent", c.TaskID)
 		}
+		if why := e.sessionOver(); why != "" {
+			return errors.New(why)
+		}
 		if c.Agent != "" {
 			if _, ok := e.cfg.Profile(c.Agent); !ok {
 				return fmt.Errorf("agent %q is not in agents.available", c.Agent)
@@ -255,6 +258,7 @@ func (e *Engine) stopTaskAgent(ctx context.Context, taskID string, cause error) 
 
 // finish applies a run's outcome. Loop only.
 func (e *Engine) finish(r *agentRun, o outcome) {
+	e.recordRuntime(r)
 	delete(e.runs, r.id)
 	delete(e.st.Agents, r.id)
 	e.needReady = true

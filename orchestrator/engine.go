@@ -227,6 +227,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.after()
 		case <-tick.C:
 			e.checkTimeouts()
+			e.checkBudgets()
 			if len(e.runs) < e.cfg.Agents.MaxParallel {
 				e.needReady = true
 			}
@@ -327,7 +328,7 @@ func (e *Engine) idle() bool {
 // schedule fills free slots: in autopilot from the ready list, in
 // semi-auto from tasks a front end asked for.
 func (e *Engine) schedule() {
-	if e.closing || e.st.Paused {
+	if e.closing || e.st.Paused || e.sessionOver() != "" {
 		return
 	}
 	for len(e.wantTasks) > 0 && len(e.runs) < e.cfg.Agents.MaxParallel {

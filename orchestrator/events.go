@@ -15,6 +15,13 @@ type eventParser struct {
 	parse func([]byte) ([]signal.Event, error)
 	buf   []byte
 	usage signal.TokenUsage
+	meter usageMeter
+}
+
+// usageDelta is the usage reported since the last call: the CLIs report
+// running totals per process.
+func (p *eventParser) usageDelta() Usage {
+	return p.meter.delta(fromTokens(p.usage))
 }
 
 func newEventParser(format string) *eventParser {

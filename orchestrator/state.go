@@ -37,6 +37,8 @@ type State struct {
 	MergeStats merge.Stats            `json:"mergeStats"`
 	Checkpoint string                 `json:"checkpoint,omitempty"`
 	Stats      Stats                  `json:"stats"`
+	// Usage is what agents spent in this session (not carried over).
+	Usage Usage `json:"usage"`
 }
 
 // AgentState is one running agent.
@@ -55,6 +57,7 @@ type AgentState struct {
 	Progress  int       `json:"progress"`
 	Question  string    `json:"question,omitempty"`
 	Alert     string    `json:"alert,omitempty"`
+	Usage     Usage     `json:"usage"`
 }
 
 // TaskRun is what Chorus remembers about a task across iterations and
@@ -71,6 +74,10 @@ type TaskRun struct {
 	Merge        *merge.Request `json:"merge,omitempty"`
 	Closed       bool           `json:"closed"`
 	FirstStarted time.Time      `json:"firstStarted"`
+	// Usage and Runtime (seconds of finished runs) add up over every run
+	// of the task, for its budget.
+	Usage   Usage `json:"usage"`
+	Runtime int64 `json:"runtime"`
 }
 
 // Stats are the session's counters.

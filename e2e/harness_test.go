@@ -1,0 +1,282 @@
+// Package e2e runs the engine with the real agent CLIs (Claude Code and
+// Codex, pinned npm packages) under real PTYs against a scripted model
+// server on 127.0.0.1, in throwaway git repositories.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/clitest"
+	"github.com/chorus-dev/chorus/internal/modelserver"
+	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+)
+
+var (
+	chorusBin string
+	tools     clitest.Tools
+	skipWhy   string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "chorus-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	chorusBin = filepath.Join(dir, "chorus")
+	cmd := exec.Command("go", "build", "-o", chorusBin, "./cmd/chorus")
+	cmd.Dir = clitest.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building chorus: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	tools, err = clitest.Install()
+	if err != nil {
+		skipWhy = "the agent CLIs could not be installed from npm: " + err.Error()
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// wait bounds every wait on the real CLIs: long enough for a loaded
+// machine, short enough that a hang fails with the events seen.
+const wait = 3 * time.Minute
+
+type harness struct {
+	t      *testing.T
+	root   string
+	home   string
+	dir    chorusdir.Dir
+	store  beads.Store
+	cfg    config.Config
+	srv    *modelserver.Server
+	eng    *orchestrator.Engine
+	events <-chan orchestrator.Event
+	cancel context.CancelFunc
+	done   chan error
+	log    []orchestrator.Event
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newHarness makes a repository with one commit, a built-in task store, a
+// model server, and the built-in agent profiles pointed at the installed
+// CLIs, with throwaway homes.
+func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
+	t.Helper()
+	if skipWhy != "" {
+		t.Skip(skipWhy)
+	}
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	root := t.TempDir()
+	git(t, root, "init", "-q", "-b", "main")
+	git(t, root, "config", "user.email", "t@example.com")
+	git(t, root, "config", "user.name", "T")
+	os.WriteFile(filepath.Join(root, "README"), []byte("hi\n"), 0o644)
+	git(t, root, "add", ".")
+	git(t, root, "commit", "-q", "-m", "init")
+	home := t.TempDir()
+	cenv, err := clitest.ClaudeHome(home, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xenv, err := clitest.CodexHome(home, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Project.TaskIDPrefix = "t"
+	for name, p := range cfg.Agents.Available {
+		switch p.Command {
+		case "claude":
+			p.Command, p.Env = tools.Claude, cenv
+		case "codex":
+			p.Command, p.Env = tools.Codex, xenv
+		default:
+			continue
+		}
+		cfg.Agents.Available[name] = p
+	}
+	cfg.Agents.Default = "claude"
+	cfg.Completion.StopGraceSeconds = 3
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	if _, err := config.Install(root, cfg); err != nil {
+		t.Fatal(err)
+	}
+	st, err := beads.Open(context.Background(), beads.OpenOptions{RepoDir: root, Prefix: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, root: root, home: home, dir: chorusdir.At(root), store: st, cfg: cfg, srv: srv}
+}
+
+func (h *harness) task(title string, opt beads.CreateOptions) string {
+	h.t.Helper()
+	tk, err := h.store.Create(context.Background(), title, opt)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tk.ID
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	eng, err := orchestrator.New(orchestrator.Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main",
+		ChorusExe: chorusBin, Cols: 120, Rows: 40})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := eng.Recover(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.eng = eng
+	h.events = eng.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- eng.Run(ctx) }()
+	go h.routeSignals(ctx)
+	h.t.Cleanup(h.stop)
+}
+
+// routeSignals does what the app does: `chorus signal` files become
+// engine commands.
+func (h *harness) routeSignals(ctx context.Context) {
+	ch, err := signal.Watch(ctx, h.dir.Path)
+	if err != nil {
+		return
+	}
+	for env := range ch {
+		if env.Err == nil {
+			_ = h.eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
+		}
+		_ = env.Ack()
+	}
+}
+
+func (h *harness) stop() {
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
+		h.cancel = nil
+	}
+}
+
+func (h *harness) assign(id, profile string) {
+	h.t.Helper()
+	if err := h.eng.Do(context.Background(), orchestrator.Command{Kind: orchestrator.CmdAssign, TaskID: id, Agent: profile}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// waitFor reads events until one matches; the deadline turns a hang into
+// a failure that shows what happened.
+func (h *harness) waitFor(pred func(orchestrator.Event) bool) orchestrator.Event {
+	h.t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case ev := <-h.events:
+			h.log = append(h.log, ev)
+			if pred(ev) {
+				return ev
+			}
+		case <-deadline:
+			h.t.Fatalf("event not seen\n%s", h.report())
+		}
+	}
+}
+
+// report is what a failing test shows: events, model requests, screens.
+func (h *harness) report() string {
+	var b strings.Builder
+	b.WriteString("events:\n")
+	for _, ev := range h.log {
+		fmt.Fprintf(&b, "  %s %s %s %s %v\n", ev.Kind, ev.Agent, ev.Task, ev.Text, ev.Fields)
+	}
+	b.WriteString("model requests:\n")
+	for _, r := range h.srv.Requests() {
+		fmt.Fprintf(&b, "  %s %s kind=%s script=%d index=%d status=%d last=%.120q\n", r.API, r.Path, r.Kind, r.Script, r.Index, r.Status, r.LastUser)
+	}
+	for id := range h.eng.Snapshot().Agents {
+		if s := h.eng.Screen(id); s != nil {
+			fmt.Fprintf(&b, "screen of %s:\n%s\n", id, s.Text())
+		}
+	}
+	return b.String()
+}
+
+func kind(k, task string) func(orchestrator.Event) bool {
+	return func(e orchestrator.Event) bool { return e.Kind == k && (task == "" || e.Task == task) }
+}
+
+func (h *harness) get(id string) beads.Task {
+	h.t.Helper()
+	tk, err := h.store.Get(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return tk
+}
+
+func (h *harness) count(k string) int {
+	n := 0
+	for _, ev := range h.log {
+		if ev.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// waitIdle waits until the engine says nothing more will happen.
+func (h *harness) waitIdle() {
+	h.t.Helper()
+	deadline := time.After(wait)
+	for {
+		if h.eng.Snapshot().Idle {
+			return
+		}
+		select {
+		case ev := <-h.events:
+			h.log = append(h.log, ev)
+		case <-h.eng.Changed():
+		case <-deadline:
+			h.t.Fatalf("engine never idle\n%s", h.report())
+		}
+	}
+}
+
+// worktree is where the engine puts a profile's agent for a task.
+func (h *harness) worktree(profile, id string) string {
+	return filepath.Join(h.root, ".worktrees", profile+"-"+id)
+}
+
+// commit is a shell line that commits everything with the task's trailer.
+func commit(msg, id string) string {
+	return fmt.Sprintf("git add -A && git commit -q -m '%s [%s]'", msg, id)
+}
