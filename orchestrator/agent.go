@@ -181,7 +181,10 @@ func (r *agentRun) update(fn func(s *State, a *AgentState)) {
 }
 
 func (r *agentRun) event(kind, text string, fields map[string]any) {
-	fn := func() { r.e.emit(Event{Kind: kind, Agent: r.id, Task: r.taskID, Text: text, Fields: fields}) }
+	fn := func() {
+		r.e.emit(Event{Kind: kind, Agent: r.id, Task: r.taskID, Text: text, Fields: fields})
+		r.e.dirty = false // an event only: nothing to persist
+	}
 	select {
 	case r.e.msgs <- fn:
 	case <-r.closed:
@@ -219,22 +222,33 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 			return outcome{kind: "error", reason: err.Error()}
 		}
 	}
-	if _, err := e.opt.Store.Claim(ctx, t.ID, actorFor(r.id)); err != nil {
-		if errors.Is(err, beads.ErrClaimed) || errors.Is(err, beads.ErrNotOpen) {
+	// The claim (task store) and the worktree (git) do not depend on each
+	// other: do both at once. A lost claim removes a worktree made for
+	// nothing; it holds no work yet.
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := e.opt.Store.Claim(ctx, t.ID, actorFor(r.id))
+		claimed <- err
+	}()
+	wt, wtErr := e.wt.Ensure(ctx, r.profileName, t.ID, worktree.Options{
+		Scratchpad: config.ScratchpadTemplate(), Copy: e.cfg.Worktree.Copy, Setup: e.cfg.Worktree.Setup,
+	})
+	if err := <-claimed; err != nil {
+		if wt.Created {
+			_ = e.wt.Remove(context.Background(), wt, e.opt.Target)
+		}
+		if errors.Is(err, beads.ErrClaimed) || errors.Is(err, beads.ErrNotOpen) || errors.Is(err, beads.ErrNotReady) {
 			return outcome{kind: "claim-lost", reason: err.Error()}
 		}
 		return outcome{kind: "error", reason: "claim: " + err.Error()}
 	}
-	wt, err := e.wt.Ensure(ctx, r.profileName, t.ID, worktree.Options{
-		Scratchpad: config.ScratchpadTemplate(), Copy: e.cfg.Worktree.Copy, Setup: e.cfg.Worktree.Setup,
-	})
-	if err != nil {
+	if wtErr != nil {
 		var se *worktree.SetupError
-		if !errors.As(err, &se) {
+		if !errors.As(wtErr, &se) {
 			e.opt.Store.Release(context.Background(), t.ID)
-			return outcome{kind: "error", reason: "worktree: " + err.Error()}
+			return outcome{kind: "error", reason: "worktree: " + wtErr.Error()}
 		}
-		r.event(EvAlert, "worktree setup failed: "+err.Error(), nil)
+		r.event(EvAlert, "worktree setup failed: "+wtErr.Error(), nil)
 	}
 	r.update(func(s *State, a *AgentState) {
 		a.Title, a.Worktree, a.Branch, a.Type = t.Title, wt.Dir, wt.Branch, r.profileName
@@ -264,7 +278,10 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		if it > cfg.Completion.MaxIterations {
 			return r.fail(t, wt, p, fmt.Sprintf("reached maxIterations (%d) without completing", cfg.Completion.MaxIterations))
 		}
-		base, _ := e.wt.HeadCommit(context.Background(), wt)
+		base := wt.Head // known from Ensure on the first iteration
+		if it > 1 || base == "" {
+			base, _ = e.wt.HeadCommit(context.Background(), wt)
+		}
 		r.update(func(s *State, a *AgentState) {
 			tr := s.run(t.ID)
 			tr.Iterations, tr.IterationBase = it, base
@@ -281,7 +298,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			}
 			var err error
 			gen++
-			p, err = r.spawn(wt, text, it, gen, det)
+			p, err = r.spawn(t, wt, text, it, gen, det)
 			if err != nil {
 				e.opt.Store.Release(context.Background(), t.ID)
 				return outcome{kind: "error", reason: err.Error()}
@@ -596,12 +613,8 @@ func (r *agentRun) argv(t beads.Task, prompt string) []string {
 }
 
 // spawn starts the agent process and its output pump.
-func (r *agentRun) spawn(wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector) (*ptyproc.Proc, error) {
+func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector) (*ptyproc.Proc, error) {
 	e := r.e
-	t, err := e.opt.Store.Get(r.ctx, r.taskID)
-	if err != nil {
-		t = beads.Task{ID: r.taskID}
-	}
 	cols, rows := r.dims()
 	if err := os.MkdirAll(e.opt.Dir.Logs(), 0o755); err != nil {
 		return nil, err

@@ -102,6 +102,7 @@ type Engine struct {
 	noReady   bool     // the last fetch found nothing assignable
 	wantTasks []string // semi-auto headless: tasks to run
 	closing   bool
+	dirty     bool // the current message changed State
 
 	snapMu sync.Mutex
 	snap   Snapshot
@@ -223,8 +224,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case fn := <-e.msgs:
-			fn()
-			e.after()
+			e.handle(fn)
 		case <-tick.C:
 			e.checkTimeouts()
 			e.checkBudgets()
@@ -248,20 +248,31 @@ func (e *Engine) serveUntil(done <-chan error) {
 	for {
 		select {
 		case fn := <-e.msgs:
-			fn()
-			e.after()
+			e.handle(fn)
 		case <-done:
 			return
 		}
 	}
 }
 
+// handle applies one message.
+func (e *Engine) handle(fn func()) {
+	e.dirty = true
+	fn()
+	e.after()
+}
+
 // after persists and publishes a transition, then fills free slots.
+// Messages that only report an event leave the state alone and skip the
+// write.
 func (e *Engine) after() {
 	e.schedule()
-	if err := e.st.save(e.opt.Dir.State()); err != nil {
-		e.emit(Event{Kind: EvError, Text: "writing state.json: " + err.Error()})
+	if e.dirty {
+		if err := e.st.save(e.opt.Dir.State()); err != nil {
+			e.emit(Event{Kind: EvError, Text: "writing state.json: " + err.Error()})
+		}
 	}
+	e.dirty = false
 	e.publish()
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
@@ -142,7 +143,11 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	}()
 	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{req.Prompt}})
 	wt := worktree.Worktree{Dir: req.Worktree, Branch: req.Branch}
-	proc, err := r.spawn(wt, req.Prompt, 1, 1, det)
+	t, err := e.opt.Store.Get(ctx, req.TaskID)
+	if err != nil {
+		t = beads.Task{ID: req.TaskID} // a user's branch has no task
+	}
+	proc, err := r.spawn(t, wt, req.Prompt, 1, 1, det)
 	if err != nil {
 		return merge.ResolveResult{}, err
 	}

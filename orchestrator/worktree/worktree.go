@@ -65,7 +65,8 @@ type Manager struct {
 
 	// mu serialises changes to worktree registrations and refs; git takes
 	// its own locks but fails rather than waits when they are held.
-	mu sync.Mutex
+	mu       sync.Mutex
+	excluded bool // info/exclude checked (under mu)
 }
 
 // SetupError is returned by Ensure when a setup command failed. The
@@ -191,11 +192,29 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.excludeWorktrees(ctx); err != nil {
-		return Worktree{}, err
+	if !m.excluded {
+		if err := m.excludeWorktrees(ctx); err != nil {
+			return Worktree{}, err
+		}
+		m.excluded = true
 	}
 	abs := filepath.Join(m.RepoDir, rel)
 	wt := Worktree{Dir: abs, Branch: branch}
+
+	// The common case, a new task: nothing on disk, so try the one git call
+	// that creates branch and worktree. Anything unusual (the branch or a
+	// stale registration survived) makes git refuse, and the careful path
+	// below sorts it out.
+	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Join(m.RepoDir, Dir), 0o755); err != nil {
+			return wt, err
+		}
+		if code, err := m.gitCode(ctx, m.RepoDir, "worktree", "add", "-q", "-b", branch, abs, m.Target); err == nil && code == 0 {
+			wt.Created = true
+			wt.Head, err = m.git(ctx, abs, "rev-parse", "HEAD")
+			return wt, err
+		}
+	}
 
 	list, err := m.list(ctx)
 	if err != nil {
