@@ -186,3 +186,44 @@ func TestSecondChorusIsRefused(t *testing.T) {
 		t.Fatalf("task not released: %s", r.stdout)
 	}
 }
+
+func TestMergeUserBranch(t *testing.T) {
+	dir := scriptedProject(t, "hang\n", func(cfg map[string]any) {
+		cfg["qualityCommands"] = []map[string]any{{"name": "no-broken", "command": "! test -f broken.txt", "required": true, "order": 1}}
+		cfg["merge"].(map[string]any)["agentResolve"] = false // a failing user branch goes straight to its owner
+	})
+	gitIn := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	gitIn("checkout", "-q", "-b", "feature")
+	os.WriteFile(filepath.Join(dir, "feature.txt"), []byte("mine\n"), 0o644)
+	gitIn("add", "feature.txt")
+	gitIn("commit", "-q", "-m", "my feature")
+	gitIn("checkout", "-q", "-b", "bad", "main")
+	os.WriteFile(filepath.Join(dir, "broken.txt"), []byte("x\n"), 0o644)
+	gitIn("add", "broken.txt")
+	gitIn("commit", "-q", "-m", "breaks the checks")
+	gitIn("checkout", "-q", "main")
+	code, out := runBinary(t, dir, "merge-user", "feature")
+	if code != 0 {
+		t.Fatalf("merge-user feature: %d\n%s", code, out)
+	}
+	if gitIn("show", "main:feature.txt") != "mine" || gitIn("rev-parse", "--verify", "feature") == "" {
+		t.Fatalf("not landed or branch gone")
+	}
+	before := gitIn("rev-parse", "main")
+	code, out = runBinary(t, dir, "merge-user", "bad")
+	if code != ExitUnfinished || !strings.Contains(out, "waits for you") {
+		t.Fatalf("merge-user bad: %d\n%s", code, out)
+	}
+	if gitIn("rev-parse", "main") != before {
+		t.Fatal("main moved although the quality command failed")
+	}
+	if code, out := runBinary(t, dir, "merge-user", "no-such-branch"); code != ExitFailure || !strings.Contains(out, "no local branch") {
+		t.Fatalf("unknown branch: %d %s", code, out)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
@@ -85,6 +86,11 @@ func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOpt
 // runHeadless prints one line per event and ends when nothing more can
 // happen without a human.
 func runHeadless(ctx context.Context, p *project, s beads.Store, o *runOptions, out io.Writer) error {
+	return runHeadlessWith(ctx, p, s, o, out, nil)
+}
+
+// runHeadlessWith is runHeadless with a first step run once the engine is up.
+func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptions, out io.Writer, first func(*orchestrator.Engine) error) error {
 	ss, release, err := startSession(ctx, p, s, out)
 	if err != nil {
 		return err
@@ -101,7 +107,13 @@ func runHeadless(ctx context.Context, p *project, s beads.Store, o *runOptions, 
 	go func() { done <- eng.Run(runCtx) }()
 	start := time.Now()
 	fmt.Fprintf(out, "%s chorus: %s mode, up to %d agents, target branch %s\n", start.Format("15:04:05"), p.cfg.Mode, p.cfg.Agents.MaxParallel, ss.target)
-	if p.cfg.Mode == config.ModeSemiAuto {
+	if first != nil {
+		if err := first(eng); err != nil {
+			cancel()
+			<-done
+			return err
+		}
+	} else if p.cfg.Mode == config.ModeSemiAuto {
 		if len(o.tasks) == 0 {
 			cancel()
 			<-done
@@ -115,6 +127,7 @@ func runHeadless(ctx context.Context, p *project, s beads.Store, o *runOptions, 
 			}
 		}
 	}
+	_ = eng.Sync(ctx) // idleness is judged on a snapshot that includes the above
 	sum := summary{}
 	interrupted := false
 loop:
@@ -153,6 +166,17 @@ loop:
 	if interrupted {
 		return withCode(ExitInterrupted, errors.New("interrupted; running tasks went back to open with their work committed"))
 	}
+	var waiting int
+	for _, it := range snap.Merge.Items {
+		switch it.Status {
+		case merge.StatusWaitingHuman, merge.StatusWaitingApproval, merge.StatusHeld, merge.StatusFailed:
+			waiting++
+			fmt.Fprintf(out, "  merge of %s waits for you (%s): %s\n", line(it.TaskID), it.Status, line(it.Action))
+		}
+	}
+	if waiting > 0 {
+		return withCode(ExitUnfinished, fmt.Errorf("%d merge(s) wait for a person; they stay queued for the next run", waiting))
+	}
 	if snap.Paused && snap.Mode == config.ModeAutopilot {
 		return withCode(ExitUnfinished, errors.New("autopilot paused after repeated agent errors; see the events above, then run again"))
 	}
@@ -181,9 +205,18 @@ func printEvent(w io.Writer, ev orchestrator.Event) {
 type summary struct {
 	closed, failed, blocked, released, errors int
 	needsHuman                                []string
+	tasks                                     []string // in order of first appearance
+	seen                                      map[string]bool
 }
 
 func (s *summary) add(ev orchestrator.Event) {
+	if ev.Task != "" && !s.seen[ev.Task] {
+		if s.seen == nil {
+			s.seen = map[string]bool{}
+		}
+		s.seen[ev.Task] = true
+		s.tasks = append(s.tasks, ev.Task)
+	}
 	switch ev.Kind {
 	case orchestrator.EvCompleted:
 		s.closed++
@@ -203,5 +236,15 @@ func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Durat
 		s.closed, s.failed, s.blocked, s.released, snap.Stats.MergesAuto+snap.Stats.MergesManual, snap.Stats.Iterations, wall.Round(time.Second))
 	for _, q := range s.needsHuman {
 		fmt.Fprintf(w, "  needs a human: %s\n", line(q))
+	}
+	// What the agents reported spending: this session, then each task of
+	// it (its total over every run).
+	if !snap.Usage.IsZero() {
+		fmt.Fprintf(w, "  usage: %s\n", snap.Usage)
+		for _, id := range s.tasks {
+			if tr := snap.Tasks[id]; tr != nil && !tr.Usage.IsZero() {
+				fmt.Fprintf(w, "    %s: %s\n", line(id), tr.Usage)
+			}
+		}
 	}
 }

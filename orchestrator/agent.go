@@ -704,7 +704,10 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 func (r *agentRun) typeInto(p *ptyproc.Proc, text string) error {
 	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
 	defer cancel()
-	return p.Type(ctx, text, ptyproc.TypeOptions{Paste: r.screen.InputModes().BracketedPaste})
+	retry := func(attempt int) {
+		r.event(EvAlert, fmt.Sprintf("input not confirmed; pressing Enter again (attempt %d)", attempt), map[string]any{"inputRetry": attempt})
+	}
+	return p.Type(ctx, text, ptyproc.TypeOptions{Paste: r.screen.InputModes().BracketedPaste, OnRetry: retry})
 }
 
 // stopProc ends the agent: the profile's exit input first when it has one,

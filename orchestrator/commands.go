@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
@@ -36,6 +37,7 @@ const (
 	CmdApprove    = "approve"     // TaskID: a merge waiting for approval
 	CmdMergeRetry = "merge-retry" // TaskID: a merge waiting for a human, tried again
 	CmdMergeDrop  = "merge-drop"  // TaskID: taken out of the merge queue
+	CmdMergeUser  = "merge-user"  // Text: a user's own branch to merge
 )
 
 // Command is a request from a front end.
@@ -62,6 +64,15 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 	switch c.Kind {
 	case CmdRollback:
 		return e.rollback(ctx, c)
+	case CmdMergeUser:
+		if e.merge == nil {
+			return errors.New("merging is off in this session")
+		}
+		req, err := merge.UserRequest(ctx, e.opt.Dir.Root, e.opt.Target, c.Text)
+		if err != nil {
+			return err
+		}
+		return e.merge.Enqueue(req)
 	case CmdCheckpoint, CmdApprove, CmdMergeRetry, CmdMergeDrop:
 		if e.merge == nil {
 			return errors.New("merging is off in this session")

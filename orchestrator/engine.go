@@ -194,6 +194,10 @@ func (e *Engine) do(ctx context.Context, fn func()) error {
 	}
 }
 
+// Sync returns once everything sent to the engine so far is applied and
+// published, so the next Snapshot reflects it.
+func (e *Engine) Sync(ctx context.Context) error { return e.do(ctx, func() {}) }
+
 // post queues fn for the loop without waiting for it to run.
 func (e *Engine) post(fn func()) { e.msgs <- fn }
 

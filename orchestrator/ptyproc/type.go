@@ -33,6 +33,9 @@ type TypeOptions struct {
 	Attempts int
 	// AttemptWait is how long each Enter waits for confirmation (default 3s).
 	AttemptWait time.Duration
+	// OnRetry, when set, is told before Enter is sent again, so callers
+	// can record deliveries that needed it.
+	OnRetry func(attempt int)
 }
 
 // ErrNotConfirmed is returned by Type when no Enter was confirmed.
@@ -70,6 +73,9 @@ func (p *Proc) Type(ctx context.Context, text string, opts TypeOptions) error {
 		return err
 	}
 	for attempt := 1; attempt <= opts.Attempts; attempt++ {
+		if attempt > 1 && opts.OnRetry != nil {
+			opts.OnRetry(attempt)
+		}
 		off := p.offset()
 		if _, err := p.Write([]byte("\r")); err != nil {
 			return err
