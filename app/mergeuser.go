@@ -42,4 +42,3 @@ when another Chorus is running in this repository, it says so instead.`,
 		},
 	}
 }
-
