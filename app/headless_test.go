@@ -227,3 +227,26 @@ func TestMergeUserBranch(t *testing.T) {
 		t.Fatalf("unknown branch: %d %s", code, out)
 	}
 }
+
+// The README's first command, headless: every task closed, the conflict
+// resolved by an agent, one task fixed on its second iteration, main green.
+func TestDemoHeadless(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	code, out := runBinary(t, t.TempDir(), "demo", "--headless", "--fast", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("demo: %d\n%s", code, out)
+	}
+	for _, want := range []string{"summary: 8 closed, 0 failed", "8 merges", "merge_resolved", "quality: tests failed", "The demo repository is " + dir} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	test := exec.Command("sh", "tests/run.sh")
+	test.Dir = dir
+	if b, err := test.CombinedOutput(); err != nil {
+		t.Fatalf("main is not green: %v\n%s", err, b)
+	}
+	if b, _ := exec.Command("sh", filepath.Join(dir, "greet.sh"), "-f", "Ada").Output(); strings.TrimSpace(string(b)) != "Bonjour, Ada." {
+		t.Fatalf("both sides of the conflict not kept: %q", b)
+	}
+}

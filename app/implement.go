@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
+	"github.com/chorus-dev/chorus/ui"
 )
 
 // session is one running engine with what it needs around it.
@@ -78,9 +80,53 @@ func (ss *session) routeSignals(ctx context.Context) error {
 // runImplementation starts the engine with a front end.
 func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
 	if !o.headless {
-		return withCode(ExitUsage, errors.New("the full-screen interface is not part of this build; run with --headless"))
+		return runTUI(ctx, p, s, stderr)
 	}
 	return runHeadless(ctx, p, s, o, stderr)
+}
+
+// runTUI runs the engine under the full-screen interface. Shutdown order:
+// ui.Run returns only after its pump and frame ticker stopped and
+// app.Stop restored the terminal; then the engine is cancelled (agents
+// stopped, tasks back to open, work committed) and waited for.
+func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) error {
+	ss, release, err := startSession(ctx, p, s, stderr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	eng := ss.engine
+	// The engine outlives a signal until the UI has let go of the terminal.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := ss.routeSignals(runCtx); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(runCtx) }()
+	uerr := ui.Run(ctx, ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
+	running := eng.Snapshot().Running
+	cancel()
+	eerr := <-done
+	if uerr != nil {
+		return withCode(ExitFailure, fmt.Errorf("%w (run with --headless where there is no terminal)", uerr))
+	}
+	if running > 0 {
+		fmt.Fprintf(stderr, "chorus: stopped %d agent(s); their tasks went back to open with their work committed\n", running)
+	}
+	if ctx.Err() != nil {
+		return withCode(ExitInterrupted, errors.New("interrupted"))
+	}
+	return eerr
+}
+
+// buildVersion is the version the header shows: the module version the
+// binary was built from, or "dev".
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }
 
 // runHeadless prints one line per event and ends when nothing more can
