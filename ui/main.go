@@ -1,0 +1,276 @@
+package ui
+
+import (
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+
+	"github.com/chorus-dev/chorus/ui/present"
+)
+
+// build creates the main view. Event goroutine (or before Run).
+func (u *UI) build() {
+	// The host terminal's colours show through everywhere.
+	tview.Styles.PrimitiveBackgroundColor = tcell.ColorDefault
+	tview.Styles.ContrastBackgroundColor = tcell.ColorDefault
+	tview.Styles.MoreContrastBackgroundColor = tcell.ColorDefault
+	if u.theme.noColor {
+		tview.Styles.BorderColor = tcell.ColorDefault
+		tview.Styles.TitleColor = tcell.ColorDefault
+		tview.Styles.PrimaryTextColor = tcell.ColorDefault
+		tview.Styles.SecondaryTextColor = tcell.ColorDefault
+		tview.Styles.TertiaryTextColor = tcell.ColorDefault
+		tview.Styles.GraphicsColor = tcell.ColorDefault
+	}
+	hint := hints(u.keys.table, u.o.Config.TUI.PrefixKey)
+	u.header = newLineView(&u.theme, func() present.Line {
+		return present.Header(u.o.Version, u.vm.snap, len(u.vm.tasks), u.passthrough)
+	})
+	u.footer = newLineView(&u.theme, func() present.Line {
+		h := hint
+		if u.passthrough != "" {
+			h = "keys go to " + u.passthrough + "; " + u.o.Config.TUI.PrefixKey + " gives them back"
+		}
+		return present.Footer(u.vm.counts, u.vm.snap, u.vm.runtime, u.flash, h)
+	})
+	u.taskList = &taskList{Box: tview.NewBox(), u: u}
+	u.taskList.SetBorder(true)
+	u.grid = &gridView{Box: tview.NewBox(), u: u}
+	u.grid.SetBorder(true)
+	u.body = tview.NewFlex().
+		AddItem(u.taskList, 0, 0, false).
+		AddItem(u.grid, 0, 1, true)
+	main := tview.NewFlex().SetDirection(tview.FlexRow).
+		AddItem(u.header, 1, 0, false).
+		AddItem(u.body, 0, 1, true).
+		AddItem(u.footer, 1, 0, false)
+	u.pages = tview.NewPages().AddPage("main", main, true, true)
+	u.app.SetRoot(u.pages, true)
+	u.app.SetBeforeDrawFunc(func(s tcell.Screen) bool {
+		u.sizeBody(s)
+		return false
+	})
+	u.app.SetFocus(u.taskList)
+}
+
+// sizeBody gives the task panel a third of the width (at most 48 columns)
+// and hides it while an agent is full screen.
+func (u *UI) sizeBody(s tcell.Screen) {
+	w, _ := s.Size()
+	tw := min(48, max(28, w/3))
+	if u.full || w < 60 {
+		tw = 0
+	}
+	u.body.ResizeItem(u.taskList, tw, 0)
+}
+
+// setModel installs a view model from the pump. Event goroutine.
+func (u *UI) setModel(vm viewModel) {
+	u.vm = vm
+	// Keep selections valid: agents that left, tasks that moved.
+	if u.selAgent != "" && u.agentIndex(u.selAgent) < 0 {
+		u.selAgent = ""
+	}
+	if u.selAgent == "" && len(vm.agents) > 0 {
+		u.selAgent = vm.agents[0]
+	}
+	if u.passthrough != "" && vm.tiles[u.passthrough] == nil {
+		u.endPassthrough()
+		u.setFlash("the agent you were typing to has finished", present.Warn)
+	}
+	if u.selectedRow() < 0 {
+		u.selTask = ""
+		for _, r := range vm.rows {
+			if r.Selectable {
+				u.selTask = r.ID
+				break
+			}
+		}
+	}
+	if u.over != nil && u.over.refresh != nil {
+		u.over.refresh()
+	}
+}
+
+func (u *UI) setFlash(text string, c present.Class) { u.flash = present.Seg{Text: text, Class: c} }
+
+// capture is the application's key hook: overlays and pass-through first,
+// then the prefix key, then the key table.
+func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
+	u.keySeq.Add(1)
+	if u.passthrough != "" {
+		if specOf(ev) == u.prefix {
+			u.endPassthrough()
+			return nil
+		}
+		// A copy, so that tview's own Ctrl-C handling (which compares
+		// with the original event) never stops the app: Ctrl-C belongs to
+		// the agent here.
+		return tcell.NewEventKey(ev.Key(), ev.Rune(), ev.Modifiers())
+	}
+	if u.over != nil {
+		if ev.Key() == tcell.KeyCtrlC {
+			u.closeOverlay()
+			return nil
+		}
+		if u.over.keys != nil {
+			if ev = u.over.keys(ev); ev == nil {
+				return nil
+			}
+		}
+		return tcell.NewEventKey(ev.Key(), ev.Rune(), ev.Modifiers())
+	}
+	if specOf(ev) == u.prefix {
+		u.startPassthrough()
+		return nil
+	}
+	if a := u.keys.lookup(ev); a != nil {
+		u.flash = present.Seg{}
+		a.Run(u, ev)
+	}
+	return nil
+}
+
+// Selection helpers. Event goroutine.
+
+func (u *UI) agentIndex(id string) int {
+	for i, a := range u.vm.agents {
+		if a == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (u *UI) selectedRow() int {
+	for i, r := range u.vm.rows {
+		if r.ID == u.selTask {
+			return i
+		}
+	}
+	return -1
+}
+
+func (u *UI) setPanel(p panel) {
+	u.focus = p
+	if p == panelTasks {
+		u.app.SetFocus(u.taskList)
+	} else if u.passthrough == "" {
+		u.app.SetFocus(u.grid)
+	}
+}
+
+func (u *UI) togglePanel() {
+	if u.focus == panelTasks {
+		u.setPanel(panelAgents)
+	} else {
+		u.setPanel(panelTasks)
+	}
+}
+
+func (u *UI) move(d int) {
+	if u.focus == panelAgents || u.full {
+		i := u.agentIndex(u.selAgent) + d
+		if i >= 0 && i < len(u.vm.agents) {
+			u.selAgent = u.vm.agents[i]
+		}
+		return
+	}
+	u.moveTask(d)
+}
+
+// moveTask moves the task selection, skipping rows that cannot be
+// selected (deferred tasks).
+func (u *UI) moveTask(d int) {
+	i := u.selectedRow()
+	for j := i + d; j >= 0 && j < len(u.vm.rows); j += d {
+		if u.vm.rows[j].Selectable {
+			u.selTask = u.vm.rows[j].ID
+			return
+		}
+	}
+}
+
+func (u *UI) quickSelect(n int) {
+	if u.focus == panelAgents || u.full {
+		if n < len(u.vm.agents) {
+			u.selAgent = u.vm.agents[n]
+		}
+		return
+	}
+	k := 0
+	for _, r := range u.vm.rows {
+		if !r.Selectable {
+			continue
+		}
+		if k == n {
+			u.selTask = r.ID
+			return
+		}
+		k++
+	}
+}
+
+// currentAgent is the agent keys act on: the selected tile in the agent
+// panel, or the agent of the selected task in the task panel.
+func (u *UI) currentAgent() string {
+	if u.focus == panelTasks && !u.full {
+		if r := u.selectedRow(); r >= 0 {
+			return u.vm.rows[r].Agent
+		}
+		return ""
+	}
+	return u.selAgent
+}
+
+// currentTask is the task keys act on: the selected task, or the task of
+// the selected agent in the agent panel.
+func (u *UI) currentTask() string {
+	if u.focus == panelAgents || u.full {
+		if a := u.vm.snap.Agents[u.selAgent]; a != nil {
+			return a.TaskID
+		}
+		return ""
+	}
+	return u.selTask
+}
+
+func (u *UI) startPassthrough() {
+	id := u.currentAgent()
+	if id == "" {
+		id = u.selAgent
+	}
+	t := u.tileFor(id)
+	if t == nil {
+		u.setFlash("no agent selected to type to", present.Warn)
+		return
+	}
+	u.selAgent = id
+	u.focus = panelAgents
+	u.passthrough = id
+	u.app.SetFocus(t)
+}
+
+func (u *UI) endPassthrough() {
+	u.passthrough = ""
+	u.app.SetFocus(u.grid)
+}
+
+func (u *UI) toggleFull() {
+	if len(u.vm.agents) == 0 {
+		u.setFlash("no agent to show", present.Warn)
+		return
+	}
+	if id := u.currentAgent(); id != "" {
+		u.selAgent = id
+	}
+	u.full = !u.full
+	if u.full {
+		u.focus = panelAgents
+	}
+}
+
+func (u *UI) cycleGrid() {
+	u.full = false
+	u.gridSpec = present.NextGrid(u.gridSpec)
+	u.setFlash("grid: "+u.gridSpec, present.Normal)
+}

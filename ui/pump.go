@@ -1,0 +1,231 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/ui/present"
+	"github.com/chorus-dev/chorus/ui/tile"
+)
+
+// logRingSize is how many recent events the pump keeps for the log view.
+const logRingSize = 2000
+
+// reloadKinds are the events after which the task list may have changed.
+var reloadKinds = map[string]bool{
+	orchestrator.EvAssigned: true, orchestrator.EvCompleted: true, orchestrator.EvBlocked: true,
+	orchestrator.EvFailed: true, orchestrator.EvReleased: true, orchestrator.EvFinished: true,
+	orchestrator.EvRollback: true, orchestrator.EvRecovered: true, "merge_landed": true,
+}
+
+// pump is the one goroutine that calls QueueUpdateDraw. Each turn of the
+// loop collects work for the event goroutine in pending and hands it over
+// in a single QueueUpdateDraw, so bursts coalesce into one frame.
+func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
+	frames := time.NewTicker(u.o.FrameInterval)
+	defer frames.Stop()
+	clock := time.NewTicker(time.Second)
+	defer clock.Stop()
+	var pending []func()
+	apply := func(fn func()) { pending = append(pending, fn) }
+	u.refresh(apply)
+	u.loadTasks()
+	for {
+		dirty := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.eng.Changed():
+			u.refresh(apply)
+		case ev := <-events:
+			u.onEvent(ev, apply)
+		case <-u.inWake:
+			u.inMu.Lock()
+			in := u.inbox
+			u.inbox = nil
+			u.inMu.Unlock()
+			for _, fn := range in {
+				fn()
+			}
+			// Handlers queue UI work through u.pumpApply.
+			pending = append(pending, u.pumpPending...)
+			u.pumpPending = nil
+		case <-frames.C:
+			for _, t := range u.tiles {
+				// Every flag is taken so each one is cleared.
+				if t.TakeDirty() {
+					dirty = true
+				}
+			}
+		case <-clock.C:
+			u.clockTick(apply)
+		case <-u.waitQuit:
+			u.waitQuit = nil
+			apply(func() { u.setFlash("grace period over: stopping the agents", present.Warn) })
+			u.quit()
+		}
+		if len(pending) > 0 || dirty {
+			fns := pending
+			pending = nil
+			u.app.QueueUpdateDraw(func() {
+				for _, fn := range fns {
+					fn()
+				}
+			})
+		}
+	}
+}
+
+// pumpApply queues fn for the event goroutine from code running on the
+// pump (inbox handlers).
+func (u *UI) pumpApply(fn func()) { u.pumpPending = append(u.pumpPending, fn) }
+
+// refresh reads the engine's snapshot, creates and drops tiles, and
+// publishes a new view model. Pump only.
+func (u *UI) refresh(apply func(func())) {
+	snap := u.eng.Snapshot()
+	u.snap = snap
+	for id := range snap.Agents {
+		if u.tiles[id] != nil {
+			continue
+		}
+		emu := u.eng.Screen(id)
+		if emu == nil {
+			continue // gone already
+		}
+		id := id
+		t := tile.New(emu, u.eng.Input(id))
+		t.SetResizeFunc(func(w, h int) {
+			// Called from Draw on the event goroutine: the engine call
+			// goes through the pump.
+			u.toPump(func() { u.eng.Resize(id, w, h) })
+		})
+		u.tiles[id] = t
+	}
+	for id := range u.tiles {
+		if _, ok := snap.Agents[id]; !ok {
+			delete(u.tiles, id)
+		}
+	}
+	if u.waitQuit != nil && snap.Running == 0 {
+		u.waitQuit = nil
+		u.quit()
+	}
+	apply(u.model())
+}
+
+// model builds the view model from the pump's state and returns the func
+// that installs it.
+func (u *UI) model() func() {
+	now := u.o.Now()
+	vm := viewModel{snap: u.snap, tasks: u.tasks, now: now, loaded: u.tasks != nil,
+		agents: present.AgentIDs(u.snap), tiles: make(map[string]*tile.Tile, len(u.tiles)),
+		labels: make(map[string]string, len(u.snap.Agents))}
+	for id, t := range u.tiles {
+		vm.tiles[id] = t
+	}
+	for id, a := range u.snap.Agents {
+		vm.labels[id] = present.TileTitle(*a, u.o.Config.Completion.MaxIterations, now)
+	}
+	u.labels = vm.labels
+	vm.rows = present.TaskRows(u.tasks, u.snap, now)
+	vm.counts = present.Count(u.tasks, u.snap)
+	if !u.snap.StartedAt.IsZero() {
+		vm.runtime = now.Sub(u.snap.StartedAt)
+	}
+	return func() { u.setModel(vm) }
+}
+
+// clockTick republishes only when a time shown on screen changed, so an
+// idle Chorus does not redraw every second.
+func (u *UI) clockTick(apply func(func())) {
+	now := u.o.Now()
+	changed := false
+	for id, a := range u.snap.Agents {
+		if present.TileTitle(*a, u.o.Config.Completion.MaxIterations, now) != u.labels[id] {
+			changed = true
+			break
+		}
+	}
+	if !u.snap.StartedAt.IsZero() && present.Duration(now.Sub(u.snap.StartedAt)) != present.Duration(u.lastRuntime) {
+		changed = true
+	}
+	if changed {
+		u.lastRuntime = now.Sub(u.snap.StartedAt)
+		apply(u.model())
+	}
+}
+
+// onEvent handles one engine event: bell and message for what needs a
+// person, task reloads, the log ring.
+func (u *UI) onEvent(ev orchestrator.Event, apply func(func())) {
+	line := formatEvent(ev)
+	u.logRing = append(u.logRing, line)
+	if len(u.logRing) > logRingSize {
+		u.logRing = u.logRing[len(u.logRing)-logRingSize:]
+	}
+	apply(func() { u.appendLog(line) })
+	if reloadKinds[ev.Kind] {
+		u.loadTasks()
+	}
+	switch ev.Kind {
+	case orchestrator.EvNeedsHelp, orchestrator.EvBlocked, orchestrator.EvFailed:
+		what := map[string]string{orchestrator.EvNeedsHelp: "NEEDS HELP", orchestrator.EvBlocked: "BLOCKED", orchestrator.EvFailed: "FAILED"}[ev.Kind]
+		msg := fmt.Sprintf("%s %s: %s", ev.Task, what, ev.Text)
+		apply(func() {
+			u.setFlash(msg, present.Err)
+			_ = u.screen.Beep()
+		})
+	case orchestrator.EvAlert, orchestrator.EvError:
+		text := ev.Text
+		if ev.Task != "" {
+			text = ev.Task + ": " + text
+		}
+		apply(func() { u.setFlash(text, present.Warn) })
+	}
+}
+
+func formatEvent(ev orchestrator.Event) string {
+	who := ev.Agent
+	if who == "" {
+		who = "-"
+	}
+	task := ev.Task
+	if task == "" {
+		task = "-"
+	}
+	s := fmt.Sprintf("%s %s %s %s", ev.Time.Local().Format("15:04:05"), who, task, ev.Kind)
+	if ev.Text != "" {
+		s += ": " + ev.Text
+	}
+	return present.Clean(s)
+}
+
+// loadTasks reads the store on a worker; at most one load runs, and a
+// request during a load makes one more afterwards. Pump only.
+func (u *UI) loadTasks() {
+	if u.loading {
+		u.reloadMore = true
+		return
+	}
+	u.loading = true
+	u.work(func(ctx context.Context) func() {
+		ts, err := u.o.Store.List(ctx)
+		return func() {
+			u.loading = false
+			if err != nil {
+				msg := "reading tasks: " + err.Error()
+				u.pumpApply(func() { u.setFlash(msg, present.Err) })
+			} else {
+				u.tasks = ts
+				u.pumpApply(u.model())
+			}
+			if u.reloadMore {
+				u.reloadMore = false
+				u.loadTasks()
+			}
+		}
+	})
+}

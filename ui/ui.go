@@ -1,0 +1,303 @@
+// Package ui is Chorus's full-screen interface: a header, the task panel,
+// a grid of live agent terminals and a footer, with overlays for help,
+// interventions, the merge queue, logs, learnings, rollback and task
+// forms. It draws engine snapshots and sends engine commands; it never
+// runs processes or git itself. tview and tcell are used here and nowhere
+// else.
+//
+// Threads. tview primitives belong to the event goroutine. One pump
+// goroutine reads the engine (Changed, Subscribe, Snapshot, Screen,
+// Resize), the frame ticker and the results of worker goroutines, and is
+// the only caller of QueueUpdateDraw. Key handlers never block: engine
+// commands and store calls run on workers whose results reach the pump
+// through a queue that never blocks the sender. Shutdown stops the pump
+// before app.Stop, because a QueueUpdateDraw after Stop never returns.
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/ui/present"
+	"github.com/chorus-dev/chorus/ui/term"
+	"github.com/chorus-dev/chorus/ui/tile"
+)
+
+// Engine is what the UI needs from the orchestrator; *orchestrator.Engine
+// implements it. Every method may block on the engine loop, so the UI
+// calls them only from its pump or worker goroutines.
+type Engine interface {
+	Changed() <-chan struct{}
+	Snapshot() orchestrator.Snapshot
+	Subscribe() <-chan orchestrator.Event
+	Do(ctx context.Context, c orchestrator.Command) error
+	Screen(agentID string) *term.Emulator
+	Input(agentID string) io.Writer
+	Resize(agentID string, cols, rows int)
+	Checkpoints(ctx context.Context) ([]merge.Checkpoint, error)
+	Dependents(ctx context.Context, taskID string) ([]string, error)
+}
+
+// Options configure Run.
+type Options struct {
+	Engine  Engine
+	Store   beads.Store
+	Config  config.Config
+	Version string
+	// Dir locates the session log and learnings shown by `l` and `L`.
+	Dir chorusdir.Dir
+	// Screen replaces the terminal (tests use a tcell simulation screen).
+	Screen tcell.Screen
+	// NoColor draws with attributes only; NO_COLOR in the environment
+	// sets it too.
+	NoColor bool
+	// Now is the clock for elapsed times (tests pin it).
+	Now func() time.Time
+	// FrameInterval bounds how often busy tiles redraw (default ~30 Hz).
+	FrameInterval time.Duration
+	// QuitGrace is how long "wait for agents" waits before forcing them
+	// to stop (default 30 s).
+	QuitGrace time.Duration
+}
+
+// panel is which side of the body has the keyboard.
+type panel int
+
+const (
+	panelTasks panel = iota
+	panelAgents
+)
+
+// UI is one running interface. Fields marked (ui) belong to the tview
+// event goroutine, (pump) to the pump goroutine.
+type UI struct {
+	o      Options
+	eng    Engine
+	app    *tview.Application
+	screen tcell.Screen
+	theme  theme
+	keys   *keymap
+	prefix keySpec
+
+	ctx    context.Context // cancelled when the UI ends; workers use it
+	cancel context.CancelFunc
+
+	// Pump inbox: appended by any goroutine, never blocking the sender.
+	inMu   sync.Mutex
+	inbox  []func()
+	inWake chan struct{}
+	busy   sync.WaitGroup // workers whose result has not reached the inbox
+	nBusy  atomic.Int64
+
+	quitOnce sync.Once
+	quitCh   chan struct{}
+
+	// (pump)
+	tiles       map[string]*tile.Tile
+	tasks       []beads.Task
+	loading     bool
+	reloadMore  bool
+	snap        orchestrator.Snapshot
+	labels      map[string]string
+	waitQuit    <-chan time.Time // set while "wait for agents" runs
+	logRing     []string
+	pumpPending []func()
+	lastRuntime time.Duration
+
+	// (ui)
+	vm          viewModel
+	pages       *tview.Pages
+	header      *lineView
+	footer      *lineView
+	taskList    *taskList
+	grid        *gridView
+	body        *tview.Flex
+	focus       panel
+	selTask     string
+	selAgent    string
+	gridSpec    string
+	full        bool
+	passthrough string
+	flash       present.Seg
+	over        *overlay
+	undo        []undoEntry
+	logView     func(line string) // feeds the open log overlay
+	quitting    bool
+
+	// keySeq/drawSeq let the latency benchmark see when a key's effect
+	// reached the screen.
+	keySeq  atomic.Int64
+	afterFn func()
+}
+
+// viewModel is what the pump hands the event goroutine: immutable once
+// built.
+type viewModel struct {
+	snap    orchestrator.Snapshot
+	tasks   []beads.Task
+	rows    []present.TaskRow
+	counts  present.Counts
+	agents  []string
+	tiles   map[string]*tile.Tile
+	labels  map[string]string
+	now     time.Time
+	runtime time.Duration
+	loaded  bool
+}
+
+// Run shows the interface until the user quits or ctx ends. The terminal
+// is restored on return and on a panic.
+func Run(ctx context.Context, o Options) error {
+	u, err := newUI(o)
+	if err != nil {
+		return err
+	}
+	return u.run(ctx)
+}
+
+func newUI(o Options) (*UI, error) {
+	if o.Engine == nil || o.Store == nil {
+		return nil, errors.New("ui: an engine and a task store are needed")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.FrameInterval <= 0 {
+		o.FrameInterval = tile.DefaultFrameInterval
+	}
+	if o.QuitGrace <= 0 {
+		o.QuitGrace = 30 * time.Second
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		o.NoColor = true
+	}
+	prefix, err := parseKey(o.Config.TUI.PrefixKey)
+	if err != nil {
+		return nil, fmt.Errorf("tui.prefixKey: %w", err)
+	}
+	u := &UI{o: o, eng: o.Engine, app: tview.NewApplication(), prefix: prefix,
+		inWake: make(chan struct{}, 1), quitCh: make(chan struct{}),
+		tiles: map[string]*tile.Tile{}, labels: map[string]string{},
+		gridSpec: o.Config.TUI.AgentGrid, focus: panelTasks}
+	if u.gridSpec == "" {
+		u.gridSpec = "auto"
+	}
+	u.theme = newTheme(o.NoColor)
+	u.keys = newKeymap()
+	if u.keys.has(prefix) {
+		return nil, fmt.Errorf("tui.prefixKey %s is already a Chorus key", o.Config.TUI.PrefixKey)
+	}
+	u.ctx, u.cancel = context.WithCancel(context.Background())
+	u.build()
+	return u, nil
+}
+
+// run owns the shutdown order: pump first, then app.Stop, then return so
+// the caller can stop the engine.
+func (u *UI) run(ctx context.Context) error {
+	defer u.cancel()
+	screen := u.o.Screen
+	if screen == nil {
+		s, err := tcell.NewScreen()
+		if err != nil {
+			return fmt.Errorf("opening the terminal: %w", err)
+		}
+		screen = s
+	}
+	u.screen = screen
+	u.app.SetScreen(screen)
+	u.app.EnableMouse(true).EnablePaste(true)
+	u.app.SetInputCapture(u.capture)
+	u.app.SetAfterDrawFunc(func(tcell.Screen) {
+		if u.afterFn != nil {
+			u.afterFn()
+		}
+	})
+
+	pumpCtx, stopPump := context.WithCancel(ctx)
+	pumpDone := make(chan struct{})
+	events := u.eng.Subscribe()
+	u.goSafe(func() {
+		defer close(pumpDone)
+		u.pump(pumpCtx, events)
+	})
+	appDone := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+		case <-u.quitCh:
+		case <-appDone:
+		}
+		stopPump()
+		<-pumpDone
+		u.app.Stop()
+	}()
+	err := u.app.Run()
+	close(appDone)
+	<-stopped
+	return err
+}
+
+// quit ends the UI; safe from any goroutine, never blocks.
+func (u *UI) quit() { u.quitOnce.Do(func() { close(u.quitCh) }) }
+
+// goSafe runs fn on a goroutine that restores the terminal before a panic
+// takes the process down.
+func (u *UI) goSafe(fn func()) {
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				if u.screen != nil {
+					u.screen.Fini()
+				}
+				fmt.Fprintf(os.Stderr, "chorus: panic: %v\n%s", p, debug.Stack())
+				panic(p)
+			}
+		}()
+		fn()
+	}()
+}
+
+// toPump queues fn for the pump goroutine. It never blocks, so key
+// handlers and Draw may call it.
+func (u *UI) toPump(fn func()) {
+	u.inMu.Lock()
+	u.inbox = append(u.inbox, fn)
+	u.inMu.Unlock()
+	select {
+	case u.inWake <- struct{}{}:
+	default:
+	}
+}
+
+// work runs fn on a worker goroutine; the func it returns runs on the
+// pump afterwards (nil for nothing).
+func (u *UI) work(fn func(ctx context.Context) func()) {
+	u.busy.Add(1)
+	u.nBusy.Add(1)
+	u.goSafe(func() {
+		defer func() { u.nBusy.Add(-1); u.busy.Done() }()
+		if next := fn(u.ctx); next != nil {
+			u.toPump(next)
+		} else {
+			u.toPump(func() {})
+		}
+	})
+}
