@@ -97,6 +97,9 @@ func (u *UI) setFlash(text string, c present.Class) { u.flash = present.Seg{Text
 // then the prefix key, then the key table.
 func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 	u.keySeq.Add(1)
+	if u.keyDone != nil {
+		defer func() { u.keyDone <- struct{}{} }()
+	}
 	if u.passthrough != "" {
 		if specOf(ev) == u.prefix {
 			u.endPassthrough()

@@ -32,6 +32,9 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 	apply := func(fn func()) { pending = append(pending, fn) }
 	u.refresh(apply)
 	u.loadTasks()
+	if u.pumpStarted != nil {
+		close(u.pumpStarted)
+	}
 	for {
 		dirty := false
 		select {
@@ -74,6 +77,10 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 					fn()
 				}
 			})
+			for _, fn := range u.afterFlush {
+				fn()
+			}
+			u.afterFlush = nil
 		}
 	}
 }

@@ -143,6 +143,15 @@ type UI struct {
 	// reached the screen.
 	keySeq  atomic.Int64
 	afterFn func()
+
+	// Test hooks: onScreen runs right after SetScreen (a simulation
+	// screen is sized there, as SetScreen resets it); keyDone hears about
+	// every key once its handler ran; afterFlush (pump) runs once the
+	// next QueueUpdateDraw has drawn.
+	onScreen    func(tcell.Screen)
+	pumpStarted chan struct{} // closed once the pump's first load is under way
+	keyDone     chan struct{}
+	afterFlush  []func()
 }
 
 // viewModel is what the pump hands the event goroutine: immutable once
@@ -221,6 +230,9 @@ func (u *UI) run(ctx context.Context) error {
 	}
 	u.screen = screen
 	u.app.SetScreen(screen)
+	if u.onScreen != nil {
+		u.onScreen(screen)
+	}
 	u.app.EnableMouse(true).EnablePaste(true)
 	u.app.SetInputCapture(u.capture)
 	u.app.SetAfterDrawFunc(func(tcell.Screen) {

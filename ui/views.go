@@ -282,7 +282,8 @@ func (g *gridView) Draw(s tcell.Screen) {
 			if id == u.passthrough {
 				label = "⌨ " + label
 			}
-			t.SetLabel(label)
+			// Cut the end, not tview's centred cut of both sides.
+			t.SetLabel(runewidth.Truncate(label, max(0, c.W-4), "…"))
 			t.SetBorderColor(bc)
 			t.SetTitleColor(tsColor(ts))
 			t.SetBorderAttributes(tsAttrs(ts))

@@ -398,23 +398,25 @@ func Footer(c Counts, snap orchestrator.Snapshot, runtime time.Duration, msg Seg
 	return l
 }
 
-// TileTitle is an agent tile's label: agent, task, iteration/max,
-// elapsed, progress, and what needs attention.
+// TileTitle is an agent tile's label: what needs attention first (so a
+// narrow tile still shows it), then agent, task, iteration/max, elapsed
+// and progress.
 func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
-	s := fmt.Sprintf("%s (%s) iter %d/%d | %s", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter, Duration(now.Sub(a.StartedAt)))
-	if a.Progress > 0 {
-		s += " | " + ProgressBar(a.Progress, 10)
-	}
-	switch {
-	case a.Status == orchestrator.AgentNeedsHelp:
-		s += " | NEEDS HELP"
-	case a.Status == orchestrator.AgentChecking:
-		s += " | checking"
-	case a.Status == orchestrator.AgentStopping:
-		s += " | stopping"
+	var s string
+	switch a.Status {
+	case orchestrator.AgentNeedsHelp:
+		s = "NEEDS HELP · "
+	case orchestrator.AgentChecking:
+		s = "checking · "
+	case orchestrator.AgentStopping:
+		s = "stopping · "
 	}
 	if a.Alert != "" {
-		s += " | ⚠"
+		s = "⚠ " + s
+	}
+	s += fmt.Sprintf("%s (%s) iter %d/%d | %s", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter, Duration(now.Sub(a.StartedAt)))
+	if a.Progress > 0 {
+		s += " | " + ProgressBar(a.Progress, 10)
 	}
 	return s
 }
