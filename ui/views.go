@@ -377,3 +377,35 @@ func (g *gridView) MouseHandler() func(action tview.MouseAction, event *tcell.Ev
 
 // tileFor returns the tile of an agent, if it has one yet.
 func (u *UI) tileFor(id string) *tile.Tile { return u.vm.tiles[id] }
+
+// typingTile is the tile keys pass through to, when it has focus.
+func (g *gridView) typingTile() *tile.Tile {
+	if t := g.u.tileFor(g.u.passthrough); t != nil && t.HasFocus() {
+		return t
+	}
+	return nil
+}
+
+// HasFocus includes the tile being typed into: tiles are drawn by the
+// grid, not tview children, so the focus chain goes through here.
+func (g *gridView) HasFocus() bool {
+	return g.typingTile() != nil || g.Box.HasFocus()
+}
+
+// InputHandler hands pass-through keys to the tile being typed into.
+func (g *gridView) InputHandler() func(event *tcell.EventKey, setFocus func(p tview.Primitive)) {
+	return g.WrapInputHandler(func(ev *tcell.EventKey, setFocus func(p tview.Primitive)) {
+		if t := g.typingTile(); t != nil {
+			t.InputHandler()(ev, setFocus)
+		}
+	})
+}
+
+// PasteHandler hands pastes to the tile being typed into.
+func (g *gridView) PasteHandler() func(text string, setFocus func(p tview.Primitive)) {
+	return g.WrapPasteHandler(func(text string, setFocus func(p tview.Primitive)) {
+		if t := g.typingTile(); t != nil {
+			t.PasteHandler()(text, setFocus)
+		}
+	})
+}

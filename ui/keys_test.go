@@ -1,0 +1,240 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gdamore/tcell/v2"
+
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/orchestrator"
+)
+
+// The key table has every key of the seed's shortcut table, none twice,
+// and help and hints are generated from it.
+func TestKeyTable(t *testing.T) {
+	table := defaultKeys()
+	if _, err := buildKeymap(table); err != nil {
+		t.Fatal(err)
+	}
+	km := newKeymap()
+	seed := []string{"j", "k", "Down", "Up", "Tab", "1", "9", "Enter", "s", "x", "r", "m", "Space", "a",
+		"n", "e", "b", "d", "f", "g", "l", "L", "R", "c", "u", "i", "M", "?", "q"}
+	for _, k := range seed {
+		ks, err := parseKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !km.has(ks) {
+			t.Errorf("seed key %s is not bound", k)
+		}
+	}
+	help := helpText(table, "Ctrl-G")
+	for _, a := range table {
+		if a.Desc == "" || a.Group == "" || a.Run == nil {
+			t.Errorf("incomplete entry %+v", a)
+		}
+		if !strings.Contains(help, a.Desc) || !strings.Contains(help, a.label()) {
+			t.Errorf("help lacks %q (%s)", a.Desc, a.label())
+		}
+	}
+	if !strings.Contains(help, "Ctrl-G") {
+		t.Error("help does not name the prefix key")
+	}
+	// A duplicate is refused.
+	dup := append(append([]keyAction(nil), table...), keyAction{Keys: []string{"q"}, Desc: "again"})
+	if _, err := buildKeymap(dup); err == nil {
+		t.Error("a key bound twice was accepted")
+	}
+}
+
+func TestPrefixKeyParsingAndCollision(t *testing.T) {
+	for _, k := range []string{"Ctrl-G", "Ctrl-]", "Ctrl-\\", "Alt-x"} {
+		if _, err := parseKey(k); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	_, _, o := fixture()
+	o.Config.TUI.PrefixKey = "Ctrl-C" // kill all
+	if _, err := newUI(o); err == nil {
+		t.Error("a prefix key that is a Chorus key was accepted")
+	}
+}
+
+// The help overlay shows the generated text.
+func TestHelpOverlayFromTable(t *testing.T) {
+	_, _, o := fixture()
+	d := startUI(t, o, 150, 50)
+	d.press("?")
+	for _, a := range defaultKeys() {
+		d.expect(a.Desc)
+	}
+	d.press("<Esc>")
+	if d.overlay() != "" {
+		t.Fatal("Esc did not close help")
+	}
+}
+
+// Dangerous keys ask first: nothing is sent until confirmed, and n
+// cancels.
+func TestDangerousKeysConfirm(t *testing.T) {
+	f, _, o := fixture()
+	d := startUI(t, o, 150, 40)
+	d.press("<Tab>") // agents panel: claude-ch-2n6 selected
+	for _, k := range []string{"x", "d", "<C-c>"} {
+		d.press(k)
+		if d.overlay() != ovConfirm {
+			t.Fatalf("%s: no confirmation (overlay %q)", k, d.overlay())
+		}
+		d.press("n")
+		if n := len(f.commands()); n != 0 {
+			t.Fatalf("%s: %d commands sent before confirming", k, n)
+		}
+	}
+	d.press("x", "y")
+	if c := f.commands(); len(c) != 1 || c[0].Kind != orchestrator.CmdStop || c[0].AgentID != "claude-ch-2n6" {
+		t.Fatalf("commands: %+v", c)
+	}
+	d.press("<C-c>", "y")
+	if c := f.commands(); c[len(c)-1].Kind != orchestrator.CmdKillAll {
+		t.Fatalf("commands: %+v", c)
+	}
+}
+
+// Ctrl-G hands every key, Chorus keys and Ctrl-C included, to the
+// selected agent until pressed again.
+func TestPrefixPassesKeysThrough(t *testing.T) {
+	f, _, o := fixture()
+	d := startUI(t, o, 150, 40)
+	d.press("<Tab>", "<C-g>")
+	if d.u.passthrough != "claude-ch-2n6" {
+		t.Fatalf("passthrough = %q", d.u.passthrough)
+	}
+	d.expect("keys → claude-ch-2n6")
+	d.press("q", "x", "?", "<C-c>", "<Enter>")
+	if got := f.input("claude-ch-2n6"); got != "qx?\x03\r" {
+		t.Fatalf("agent got %q", got)
+	}
+	if d.overlay() != "" || len(f.commands()) != 0 {
+		t.Fatalf("a Chorus key acted during pass-through: overlay %q, %+v", d.overlay(), f.commands())
+	}
+	d.press("<C-g>", "?")
+	if d.overlay() != ovHelp {
+		t.Fatal("keys did not come back to Chorus after the prefix")
+	}
+}
+
+// A click on a tile selects it; the wheel scrolls its scrollback.
+func TestMouseSelectsTileAndScrolls(t *testing.T) {
+	f, _, o := fixture()
+	emu := f.screens["claude-ch-ah6"]
+	for i := 0; i < 100; i++ {
+		emu.Write([]byte("line\r\n"))
+	}
+	d := startUI(t, o, 150, 40)
+	tl := d.u.vm.tiles["claude-ch-ah6"]
+	x, y, w, h := tl.GetInnerRect()
+	d.sim.InjectMouse(x+w/2, y+h/2, tcell.Button1, 0)
+	d.sim.InjectMouse(x+w/2, y+h/2, 0, 0)
+	d.sync()
+	d.sync()
+	if d.u.selAgent != "claude-ch-ah6" || d.u.focus != panelAgents {
+		t.Fatalf("click did not select the tile: %q %v", d.u.selAgent, d.u.focus)
+	}
+	d.sim.InjectMouse(x+w/2, y+h/2, tcell.WheelUp, 0)
+	d.sync()
+	d.sync()
+	if tl.ScrollOffset() == 0 {
+		t.Fatal("the wheel did not scroll the tile")
+	}
+}
+
+// Mode toggle, pause and their undo; block undone with retry; a failing
+// command shows its error.
+func TestUndo(t *testing.T) {
+	f, _, o := fixture()
+	f.onDo = func(c orchestrator.Command) {
+		switch c.Kind {
+		case orchestrator.CmdPause:
+			f.snap.Paused = true
+		case orchestrator.CmdResume:
+			f.snap.Paused = false
+		case orchestrator.CmdMode:
+			f.snap.Mode = c.Text
+		}
+	}
+	d := startUI(t, o, 150, 40)
+	d.press("m")
+	d.expect("autopilot")
+	d.press("<Space>")
+	d.expect("PAUSED")
+	d.press("u")
+	d.expectNot("⏸ PAUSED")
+	d.press("u")
+	if f.Snapshot().Mode != config.ModeSemiAuto {
+		t.Fatal("undo did not restore the mode")
+	}
+	d.press("j", "j") // ch-3y0 (open)
+	d.press("b")
+	if d.overlay() != ovPrompt {
+		t.Fatalf("block did not ask for a reason: %q", d.overlay())
+	}
+	d.press("not now", "<Enter>")
+	d.press("u")
+	c := f.commands()
+	if n := len(c); c[n-2].Kind != orchestrator.CmdBlock || c[n-2].Text != "not now" || c[n-1].Kind != orchestrator.CmdRetry || c[n-1].TaskID != c[n-2].TaskID {
+		t.Fatalf("block/undo: %+v", c)
+	}
+	d.press("u")
+	d.expect("nothing to undo")
+}
+
+// A slow command never freezes the UI: keys keep working while it runs.
+func TestSlowCommandDoesNotFreeze(t *testing.T) {
+	f, _, o := fixture()
+	f.blockDo = make(chan struct{})
+	d := startUI(t, o, 150, 40)
+	d.sim.InjectKey(tcell.KeyRune, 'c', 0) // checkpoint: blocks in Do
+	<-d.u.keyDone
+	d.sim.InjectKey(tcell.KeyRune, '?', 0)
+	<-d.u.keyDone
+	close(f.blockDo)
+	d.sync()
+	if d.overlay() != ovHelp {
+		t.Fatal("help did not open while a command was running")
+	}
+	if c := f.commands(); len(c) != 1 || c[0].Kind != orchestrator.CmdCheckpoint {
+		t.Fatalf("commands: %+v", c)
+	}
+}
+
+// Deferred tasks are shown but never selected.
+func TestDeferredNotSelectable(t *testing.T) {
+	_, _, o := fixture()
+	d := startUI(t, o, 150, 40)
+	for i := 0; i < 10; i++ {
+		d.press("j")
+		if d.u.selTask == "ch-v2x" {
+			t.Fatal("a deferred task was selected")
+		}
+	}
+	d.expect("deferred")
+}
+
+// New task through the form.
+func TestNewTaskForm(t *testing.T) {
+	_, st, o := fixture()
+	d := startUI(t, o, 150, 45)
+	d.press("n")
+	if d.overlay() != ovNewTask {
+		t.Fatalf("overlay %q", d.overlay())
+	}
+	d.press("Write docs", "<C-s>")
+	d.expect("t-new")
+	st.mu.Lock()
+	last := st.tasks[len(st.tasks)-1]
+	st.mu.Unlock()
+	if last.Title != "Write docs" || last.Priority != 2 {
+		t.Fatalf("created %+v", last)
+	}
+}
