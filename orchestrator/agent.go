@@ -52,7 +52,18 @@ type agentRun struct {
 	// closed is closed when the supervisor returns, so a pump that outlives
 	// it never blocks on a channel nobody reads.
 	closed chan struct{}
+	// sawBusy: the agent's screen has shown busyMarker, so typing into it
+	// waits for it to be idle and confirms by it turning busy.
+	sawBusy atomic.Bool
 }
+
+// busyMarker is on Claude Code's and Codex's screen while a turn runs
+// ("esc to interrupt"); busyWord is what of it survives in the raw output,
+// whose words are placed by cursor moves.
+const (
+	busyMarker = "to interrupt"
+	busyWord   = "interrupt"
+)
 
 type turnEvent struct {
 	sig    *signal.Signal
@@ -651,6 +662,9 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 	scan := func() {
 		text, next := r.screen.TextSince(from)
 		from = next
+		if !r.sawBusy.Load() && strings.Contains(text, busyMarker) {
+			r.sawBusy.Store(true)
+		}
 		var found []signal.Found
 		r.detect(func() { found = det.Snapshot(text) })
 		for _, f := range found {
@@ -702,12 +716,40 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 
 // typeInto delivers text to a live agent and verifies it arrived.
 func (r *agentRun) typeInto(p *ptyproc.Proc, text string) error {
-	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
-	defer cancel()
 	retry := func(attempt int) {
 		r.event(EvAlert, fmt.Sprintf("input not confirmed; pressing Enter again (attempt %d)", attempt), map[string]any{"inputRetry": attempt})
 	}
-	return p.Type(ctx, text, ptyproc.TypeOptions{Paste: r.screen.InputModes().BracketedPaste, OnRetry: retry})
+	opts := ptyproc.TypeOptions{Paste: r.screen.InputModes().BracketedPaste, OnRetry: retry}
+	if r.sawBusy.Load() {
+		// Claude Code shows text submitted while a turn runs as sent, yet
+		// drops it when the turn ends just then: type only into an idle
+		// agent, and count it delivered once a turn starts.
+		if err := r.waitIdle(p); err != nil {
+			return err
+		}
+		opts.Marker = busyWord
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	return p.Type(ctx, text, opts)
+}
+
+// waitIdle waits until the agent's screen no longer shows it busy. A turn
+// may run for as long as the agent works, so only the run's end or the
+// process's bounds the wait.
+func (r *agentRun) waitIdle(p *ptyproc.Proc) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for strings.Contains(r.screen.Text(), busyMarker) {
+		select {
+		case <-tick.C:
+		case <-p.Done():
+			return errors.New("the agent exited before it was ready for input")
+		case <-r.ctx.Done():
+			return context.Cause(r.ctx)
+		}
+	}
+	return nil
 }
 
 // stopProc ends the agent: the profile's exit input first when it has one,

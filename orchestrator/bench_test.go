@@ -61,7 +61,7 @@ func TestAutopilotCPUPerTask(t *testing.T) {
 	if os.Getenv("CHORUS_BENCH") == "" {
 		t.Skip("set CHORUS_BENCH=1")
 	}
-	for _, n := range []int{20, 200} {
+	for _, n := range benchSizes() {
 		h := newHarness(t, "run \"echo x > f-$CHORUS_TASK_ID\"\ncommit work\nsignal COMPLETE\n", func(c *config.Config) {
 			c.Mode = config.ModeAutopilot
 			c.Agents.MaxParallel = 8
@@ -107,4 +107,11 @@ func TestIdleCPU(t *testing.T) {
 	<-timer.C // the measurement window itself, not a wait for an event
 	cpu := selfCPU() - cpu0
 	t.Logf("8 idle agents, 60 s: Chorus CPU %v (%.3f%% of one core)", cpu, float64(cpu)/float64(60*time.Second)*100)
+}
+
+func benchSizes() []int {
+	if os.Getenv("CHORUS_BENCH_SIZES") == "200" {
+		return []int{200}
+	}
+	return []int{20, 200}
 }

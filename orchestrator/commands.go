@@ -278,6 +278,11 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 	case "completed":
 		e.st.Stats.TasksCompleted++
 		ev.Kind = EvCompleted
+		// Closed, and its merge is in the merge queue's own record: nothing
+		// left to recover, so state.json does not grow with the batch.
+		if tr := e.st.Tasks[r.taskID]; tr != nil && tr.Closed {
+			delete(e.st.Tasks, r.taskID)
+		}
 	case "blocked":
 		e.st.Stats.TasksBlocked++
 		ev.Kind = EvBlocked
@@ -316,7 +321,21 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	e.st.MergeQueue, e.st.MergeStats = old.MergeQueue, old.MergeStats
 	if e.merge != nil {
-		e.merge.Restore(old.MergeQueue, old.MergeStats)
+		hist, err := e.history.load()
+		if err != nil {
+			return err
+		}
+		live := map[string]bool{}
+		for _, it := range old.MergeQueue {
+			live[it.TaskID] = true
+		}
+		items := make([]merge.Item, 0, len(hist)+len(old.MergeQueue))
+		for _, it := range hist {
+			if !live[it.TaskID] {
+				items = append(items, it)
+			}
+		}
+		e.merge.Restore(append(items, old.MergeQueue...), old.MergeStats)
 	}
 	e.st.Checkpoint = old.Checkpoint
 	for id, a := range old.Agents {

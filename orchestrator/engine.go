@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -86,10 +87,11 @@ type Snapshot struct {
 
 // Engine is the orchestrator.
 type Engine struct {
-	opt   Options
-	cfg   config.Config // immutable after New
-	wt    *worktree.Manager
-	merge *merge.Service // nil with NoMerge
+	opt     Options
+	cfg     config.Config // immutable after New
+	wt      *worktree.Manager
+	merge   *merge.Service // nil with NoMerge
+	history *mergeHistory
 
 	msgs    chan func()
 	changed chan struct{}
@@ -135,6 +137,7 @@ func New(opt Options) (*Engine, error) {
 		runs:     map[string]*agentRun{},
 		st:       newState(opt.Config.Mode),
 		loopDone: make(chan struct{}),
+		history:  &mergeHistory{path: filepath.Join(opt.Dir.Path, "merge-history.jsonl"), done: map[string]string{}},
 	}
 	if !opt.NoMerge {
 		exe := opt.ChorusExe
@@ -228,7 +231,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case fn := <-e.msgs:
-			e.handle(fn)
+			e.handleBatch(fn)
 		case <-tick.C:
 			e.checkTimeouts()
 			e.checkBudgets()
@@ -263,6 +266,30 @@ func (e *Engine) serveUntil(done <-chan error) {
 func (e *Engine) handle(fn func()) {
 	e.dirty = true
 	fn()
+	e.after()
+}
+
+// handleBatch applies fn and whatever else is already waiting, then
+// persists and publishes once: under load state.json is written per batch,
+// not per message. Anything that needs the file written before it acts
+// (the merge service's Persist) saves explicitly.
+func (e *Engine) handleBatch(fn func()) {
+	dirty := false
+	for i := 0; ; i++ {
+		e.dirty = true
+		fn()
+		dirty = dirty || e.dirty
+		if i == 63 {
+			break
+		}
+		select {
+		case fn = <-e.msgs:
+			continue
+		default:
+		}
+		break
+	}
+	e.dirty = dirty
 	e.after()
 }
 

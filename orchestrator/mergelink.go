@@ -1,10 +1,14 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
@@ -30,7 +34,11 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // loop while the loop runs, directly otherwise.
 func (e *Engine) persistMerge(items []merge.Item, st merge.Stats) error {
 	apply := func() error {
-		e.st.MergeQueue, e.st.MergeStats = items, st
+		active, err := e.history.split(items)
+		if err != nil {
+			return err
+		}
+		e.st.MergeQueue, e.st.MergeStats = active, st
 		e.st.Stats.MergesAuto, e.st.Stats.MergesManual = st.MergesAuto, st.MergesManual
 		return e.st.save(e.opt.Dir.State())
 	}
@@ -70,13 +78,14 @@ func (e *Engine) forwardMerge(ctx context.Context) {
 				if ev.Kind == merge.EventLanded {
 					e.needReady = true
 				}
+				e.dirty = false // the merge service persists its own changes
 			}:
 			case <-ctx.Done():
 				return
 			}
 		case <-e.merge.Changed():
 			select {
-			case e.msgs <- func() {}: // after() republishes with the new queue
+			case e.msgs <- func() { e.dirty = false }: // after() republishes with the new queue
 			case <-ctx.Done():
 				return
 			}
@@ -244,4 +253,89 @@ func (e *Engine) rollbackIteration(ctx context.Context, agentID string) error {
 	default:
 	}
 	return nil
+}
+
+// mergeHistory keeps finished merges out of state.json: a landed and
+// cleaned-up item is appended once to .chorus/merge-history.jsonl, so the
+// state file — rewritten after every transition — holds only the live
+// queue and does not grow with the session.
+type mergeHistory struct {
+	mu   sync.Mutex
+	path string
+	done map[string]string // task id -> merge commit already written
+}
+
+func (h *mergeHistory) final(it merge.Item) bool {
+	return it.Status == merge.StatusLanded && it.Cleaned
+}
+
+// split appends newly finished items to the history file and returns the
+// rest.
+func (h *mergeHistory) split(items []merge.Item) ([]merge.Item, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var active []merge.Item
+	var add []byte
+	for _, it := range items {
+		if !h.final(it) {
+			active = append(active, it)
+			continue
+		}
+		if h.done[it.TaskID] == it.MergeCommit {
+			continue
+		}
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, err
+		}
+		add = append(append(add, b...), '\n')
+		h.done[it.TaskID] = it.MergeCommit
+	}
+	if len(add) > 0 {
+		f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		_, err = f.Write(add)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return active, nil
+}
+
+// load reads the history; the last record of a task wins. A damaged line
+// (a crash mid-append) is skipped: the item is still in state.json then.
+func (h *mergeHistory) load() ([]merge.Item, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b, err := os.ReadFile(h.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	byTask := map[string]int{}
+	var out []merge.Item
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		var it merge.Item
+		if len(bytes.TrimSpace(l)) == 0 || json.Unmarshal(l, &it) != nil {
+			continue
+		}
+		h.done[it.TaskID] = it.MergeCommit
+		if i, ok := byTask[it.TaskID]; ok {
+			out[i] = it
+			continue
+		}
+		byTask[it.TaskID] = len(out)
+		out = append(out, it)
+	}
+	return out, nil
 }

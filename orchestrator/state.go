@@ -132,7 +132,9 @@ func LoadState(path string) (*State, error) {
 }
 
 func (s *State) save(path string) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	// Compact: the file is rewritten after every transition and grows with
+	// the merge history; indenting it cost more than everything else.
+	b, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
