@@ -41,6 +41,7 @@ signal COMPLETE
 	t.Logf("seed %d", seed)
 	kills := 0
 	finished := false
+	var last []string
 	for run := 0; run < 40 && !finished; run++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		cmd := exec.CommandContext(ctx, chorusBinary(t), "-C", dir, "--autopilot", "--headless", "--max-agents", "3")
@@ -75,15 +76,16 @@ signal COMPLETE
 				// Tasks interrupted mid-merge may need one more run; anything
 				// else is a failure.
 				if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitUnfinished {
-					t.Fatalf("run %d: %v\n%s", run, err, strings.Join(transcript, "\n"))
+					t.Fatalf("run %d: %v\n%s\nholders: %s", run, err, strings.Join(transcript, "\n"), lockHolders(filepath.Join(dir, ".chorus/chorus.lock")))
 				}
+				last = transcript
 				continue
 			}
 			finished = true
 		}
 	}
 	if !finished {
-		t.Fatalf("the batch never finished after %d kills", kills)
+		t.Fatalf("the batch never finished after %d kills; last run:\n%s", kills, strings.Join(last, "\n"))
 	}
 	t.Logf("%d kills", kills)
 	mainLog, _ := exec.Command("git", "-C", dir, "log", "--format=%B", "main").Output()
@@ -93,7 +95,10 @@ signal COMPLETE
 			t.Errorf("%s not closed: %s", id, r.stdout)
 		}
 		if n := strings.Count(string(mainLog), "Chorus-Task: "+id+"\n"); n != 1 {
-			t.Errorf("%s merged %d times", id, n)
+			hist, _ := os.ReadFile(filepath.Join(dir, ".chorus/merge-history.jsonl"))
+			state, _ := os.ReadFile(filepath.Join(dir, ".chorus/state.json"))
+			events, _ := exec.Command("grep", id, filepath.Join(dir, ".chorus/session-log.jsonl")).Output()
+			t.Errorf("%s merged %d times\nhistory: %s\nstate: %s\nevents:\n%s", id, n, hist, state, events)
 		}
 	}
 	// Every agent commit is reachable from a ref.
@@ -118,4 +123,18 @@ signal COMPLETE
 	if _, err := os.Stat(filepath.Join(dir, ".chorus/chorus.lock")); !os.IsNotExist(err) {
 		t.Errorf("lock file left: %v", err)
 	}
+}
+
+// lockHolders names the processes with the lock file open, for failures.
+func lockHolders(path string) string {
+	var out []string
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == path {
+			pid := strings.Split(fd, "/")[2]
+			cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			out = append(out, pid+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -253,6 +253,7 @@ type summary struct {
 	needsHuman                                []string
 	tasks                                     []string // in order of first appearance
 	seen                                      map[string]bool
+	spent                                     map[string]orchestrator.Usage // closed tasks, from their completion
 }
 
 func (s *summary) add(ev orchestrator.Event) {
@@ -266,6 +267,12 @@ func (s *summary) add(ev orchestrator.Event) {
 	switch ev.Kind {
 	case orchestrator.EvCompleted:
 		s.closed++
+		if u, ok := ev.Fields["usage"].(orchestrator.Usage); ok {
+			if s.spent == nil {
+				s.spent = map[string]orchestrator.Usage{}
+			}
+			s.spent[ev.Task] = u
+		}
 	case orchestrator.EvFailed:
 		s.failed++
 	case orchestrator.EvBlocked:
@@ -288,8 +295,12 @@ func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Durat
 	if !snap.Usage.IsZero() {
 		fmt.Fprintf(w, "  usage: %s\n", snap.Usage)
 		for _, id := range s.tasks {
-			if tr := snap.Tasks[id]; tr != nil && !tr.Usage.IsZero() {
-				fmt.Fprintf(w, "    %s: %s\n", line(id), tr.Usage)
+			u, ok := s.spent[id]
+			if tr := snap.Tasks[id]; !ok && tr != nil {
+				u = tr.Usage
+			}
+			if !u.IsZero() {
+				fmt.Fprintf(w, "    %s: %s\n", line(id), u)
 			}
 		}
 	}

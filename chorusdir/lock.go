@@ -44,7 +44,8 @@ func (d Dir) Acquire(command string) (*Lock, error) {
 		return nil, err
 	}
 	path := d.Lock()
-	for attempt := 0; attempt < 5; attempt++ {
+	deadline := time.Now().Add(3 * time.Second)
+	for attempt := 0; attempt < 100; attempt++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return nil, err
@@ -53,6 +54,12 @@ func (d Dir) Acquire(command string) (*Lock, error) {
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
 				h, _ := readHolder(path)
+				if !processAlive(h.PID) && time.Now().Before(deadline) {
+					// The holder died; a child it was starting at that
+					// moment still has the descriptor until its exec.
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
 				return nil, &HeldError{Path: path, Holder: h}
 			}
 			return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -109,7 +116,9 @@ func (d Dir) InspectLock() (LockState, error) {
 	st := LockState{Present: true}
 	st.Holder, _ = readHolder(path)
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		st.Held = errors.Is(err, syscall.EWOULDBLOCK)
+		// A dead holder's lock can linger for a moment in a child it was
+		// starting; that is not a running Chorus.
+		st.Held = errors.Is(err, syscall.EWOULDBLOCK) && processAlive(st.Holder.PID)
 		return st, nil
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
@@ -130,4 +139,13 @@ func sameFile(f *os.File, path string) bool {
 	a, err1 := f.Stat()
 	b, err2 := os.Stat(path)
 	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// processAlive reports whether pid exists (on this host).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -55,6 +55,9 @@ type agentRun struct {
 	// sawBusy: the agent's screen has shown busyMarker, so typing into it
 	// waits for it to be idle and confirms by it turning busy.
 	sawBusy atomic.Bool
+	// meters are the transcript readers of this run's processes; their
+	// last reading is booked before the run finishes.
+	meters sync.WaitGroup
 }
 
 // busyMarker is on Claude Code's and Codex's screen while a turn runs
@@ -179,6 +182,7 @@ func (e *Engine) startTask(taskID, profile string) {
 func (r *agentRun) main(taskPicksAgent bool) {
 	defer r.e.wg.Done()
 	out := r.work(taskPicksAgent)
+	r.waitMeters()
 	close(r.closed)
 	r.e.post(func() { r.e.finish(r, out) })
 }
@@ -459,7 +463,13 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 					return turnResult{done: r.cancelled(t, wt, *pp)}
 				}
 				if ok {
-					return turnResult{done: r.complete(t, wt, *pp)}
+					done, failure := r.complete(t, wt, *pp)
+					if done == nil {
+						*pp = nil // stopped for the commit; the next iteration respawns
+						r.update(func(st *State, a *AgentState) { a.Status = AgentRunning })
+						return turnResult{failure: failure}
+					}
+					return turnResult{done: done}
 				}
 				r.update(func(st *State, a *AgentState) { a.Status = AgentRunning })
 				return turnResult{failure: describeFailure(results)}
@@ -493,11 +503,14 @@ func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Pr
 }
 
 // complete records a finished task: it closes it and queues the merge.
-func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) *outcome {
+func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) (*outcome, string) {
 	e := r.e
 	r.stopProc(p)
-	// Work the agent left uncommitted is part of the result.
-	r.commitWIP(wt, "final changes")
+	// Work the agent left uncommitted is part of the result; if it cannot
+	// be committed, the task is not done (merging would lose it).
+	if err := r.commitWIP(wt, "final changes"); err != nil {
+		return nil, "Your work could not be committed: " + err.Error()
+	}
 	req := merge.Request{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
 		Worktree: wt.Dir, Priority: t.Priority, DependsOn: t.BlockedBy()}
 	r.update(func(s *State, a *AgentState) {
@@ -518,7 +531,7 @@ func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc)
 		r.event(EvError, "closing the task: "+err.Error(), nil)
 	}
 	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = true })
-	return &outcome{kind: "completed"}
+	return &outcome{kind: "completed"}, ""
 }
 
 // closeOnce closes a task unless it is closed already, so recovery can
@@ -569,15 +582,24 @@ func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc
 	return &outcome{kind: "released", reason: cause.Error()}
 }
 
-func (r *agentRun) commitWIP(wt worktree.Worktree, why string) {
+// commitWIP commits whatever the stopped agent left uncommitted, so no
+// work is lost. The agent is gone: any git lock it left behind is stale.
+func (r *agentRun) commitWIP(wt worktree.Worktree, why string) error {
 	if wt.Dir == "" {
-		return
+		return nil
 	}
-	if ok, err := r.e.wt.CommitWIP(context.Background(), wt, fmt.Sprintf("wip(%s): %s [%s]", r.taskID, why, r.taskID)); err != nil {
+	if removed, err := r.e.wt.ClearStaleLocks(wt); err == nil && len(removed) > 0 {
+		r.event(EvAlert, "removed a stale git lock the agent left: "+strings.Join(removed, ", "), nil)
+	}
+	ok, err := r.e.wt.CommitWIP(context.Background(), wt, fmt.Sprintf("wip(%s): %s [%s]", r.taskID, why, r.taskID))
+	if err != nil {
 		r.event(EvError, "committing work in progress: "+err.Error(), nil)
-	} else if ok {
+		return err
+	}
+	if ok {
 		r.event(EvAlert, "uncommitted work saved as a WIP commit on "+wt.Branch, nil)
 	}
+	return nil
 }
 
 func (r *agentRun) diffStat(wt worktree.Worktree, base string) string {
@@ -645,7 +667,11 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	r.event(EvStarted, strings.Join(r.argv(t, "…")[:1], " "), map[string]any{"pid": pid, "iteration": it})
 	go r.pump(p, gen, det)
 	if isClaudeTerminal(r.profile) {
-		go r.meterTranscripts(newTranscriptMeter(claudeConfigDir(r.env(it)), wt.Dir, spawned), p.Done())
+		r.meters.Add(1)
+		go func() {
+			defer r.meters.Done()
+			r.meterTranscripts(newTranscriptMeter(claudeConfigDir(r.env(it)), wt.Dir, spawned), p.Done())
+		}()
 	}
 	if r.profile.Prompt == config.PromptType {
 		if err := r.typeInto(p, prompt); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
+	"github.com/chorus-dev/chorus/orchestrator/worktree"
 )
 
 // Command kinds. Commands are plain data so any front end (or, later, a
@@ -281,6 +282,7 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 		// Closed, and its merge is in the merge queue's own record: nothing
 		// left to recover, so state.json does not grow with the batch.
 		if tr := e.st.Tasks[r.taskID]; tr != nil && tr.Closed {
+			ev.Fields = map[string]any{"usage": tr.Usage} // its last word on what it cost
 			delete(e.st.Tasks, r.taskID)
 		}
 	case "blocked":
@@ -325,17 +327,28 @@ func (e *Engine) Recover(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		live := map[string]bool{}
-		for _, it := range old.MergeQueue {
-			live[it.TaskID] = true
-		}
-		items := make([]merge.Item, 0, len(hist)+len(old.MergeQueue))
+		// The history is appended before state.json is rewritten, so after
+		// a crash in between, a task's history record can be newer than its
+		// queue entry: the same item (same Seq) finished. A queue entry with
+		// a higher Seq is a later merge of the task (after a rollback).
+		final := map[string]merge.Item{}
 		for _, it := range hist {
-			if !live[it.TaskID] {
+			final[it.TaskID] = it
+		}
+		var items []merge.Item
+		for _, it := range old.MergeQueue {
+			if h, ok := final[it.TaskID]; ok && h.Seq >= it.Seq {
+				continue
+			}
+			delete(final, it.TaskID)
+			items = append(items, it)
+		}
+		for _, it := range hist {
+			if _, ok := final[it.TaskID]; ok {
 				items = append(items, it)
 			}
 		}
-		e.merge.Restore(append(items, old.MergeQueue...), old.MergeStats)
+		e.merge.Restore(items, old.MergeStats)
 	}
 	e.st.Checkpoint = old.Checkpoint
 	for id, a := range old.Agents {
@@ -348,6 +361,11 @@ func (e *Engine) Recover(ctx context.Context) error {
 			}
 			_ = syscall.Kill(-a.PID, syscall.SIGKILL)
 			e.emit(Event{Kind: EvRecovered, Agent: id, Task: a.TaskID, Text: "ended an orphaned agent process"})
+		}
+		if a.Worktree != "" {
+			// Its git commands died with it; their locks would block the
+			// next commit in that worktree.
+			_, _ = e.wt.ClearStaleLocks(worktree.Worktree{Dir: a.Worktree, Branch: a.Branch})
 		}
 		tr := e.st.Tasks[a.TaskID]
 		if tr != nil && tr.Completed && !tr.Closed {
@@ -379,8 +397,10 @@ func (e *Engine) Recover(ctx context.Context) error {
 		}
 	}
 	queued := map[string]bool{}
-	for _, it := range old.MergeQueue {
-		queued[it.TaskID] = true
+	if e.merge != nil {
+		for _, it := range e.merge.Snapshot().Items { // live queue and history
+			queued[it.TaskID] = true
+		}
 	}
 	for id, tr := range e.st.Tasks {
 		if e.merge != nil && tr.Completed && tr.Merge != nil && !queued[id] {

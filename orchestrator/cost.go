@@ -73,9 +73,12 @@ func (e *Engine) addUsage(agentID, taskID string, d Usage) {
 	if a := e.st.Agents[agentID]; a != nil {
 		a.Usage = a.Usage.add(d)
 	}
-	if taskID != "" {
-		tr := e.st.run(taskID)
+	// A closed task's record is dropped when it finishes (its figures
+	// went out with EvCompleted); a late reading must not bring it back.
+	if tr := e.st.Tasks[taskID]; tr != nil {
 		tr.Usage = tr.Usage.add(d)
+	} else if taskID != "" && e.taskRunning(taskID) {
+		e.st.run(taskID).Usage = d
 	}
 	e.st.Usage = e.st.Usage.add(d)
 	e.checkBudgets()
@@ -92,6 +95,18 @@ func (r *agentRun) reportUsage(d Usage) {
 	select {
 	case r.e.msgs <- func() { r.e.addUsage(id, task, d) }:
 	case <-r.e.loopDone:
+	}
+}
+
+// waitMeters waits for the run's transcript readers, which end with their
+// processes; the bound keeps a process that outlived its run from holding
+// the run open.
+func (r *agentRun) waitMeters() {
+	done := make(chan struct{})
+	go func() { r.meters.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
 	}
 }
 

@@ -625,3 +625,33 @@ func resolve(p string) (string, error) {
 		p = parent
 	}
 }
+
+// ClearStaleLocks removes git's lock files (index.lock, HEAD.lock) from a
+// worktree's private git directory. Only call it when no process can be
+// using the worktree — its agent is stopped or died with a crashed Chorus —
+// since a killed `git add` leaves index.lock behind and every later commit
+// there would fail.
+func (m *Manager) ClearStaleLocks(wt Worktree) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(wt.Dir, ".git"))
+	if err != nil {
+		return nil, err
+	}
+	line := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(line, "gitdir:") {
+		return nil, fmt.Errorf("worktree: %s/.git is not a gitdir file", wt.Dir)
+	}
+	gd := strings.TrimSpace(strings.TrimPrefix(line, "gitdir:"))
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(wt.Dir, gd)
+	}
+	var removed []string
+	for _, name := range []string{"index.lock", "HEAD.lock", "ORIG_HEAD.lock"} {
+		p := filepath.Join(gd, name)
+		if err := os.Remove(p); err == nil {
+			removed = append(removed, p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
