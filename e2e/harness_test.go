@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 
 // wait bounds every wait on the real CLIs: long enough for a loaded
 // machine, short enough that a hang fails with the events seen.
-const wait = 3 * time.Minute
+var wait = 3 * time.Minute
 
 type harness struct {
 	t      *testing.T
@@ -222,7 +222,12 @@ func (h *harness) report() string {
 	for _, r := range h.srv.Requests() {
 		fmt.Fprintf(&b, "  %s %s kind=%s script=%d index=%d status=%d last=%.120q\n", r.API, r.Path, r.Kind, r.Script, r.Index, r.Status, r.LastUser)
 	}
-	for id := range h.eng.Snapshot().Agents {
+	snap := h.eng.Snapshot()
+	fmt.Fprintf(&b, "session usage: %+v\n", snap.Usage)
+	for id, tr := range snap.Tasks {
+		fmt.Fprintf(&b, "task %s: iterations %d, usage %+v\n", id, tr.Iterations, tr.Usage)
+	}
+	for id := range snap.Agents {
 		if s := h.eng.Screen(id); s != nil {
 			fmt.Fprintf(&b, "screen of %s:\n%s\n", id, s.Text())
 		}
@@ -279,4 +284,65 @@ func (h *harness) worktree(profile, id string) string {
 // commit is a shell line that commits everything with the task's trailer.
 func commit(msg, id string) string {
 	return fmt.Sprintf("git add -A && git commit -q -m '%s [%s]'", msg, id)
+}
+
+// until polls cond: for state that announces no change (a terminal
+// screen), checked every 50ms up to the deadline.
+func (h *harness) until(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: not seen\n%s", what, h.report())
+		}
+		select {
+		case ev := <-h.events:
+			h.log = append(h.log, ev)
+		case <-tick.C:
+		}
+	}
+}
+
+// screen is the text of an agent's terminal, scrollback included.
+func (h *harness) screen(agent string) string {
+	if s := h.eng.Screen(agent); s != nil {
+		return s.AllText()
+	}
+	return ""
+}
+
+// completedUsage is what a task cost, as its completion event reports it.
+func (h *harness) completedUsage(id string) orchestrator.Usage {
+	h.t.Helper()
+	for _, ev := range h.log {
+		if ev.Kind == orchestrator.EvCompleted && ev.Task == id {
+			u, ok := ev.Fields["usage"].(orchestrator.Usage)
+			if !ok {
+				h.t.Fatalf("completion of %s reports no usage: %+v", id, ev.Fields)
+			}
+			return u
+		}
+	}
+	h.t.Fatalf("%s not completed\n%s", id, h.report())
+	return orchestrator.Usage{}
+}
+
+// served is how many conversation turns of script i the server answered
+// with index idx.
+func (h *harness) served(script, idx int) bool {
+	for _, r := range h.srv.Requests() {
+		if r.Kind == "turn" && r.Script == script && r.Index == idx && r.Status == 200 {
+			return true
+		}
+	}
+	return false
+}
+
+func runSh(dir, script string) (string, error) {
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/chorus-dev/chorus/beads"
@@ -67,13 +66,8 @@ func TestCodexHeadlessCompletes(t *testing.T) {
 // what the model server reported.
 func checkUsage(t *testing.T, h *harness, id string, in, out, cacheRead int64, costed bool) {
 	t.Helper()
-	_ = strings.TrimSpace
 	snap := h.eng.Snapshot()
-	tr := snap.Tasks[id]
-	if tr == nil {
-		t.Fatalf("no task run for %s", id)
-	}
-	u := tr.Usage
+	u := h.completedUsage(id)
 	if u.Input != in || u.Output != out || u.CacheRead != cacheRead {
 		t.Errorf("task usage %+v; want input %d, output %d, cache read %d", u, in, out, cacheRead)
 	}

@@ -126,11 +126,13 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// Add registers a script. Scripts may be added while CLIs run.
-func (s *Server) Add(sc Script) {
+// Add registers a script and returns its index (Request.Script).
+// Scripts may be added while CLIs run.
+func (s *Server) Add(sc Script) int {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.scripts = append(s.scripts, sc)
-	s.mu.Unlock()
+	return len(s.scripts) - 1
 }
 
 // Requests returns what was served so far.
