@@ -30,7 +30,8 @@ type driver struct {
 	t    *testing.T
 	u    *UI
 	sim  tcell.SimulationScreen
-	done chan error
+	done chan struct{} // closed when run returned, with err set
+	err  error
 }
 
 // startUI runs the UI for o on a w×h simulation screen.
@@ -46,13 +47,16 @@ func startUI(t *testing.T, o Options, w, h int) *driver {
 	u.onScreen = func(tcell.Screen) { sim.SetSize(w, h) }
 	u.keyDone = make(chan struct{}, 64)
 	u.pumpStarted = make(chan struct{})
-	d := &driver{t: t, u: u, sim: sim, done: make(chan error, 1)}
+	d := &driver{t: t, u: u, sim: sim, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { d.done <- u.run(ctx) }()
+	go func() {
+		d.err = u.run(ctx)
+		close(d.done)
+	}()
 	select {
 	case <-u.pumpStarted:
-	case err := <-d.done:
-		t.Fatalf("the UI ended: %v", err)
+	case <-d.done:
+		t.Fatalf("the UI ended: %v", d.err)
 	}
 	t.Cleanup(func() {
 		cancel()
@@ -75,6 +79,7 @@ func (d *driver) sync() {
 		// With nothing in flight before the round, every result is already
 		// queued ahead of it.
 		idle := d.u.nBusy.Load() == 0
+		started := d.u.nWork.Load()
 		done := make(chan struct{})
 		d.u.toPump(func() {
 			d.u.refresh(d.u.pumpApply)
@@ -83,13 +88,26 @@ func (d *driver) sync() {
 		select {
 		case <-done:
 		case <-d.done:
-			d.t.Fatal("the UI stopped")
+			return // it quit: nothing more to wait for
 		case <-time.After(waitLimit):
 			d.t.Fatal("the UI never became idle")
 		}
-		if idle && d.u.nBusy.Load() == 0 {
+		if idle && d.u.nWork.Load() == started {
 			return
 		}
+	}
+}
+
+// quitted waits for the UI to end by itself.
+func (d *driver) quitted() {
+	d.t.Helper()
+	select {
+	case <-d.done:
+		if d.err != nil {
+			d.t.Fatal(d.err)
+		}
+	case <-time.After(waitLimit):
+		d.t.Fatal("the UI did not quit")
 	}
 }
 
@@ -99,6 +117,8 @@ func (d *driver) key(k tcell.Key, r rune, mod tcell.ModMask) {
 	d.sim.InjectKey(k, r, mod)
 	select {
 	case <-d.u.keyDone:
+	case <-d.done:
+		return
 	case <-time.After(waitLimit):
 		d.t.Fatalf("key %v %q never handled", k, r)
 	}

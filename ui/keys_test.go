@@ -3,6 +3,7 @@ package ui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gdamore/tcell/v2"
 
@@ -236,5 +237,17 @@ func TestNewTaskForm(t *testing.T) {
 	st.mu.Unlock()
 	if last.Title != "Write docs" || last.Priority != 2 {
 		t.Fatalf("created %+v", last)
+	}
+}
+
+// "Wait" with agents that do not finish ends after the grace period.
+func TestQuitWaitForcesAfterGrace(t *testing.T) {
+	f, _, o := fixture()
+	o.QuitGrace = time.Millisecond
+	d := startUI(t, o, 150, 40)
+	d.press("q", "w")
+	d.quitted()
+	if c := f.commands(); len(c) != 1 || c[0].Kind != orchestrator.CmdPause {
+		t.Fatalf("commands: %+v", c)
 	}
 }

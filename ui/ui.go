@@ -103,6 +103,7 @@ type UI struct {
 	inWake chan struct{}
 	busy   sync.WaitGroup // workers whose result has not reached the inbox
 	nBusy  atomic.Int64
+	nWork  atomic.Int64 // workers ever started (the test barrier's clock)
 
 	quitOnce sync.Once
 	quitCh   chan struct{}
@@ -304,6 +305,7 @@ func (u *UI) toPump(fn func()) {
 func (u *UI) work(fn func(ctx context.Context) func()) {
 	u.busy.Add(1)
 	u.nBusy.Add(1)
+	u.nWork.Add(1)
 	u.goSafe(func() {
 		defer func() { u.nBusy.Add(-1); u.busy.Done() }()
 		if next := fn(u.ctx); next != nil {

@@ -1,0 +1,454 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/orchestrator/signal"
+)
+
+// chorusBin is the real chorus binary: scripted agents run its
+// `scripted-agent` and `signal` commands. Built once, only when a test
+// asks for it.
+var chorusBin string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chorusBin != "" {
+		os.RemoveAll(filepath.Dir(chorusBin))
+	}
+	os.Exit(code)
+}
+
+func buildChorus(t *testing.T) string {
+	t.Helper()
+	if chorusBin != "" {
+		return chorusBin
+	}
+	dir, err := os.MkdirTemp("", "chorus-ui-bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "chorus")
+	_, file, _, _ := runtime.Caller(0)
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/chorus")
+	cmd.Dir = filepath.Dir(filepath.Dir(file))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building chorus: %v\n%s", err, out)
+	}
+	chorusBin = bin
+	return bin
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// session is a real engine on a temporary repository, agents scripted.
+type session struct {
+	t      *testing.T
+	root   string
+	store  beads.Store
+	cfg    config.Config
+	eng    *orchestrator.Engine
+	events <-chan orchestrator.Event
+	log    []orchestrator.Event
+}
+
+func newSession(t *testing.T, script string, tweak func(*config.Config)) *session {
+	t.Helper()
+	bin := buildChorus(t)
+	root := t.TempDir()
+	git(t, root, "init", "-q", "-b", "main")
+	git(t, root, "config", "user.email", "t@example.com")
+	git(t, root, "config", "user.name", "T")
+	os.WriteFile(filepath.Join(root, "README"), []byte("hi\n"), 0o644)
+	git(t, root, "add", ".")
+	git(t, root, "commit", "-q", "-m", "init")
+	cfg := config.Default()
+	cfg.Project.TaskIDPrefix = "t"
+	prof := config.AgentProfile{Command: bin, Args: []string{"scripted-agent", "--script", filepath.Join(root, "agent.script")}, Prompt: config.PromptArg}
+	cfg.Agents.Available["script"] = prof
+	cfg.Agents.Available["script2"] = prof
+	cfg.Agents.Default = "script"
+	cfg.Completion.StopGraceSeconds = 2
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	if _, err := config.Install(root, cfg); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "agent.script"), []byte(script), 0o644)
+	git(t, root, "add", "-A")
+	git(t, root, "commit", "-q", "-m", "chorus setup")
+	st, err := beads.Open(context.Background(), beads.OpenOptions{RepoDir: root, Prefix: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &session{t: t, root: root, store: st, cfg: cfg}
+}
+
+func (s *session) task(id, title string, prio int) {
+	s.t.Helper()
+	if _, err := s.store.Create(context.Background(), title, beads.CreateOptions{ID: id, Priority: prio, PrioritySet: true}); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// start runs the engine and a UI on it, as `chorus` does, and stops
+// them in the app's order at the end of the test.
+func (s *session) start(w, h int) *driver {
+	s.t.Helper()
+	dir := chorusdir.At(s.root)
+	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: s.cfg, Store: s.store, Target: "main", ChorusExe: s.t.TempDir() + "/unused", Cols: 80, Rows: 24})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	// `chorus signal` must reach this engine: agents find chorus on PATH.
+	s.t.Setenv("PATH", filepath.Dir(chorusBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := eng.Recover(context.Background()); err != nil {
+		s.t.Fatal(err)
+	}
+	s.eng = eng
+	s.events = eng.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	go func() {
+		ch, err := signal.Watch(ctx, dir.Path)
+		if err != nil {
+			return
+		}
+		for env := range ch {
+			if env.Err == nil {
+				_ = eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
+			}
+			_ = env.Ack()
+		}
+	}()
+	// Registered first, so it runs after the UI's cleanup: UI, then engine.
+	s.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	// The quit grace is long enough that only a finished agent ends a wait.
+	return startUI(s.t, Options{Engine: eng, Store: s.store, Config: s.cfg, Version: "test", Dir: dir, QuitGrace: 2 * waitLimit}, w, h)
+}
+
+// waitFor reads engine events until one matches.
+func (s *session) waitFor(what string, pred func(orchestrator.Event) bool) orchestrator.Event {
+	s.t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case ev := <-s.events:
+			s.log = append(s.log, ev)
+			if pred(ev) {
+				return ev
+			}
+		case <-deadline:
+			var b strings.Builder
+			for _, ev := range s.log {
+				fmt.Fprintf(&b, "  %s %s %s %s\n", ev.Kind, ev.Agent, ev.Task, ev.Text)
+			}
+			s.t.Fatalf("%s: not seen; events:\n%s", what, b.String())
+		}
+	}
+}
+
+func kind(k, task string) func(orchestrator.Event) bool {
+	return func(e orchestrator.Event) bool { return e.Kind == k && (task == "" || e.Task == task) }
+}
+
+// waitSnap waits on Changed until the engine's snapshot satisfies pred.
+func (s *session) waitSnap(what string, pred func(orchestrator.Snapshot) bool) {
+	s.t.Helper()
+	deadline := time.After(waitLimit)
+	for !pred(s.eng.Snapshot()) {
+		select {
+		case <-s.eng.Changed():
+		case ev := <-s.events:
+			s.log = append(s.log, ev)
+		case <-deadline:
+			s.t.Fatalf("%s: never happened; snapshot %+v", what, s.eng.Snapshot())
+		}
+	}
+}
+
+func (s *session) get(id string) beads.Task {
+	s.t.Helper()
+	tk, err := s.store.Get(context.Background(), id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tk
+}
+
+// The intervention keys against real agents: assign, type into an agent,
+// answer NEEDS_HELP, approve the merge, roll the task back; spawn with a
+// chosen profile, redirect, stop, pause, checkpoint, autopilot and mode,
+// edit, block and undo, done, new task, the views, and quit.
+func TestFlowRealEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real agents")
+	}
+	s := newSession(t, `
+@ task=t-a
+print "alpha working"
+tag PROGRESS 50
+wait-input
+tag NEEDS_HELP "which database?"
+wait-input
+run "echo done > a.txt"
+commit "feat: a"
+tag COMPLETE
+hang
+@ *
+print "other working"
+tag PROGRESS 10
+hang
+`, func(c *config.Config) {
+		c.Agents.MaxParallel = 2
+		c.Merge.RequireApproval = true
+	})
+	s.task("t-a", "alpha", 0)
+	s.task("t-b", "beta", 1)
+	s.task("t-c", "gamma", 2)
+	d := s.start(150, 45)
+	d.expect("t-a [P0] alpha")
+
+	// Enter assigns the selected task; the tile shows the agent's output.
+	d.press("<Enter>")
+	s.waitSnap("t-a progress", func(sn orchestrator.Snapshot) bool {
+		a := sn.Agents["script-t-a"]
+		return a != nil && a.Progress == 50
+	})
+	d.sync()
+	d.expect("alpha working")
+	d.expect("50%")
+
+	// Ctrl-G: keys go to the agent until Ctrl-G again.
+	d.press("<Tab>", "<C-g>", "hi", "<Enter>", "<C-g>")
+	s.waitFor("needs help", kind(orchestrator.EvNeedsHelp, "t-a"))
+	d.sync()
+	d.expect("received: hi")
+	d.expect("NEEDS HELP")
+
+	// i → a answers the question; the agent finishes; the merge waits for
+	// approval; M → m approves it.
+	d.press("i", "a")
+	if d.overlay() != ovPrompt {
+		t.Fatalf("answer prompt not open: %q", d.overlay())
+	}
+	d.press("postgres", "<Enter>")
+	s.waitSnap("merge waiting for approval", func(sn orchestrator.Snapshot) bool {
+		return len(sn.Merge.Items) > 0 && sn.Merge.Items[0].Status == merge.StatusWaitingApproval
+	})
+	d.press("M")
+	d.expect("waiting-approval")
+	d.press("m")
+	s.waitSnap("merge landed", func(sn orchestrator.Snapshot) bool {
+		return len(sn.Merge.Items) > 0 && sn.Merge.Items[0].Status == merge.StatusLanded
+	})
+	d.sync()
+	d.expect("landed")
+	d.press("<Esc>")
+	if got := git(t, s.root, "show", "main:a.txt"); got != "done" {
+		t.Fatalf("main:a.txt = %q", got)
+	}
+
+	// R → 2 rolls t-a back (confirmed) and reopens it.
+	d.press("<Tab>") // task panel; t-a is closed, select it with 1..9 won't: find it
+	d.u.selTask = "t-a"
+	d.press("R")
+	d.expect("SINGLE TASK")
+	d.press("2", "y")
+	s.waitFor("rollback", kind(orchestrator.EvRollback, "t-a"))
+	d.sync()
+	if st := s.get("t-a").Status; st != beads.StatusOpen {
+		t.Fatalf("t-a after rollback: %s", st)
+	}
+
+	// s spawns with a chosen profile.
+	d.u.selTask = "t-b"
+	d.press("s")
+	if d.overlay() != ovChoose {
+		t.Fatalf("profile chooser not open: %q", d.overlay())
+	}
+	for i, name := range s.cfg.AgentNames() {
+		if name == "script2" {
+			d.press(fmt.Sprint(i + 1))
+		}
+	}
+	s.waitSnap("script2 on t-b", func(sn orchestrator.Snapshot) bool { return sn.Agents["script2-t-b"] != nil })
+	d.sync()
+	d.expect("SCRIPT2 (t-b)")
+
+	// r redirects it to t-c; x stops it.
+	d.press("<Tab>")
+	d.u.selAgent = "script2-t-b"
+	d.press("r")
+	if d.overlay() != ovChoose {
+		t.Fatalf("redirect chooser not open: %q", d.overlay())
+	}
+	d.expect("t-c")
+	items := d.u.vm.rows
+	n := 0
+	for _, r := range items {
+		if r.State == 1 { // present.StateOpen
+			n++
+			if r.ID == "t-c" {
+				break
+			}
+		}
+	}
+	d.press(fmt.Sprint(n))
+	s.waitFor("redirect", kind(orchestrator.EvAssigned, "t-c"))
+	s.waitSnap("agent on t-c", func(sn orchestrator.Snapshot) bool {
+		for _, a := range sn.Agents {
+			if a.TaskID == "t-c" {
+				return true
+			}
+		}
+		return false
+	})
+	d.sync()
+	for id, a := range d.u.vm.snap.Agents {
+		if a.TaskID == "t-c" {
+			d.u.selAgent = id
+		}
+	}
+	d.press("x", "y")
+	s.waitSnap("no agents", func(sn orchestrator.Snapshot) bool { return sn.Running == 0 })
+
+	// Space pauses and resumes; c checkpoints; a starts autopilot, m
+	// toggles back; u undoes the toggle.
+	d.press("<Space>")
+	s.waitSnap("paused", func(sn orchestrator.Snapshot) bool { return sn.Paused })
+	d.sync()
+	d.expect("PAUSED")
+	d.press("<Space>")
+	s.waitSnap("resumed", func(sn orchestrator.Snapshot) bool { return !sn.Paused })
+	d.press("c")
+	s.waitFor("checkpoint", kind(orchestrator.EvCheckpoint, ""))
+	d.press("p") // not a key: nothing happens
+	// Autopilot with the slots taken by nothing would start tasks; pause
+	// first so the mode can be checked alone.
+	d.press("<Space>")
+	s.waitSnap("paused", func(sn orchestrator.Snapshot) bool { return sn.Paused })
+	d.press("m")
+	s.waitSnap("autopilot", func(sn orchestrator.Snapshot) bool { return sn.Mode == config.ModeAutopilot })
+	d.press("u")
+	s.waitSnap("semi-auto again", func(sn orchestrator.Snapshot) bool { return sn.Mode == config.ModeSemiAuto })
+	d.press("a")
+	s.waitSnap("autopilot running", func(sn orchestrator.Snapshot) bool { return sn.Mode == config.ModeAutopilot && !sn.Paused })
+	d.press("m", "<Space>")
+	s.waitSnap("semi-auto, paused", func(sn orchestrator.Snapshot) bool { return sn.Mode == config.ModeSemiAuto && sn.Paused })
+	// Autopilot may have started agents meanwhile; k (kill all) clears them.
+	if s.eng.Snapshot().Running > 0 {
+		d.press("<C-c>", "y")
+		s.waitSnap("no agents", func(sn orchestrator.Snapshot) bool { return sn.Running == 0 })
+	}
+	d.press("<Space>")
+	s.waitSnap("resumed", func(sn orchestrator.Snapshot) bool { return !sn.Paused })
+
+	// e edits, b blocks and u reopens, d closes.
+	d.press("<Tab>")
+	if d.u.focus != panelTasks {
+		d.press("<Tab>")
+	}
+	d.u.selTask = "t-c"
+	d.press("e")
+	if d.overlay() != ovEditTask {
+		t.Fatalf("edit form not open: %q", d.overlay())
+	}
+	d.press(" v2", "<C-s>")
+	if got := s.get("t-c").Title; got != "gamma v2" {
+		t.Fatalf("edited title %q", got)
+	}
+	d.press("b", "stuck", "<Enter>")
+	if st := s.get("t-c").Status; st != beads.StatusBlocked {
+		t.Fatalf("after b: %s", st)
+	}
+	d.press("u")
+	if st := s.get("t-c").Status; st != beads.StatusOpen {
+		t.Fatalf("after u: %s", st)
+	}
+	d.u.selTask = "t-b"
+	d.press("d", "y")
+	if st := s.get("t-b").Status; st != beads.StatusClosed {
+		t.Fatalf("after d: %s", st)
+	}
+
+	// n creates a task.
+	d.press("n", "delta", "<C-s>")
+	d.expect("delta")
+
+	// The views open and close.
+	for _, v := range []struct{ key, name, text string }{
+		{"l", ovLogs, "agent_assigned"}, {"L", ovLearnings, "learnings.md"}, {"?", ovHelp, "Rollback menu"}, {"i", ovIntervention, "Active agents"},
+	} {
+		d.press(v.key)
+		if d.overlay() != v.name {
+			t.Fatalf("%s opened %q", v.key, d.overlay())
+		}
+		d.sync()
+		d.expect(v.text)
+		d.press("<Esc>")
+	}
+	d.press("g")
+	d.expect("grid: ")
+
+	// q with no agent running asks, then quits.
+	d.press("q", "y")
+	d.quitted()
+}
+
+// q with agents running offers to kill them or wait; "wait" pauses and
+// quits once they are gone.
+func TestFlowQuitWaitsForAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real agents")
+	}
+	s := newSession(t, `
+print "working"
+tag PROGRESS 10
+run "while [ ! -f go.flag ]; do sleep 0.05; done"
+tag COMPLETE
+hang
+`, nil)
+	s.task("t-a", "alpha", 1)
+	d := s.start(120, 40)
+	d.press("<Enter>")
+	s.waitSnap("progress", func(sn orchestrator.Snapshot) bool {
+		a := sn.Agents["script-t-a"]
+		return a != nil && a.Progress == 10
+	})
+	d.press("q")
+	d.expect("Wait for them to finish")
+	d.press("w")
+	s.waitSnap("paused", func(sn orchestrator.Snapshot) bool { return sn.Paused })
+	// The agent finishes its task; the UI quits by itself.
+	os.WriteFile(filepath.Join(s.root, ".worktrees", "script-t-a", "go.flag"), nil, 0o644)
+	d.quitted()
+	if st := s.get("t-a").Status; st != beads.StatusClosed {
+		t.Fatalf("t-a: %s\n%s", st, d.text())
+	}
+}
