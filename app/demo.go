@@ -221,7 +221,9 @@ func writeDemoProject(ctx context.Context, dir string, fast bool) error {
 
 // demoScript writes the scripted agent's behaviour for every task.
 func demoScript(ids map[string]string, fast bool) string {
-	pause := "sleep 400ms\n"
+	// Paced for watching: a task takes a few seconds, as if an agent read,
+	// thought and typed.
+	pause := "sleep 1200ms\n"
 	if fast {
 		pause = ""
 	}
@@ -245,6 +247,7 @@ func demoScript(ids map[string]string, fast bool) string {
 		}
 		fmt.Fprintf(&b, "@ task=%s\n", id)
 		b.WriteString("print " + strconv.Quote("Working on "+t.title) + "\n" + pause)
+		b.WriteString("print \"Reading the project: greet.sh, tests/run.sh, README.md\"\nrun \"ls\"\n" + pause)
 		b.WriteString("signal PROGRESS 50\n")
 		b.WriteString(sub(t.script) + "\n" + pause)
 		b.WriteString("run \"sh tests/run.sh\"\nsignal COMPLETE\n")

@@ -354,6 +354,13 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			r.update(func(s *State, a *AgentState) { a.Alert = msg })
 			r.event(EvAlert, msg, map[string]any{"stuck": streak})
 		}
+		if p != nil {
+			select {
+			case <-p.Done():
+				p = nil // it exited right after signalling; respawn with the handover
+			default:
+			}
+		}
 		if p != nil && res.typed == "" && !res.crashed && r.interactive() && res.failure != "" {
 			// A live interactive agent gets the failure typed in.
 			text := feedback(res.failure)
