@@ -1,0 +1,78 @@
+package ui
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The built binary in a real terminal (a tmux pane): Enter, then j Enter
+// assign two tasks, the grid shows both scripted agents' output, and q k
+// quits, ending the agents and restoring the terminal.
+func TestBinaryInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary in tmux")
+	}
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux not installed")
+	}
+	sock := fmt.Sprintf("chorus-ui-test-%d", os.Getpid())
+	tm := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// Each agent tells the test it printed, through tmux itself.
+	s := newSession(t, fmt.Sprintf(`
+run "echo output of $CHORUS_TASK_ID; %s -L %s wait-for -S printed"
+hang
+`, tmux, sock), nil)
+	s.task("t-a", "alpha", 1)
+	s.task("t-b", "beta", 2)
+	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
+	tm("new-session", "-d", "-x", "160", "-y", "40", "-e", "PATH="+os.Getenv("PATH"),
+		fmt.Sprintf("%s -C %s; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", chorusBin, s.root, tmux, sock))
+	// waitScreen polls the pane (tmux has no "screen changed" event) until
+	// it shows want.
+	waitScreen := func(want string) string {
+		t.Helper()
+		deadline := time.Now().Add(waitLimit)
+		for {
+			out := tm("capture-pane", "-p")
+			if strings.Contains(out, want) {
+				return out
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pane never showed %q:\n%s", want, out)
+			}
+			tm("wait-for", "-S", "nothing") // a round trip to the tmux server, not a sleep
+		}
+	}
+	waitScreen("TASKS (2)")
+	tm("send-keys", "Enter")
+	tm("wait-for", "printed")
+	tm("send-keys", "j", "Enter")
+	tm("wait-for", "printed")
+	out := waitScreen("output of t-b")
+	if !strings.Contains(out, "output of t-a") || !strings.Contains(out, "SCRIPT (t-a)") || !strings.Contains(out, "2/3 agents") {
+		t.Fatalf("grid:\n%s", out)
+	}
+	tm("send-keys", "q")
+	waitScreen("Kill the agents and quit")
+	tm("send-keys", "k")
+	tm("wait-for", "exited")
+	out = tm("capture-pane", "-p")
+	if !strings.Contains(out, "chorus-exited-0") || strings.Contains(out, "AGENTS") {
+		t.Fatalf("after quitting:\n%s", out)
+	}
+	if st := s.get("t-a").Status; st != "open" {
+		t.Fatalf("t-a after quitting with its agent: %s", st)
+	}
+}
