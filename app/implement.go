@@ -80,6 +80,9 @@ func (ss *session) routeSignals(ctx context.Context) error {
 // runImplementation starts the engine with a front end.
 func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
 	if !o.headless {
+		if !isTTY(os.Stdin) || !isTTY(os.Stdout) {
+			return withCode(ExitUsage, errors.New("the full-screen interface needs a terminal; run with --headless for plain progress lines"))
+		}
 		return runTUI(ctx, p, s, stderr)
 	}
 	return runHeadless(ctx, p, s, o, stderr)
