@@ -346,3 +346,23 @@ func runSh(dir, script string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// waitSnap waits until a published snapshot satisfies ok: snapshots are
+// published after each batch of engine messages, so an event can arrive
+// before the snapshot showing its state.
+func (h *harness) waitSnap(what string, ok func(orchestrator.Snapshot) bool) orchestrator.Snapshot {
+	h.t.Helper()
+	deadline := time.After(wait)
+	for {
+		if s := h.eng.Snapshot(); ok(s) {
+			return s
+		}
+		select {
+		case ev := <-h.events:
+			h.log = append(h.log, ev)
+		case <-h.eng.Changed():
+		case <-deadline:
+			h.t.Fatalf("%s: not seen\n%s", what, h.report())
+		}
+	}
+}

@@ -168,9 +168,10 @@ func TestClaudeInteractiveNeedsHelpAnswered(t *testing.T) {
 	if ev.Text != "which colour?" {
 		t.Fatalf("question %q", ev.Text)
 	}
-	if a := h.eng.Snapshot().Agents[ev.Agent]; a == nil || a.Question != "which colour?" {
-		t.Fatalf("agent state %+v", a)
-	}
+	h.waitSnap("the question in the agent's state", func(s orchestrator.Snapshot) bool {
+		a := s.Agents[ev.Agent]
+		return a != nil && a.Question == "which colour?" && a.Status == orchestrator.AgentNeedsHelp
+	})
 	if err := h.eng.Do(context.Background(), orchestrator.Command{Kind: orchestrator.CmdAnswer, AgentID: ev.Agent, Text: "blue, please"}); err != nil {
 		t.Fatal(err)
 	}
