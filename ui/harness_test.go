@@ -27,7 +27,7 @@ const waitLimit = 90 * time.Second
 
 // driver runs a UI on a simulation screen.
 type driver struct {
-	t    *testing.T
+	t    testing.TB
 	u    *UI
 	sim  tcell.SimulationScreen
 	done chan struct{} // closed when run returned, with err set
@@ -35,7 +35,7 @@ type driver struct {
 }
 
 // startUI runs the UI for o on a w×h simulation screen.
-func startUI(t *testing.T, o Options, w, h int) *driver {
+func startUI(t testing.TB, o Options, w, h int) *driver {
 	t.Helper()
 	sim := tcell.NewSimulationScreen("UTF-8")
 	o.Screen = sim

@@ -34,7 +34,7 @@ func (u *UI) build() {
 	})
 	u.taskList = &taskList{Box: tview.NewBox(), u: u}
 	u.taskList.SetBorder(true)
-	u.grid = &gridView{Box: tview.NewBox(), u: u}
+	u.grid = &gridView{Box: quietBox(), u: u}
 	u.grid.SetBorder(true)
 	u.body = tview.NewFlex().
 		AddItem(u.taskList, 0, 0, false).
@@ -276,4 +276,15 @@ func (u *UI) cycleGrid() {
 	u.full = false
 	u.gridSpec = present.NextGrid(u.gridSpec)
 	u.setFlash("grid: "+u.gridSpec, present.Normal)
+}
+
+// quietBox is a bordered box that does not paint its background: the
+// grid and the tiles cover every cell themselves, and painting each cell
+// two or three times per frame was most of the drawing cost with busy
+// tiles. (tview sets no-clear only on its containers, so one of their
+// boxes is borrowed.)
+func quietBox() *tview.Box {
+	b := tview.NewFlex().Box
+	b.SetBorder(true)
+	return b
 }

@@ -104,6 +104,7 @@ func (u *UI) refresh(apply func(func())) {
 		}
 		id := id
 		t := tile.New(emu, u.eng.Input(id))
+		t.Box = quietBox()
 		t.SetResizeFunc(func(w, h int) {
 			// Called from Draw on the event goroutine: the engine call
 			// goes through the pump.

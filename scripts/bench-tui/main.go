@@ -1,0 +1,166 @@
+// Command bench-tui is the load generator behind scripts/bench-tui.sh.
+//
+//	bench-tui pace FILE RATE SECONDS   write FILE to stdout in a loop at RATE bytes/s
+//	bench-tui chorus FILE RATE SECONDS run the Chorus UI with 8 tiles, each fed by
+//	                                   a pacer under its own PTY
+//
+// The chorus mode drives the real ui package through a stand-in engine
+// whose agents are pacers, so the UI's cost (emulation, frames, drawing)
+// is measured without git or agent CLIs.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/ui"
+	"github.com/chorus-dev/chorus/ui/term"
+)
+
+const tiles = 8
+
+func main() {
+	if len(os.Args) != 5 {
+		fmt.Fprintln(os.Stderr, "usage: bench-tui pace|chorus FILE RATE SECONDS")
+		os.Exit(2)
+	}
+	rate, _ := strconv.Atoi(os.Args[3])
+	secs, _ := strconv.Atoi(os.Args[4])
+	data, err := os.ReadFile(os.Args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	d := time.Duration(secs) * time.Second
+	switch os.Args[1] {
+	case "pace":
+		pace(os.Stdout, data, rate, d)
+	case "chorus":
+		if p := os.Getenv("CPUPROFILE"); p != "" {
+			f, _ := os.Create(p)
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+		if err := chorus(os.Args[2], rate, d); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			pprof.StopCPUProfile()
+			os.Exit(1)
+		}
+	}
+}
+
+// pace writes data in a loop, a chunk every 10 ms, at rate bytes/s; with
+// rate 0 it writes one screenful and stays quiet (idle agents).
+func pace(w io.Writer, data []byte, rate int, d time.Duration) {
+	end := time.Now().Add(d)
+	if rate == 0 {
+		w.Write(data[:min(len(data), 2000)])
+		time.Sleep(time.Until(end))
+		return
+	}
+	chunk := max(1, rate/100)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	off := 0
+	for time.Now().Before(end) {
+		<-tick.C
+		n := min(chunk, len(data)-off)
+		w.Write(data[off : off+n])
+		off += n
+		if off == len(data) {
+			// Start the next loop clean, as a new agent screen would.
+			w.Write([]byte("\x1b[?1049l\x1b[!p\x1b[2J\x1b[H"))
+			off = 0
+		}
+	}
+}
+
+// engine stands in for the orchestrator: fixed agents whose screens are
+// fed by pacers under PTYs.
+type engine struct {
+	snap    orchestrator.Snapshot
+	emus    map[string]*term.Emulator
+	ptys    map[string]*os.File
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+func (e *engine) Changed() <-chan struct{}                                { return e.changed }
+func (e *engine) Snapshot() orchestrator.Snapshot                         { return e.snap }
+func (e *engine) Subscribe() <-chan orchestrator.Event                    { return nil }
+func (e *engine) Do(context.Context, orchestrator.Command) error          { return nil }
+func (e *engine) Screen(id string) *term.Emulator                         { return e.emus[id] }
+func (e *engine) Input(id string) io.Writer                               { return e.ptys[id] }
+func (e *engine) Checkpoints(context.Context) ([]merge.Checkpoint, error) { return nil, nil }
+func (e *engine) Dependents(context.Context, string) ([]string, error)    { return nil, nil }
+func (e *engine) Resize(id string, cols, rows int) {
+	e.emus[id].Resize(cols, rows)
+	pty.Setsize(e.ptys[id], &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+}
+
+type store struct {
+	beads.Store
+	tasks []beads.Task
+}
+
+func (s store) List(context.Context) ([]beads.Task, error) { return s.tasks, nil }
+
+func chorus(file string, rate int, d time.Duration) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	e := &engine{emus: map[string]*term.Emulator{}, ptys: map[string]*os.File{}, changed: make(chan struct{})}
+	e.snap.Mode = config.ModeSemiAuto
+	e.snap.StartedAt = time.Now()
+	e.snap.MaxParallel, e.snap.Running = tiles, tiles
+	e.snap.Agents = map[string]*orchestrator.AgentState{}
+	e.snap.Tasks = map[string]*orchestrator.TaskRun{}
+	var st store
+	for i := range tiles {
+		id := fmt.Sprintf("claude-t-%d", i)
+		task := fmt.Sprintf("t-%d", i)
+		e.snap.Agents[id] = &orchestrator.AgentState{ID: id, Type: "claude", TaskID: task, Iteration: 1, StartedAt: time.Now().Add(time.Duration(i) * time.Millisecond), Status: orchestrator.AgentRunning}
+		st.tasks = append(st.tasks, beads.Task{ID: task, Title: "replay " + task, Status: beads.StatusInProgress, Priority: 2})
+		cmd := exec.Command(exe, "pace", file, strconv.Itoa(rate), strconv.Itoa(int(d.Seconds())+5))
+		f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
+		if err != nil {
+			return err
+		}
+		emu := term.New(80, 24, term.WithScrollback(5000), term.WithReplies(f))
+		e.emus[id], e.ptys[id] = emu, f
+		// The engine's output pump: PTY reads straight into the emulator.
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := f.Read(buf)
+				if n > 0 {
+					emu.Write(buf[:n])
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		defer cmd.Process.Kill()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cfg := config.Default()
+	cfg.Agents.MaxParallel = tiles
+	ms, _ := strconv.Atoi(os.Getenv("FRAME_MS"))
+	return ui.Run(ctx, ui.Options{Engine: e, Store: st, Config: cfg, Version: "bench", FrameInterval: time.Duration(ms) * time.Millisecond})
+}
