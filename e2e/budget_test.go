@@ -100,3 +100,20 @@ func TestSessionDollarBudgetStopsAutopilot(t *testing.T) {
 		t.Fatal("a task was assigned after the session budget was spent")
 	}
 }
+
+// An idle Chorus spends nothing: with agents configured and the model
+// server up, an engine with no work makes no model call.
+func TestIdleChorusMakesNoModelCalls(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) { c.Mode = config.ModeAutopilot })
+	h.start()
+	h.waitIdle()
+	if err := h.eng.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.srv.Requests(); len(r) != 0 {
+		t.Fatalf("model requests from an idle Chorus: %+v", r)
+	}
+	if u := h.eng.Snapshot().Usage; !u.IsZero() {
+		t.Fatalf("usage %+v", u)
+	}
+}

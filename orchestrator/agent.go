@@ -695,7 +695,7 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 	scan := func() {
 		text, next := r.screen.TextSince(from)
 		from = next
-		if !r.sawBusy.Load() && strings.Contains(text, busyMarker) {
+		if !r.sawBusy.Load() && busyShown(text) {
 			r.sawBusy.Store(true)
 		}
 		var found []signal.Found
@@ -767,13 +767,31 @@ func (r *agentRun) typeInto(p *ptyproc.Proc, text string) error {
 	return p.Type(ctx, text, opts)
 }
 
+// busyShown reports the busy marker near the bottom of a screen, where
+// the CLIs keep their status line, so that the words in a prompt or in the
+// agent's output do not count.
+func busyShown(screen string) bool {
+	lines := strings.Split(strings.TrimRight(screen, " \n"), "\n")
+	n := 0
+	for i := len(lines) - 1; i >= 0 && n < 6; i-- {
+		if strings.TrimSpace(lines[i]) == "" {
+			continue
+		}
+		n++
+		if strings.Contains(lines[i], busyMarker) {
+			return true
+		}
+	}
+	return false
+}
+
 // waitIdle waits until the agent's screen no longer shows it busy. A turn
 // may run for as long as the agent works, so only the run's end or the
 // process's bounds the wait.
 func (r *agentRun) waitIdle(p *ptyproc.Proc) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for strings.Contains(r.screen.Text(), busyMarker) {
+	for busyShown(r.screen.Text()) {
 		select {
 		case <-tick.C:
 		case <-p.Done():
