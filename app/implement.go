@@ -227,7 +227,7 @@ loop:
 		return withCode(ExitUnfinished, fmt.Errorf("%d merge(s) wait for a person; they stay queued for the next run", waiting))
 	}
 	if snap.Paused && snap.Mode == config.ModeAutopilot {
-		return withCode(ExitUnfinished, errors.New("autopilot paused after repeated agent errors; see the events above, then run again"))
+		return withCode(ExitUnfinished, errors.New("autopilot paused (repeated agent errors or a budget reached); see the events above, then run again"))
 	}
 	if sum.failed+sum.blocked+sum.errors > 0 {
 		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human", sum.failed, sum.blocked))
