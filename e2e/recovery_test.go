@@ -95,9 +95,10 @@ func TestConflictResolvedByAgent(t *testing.T) {
 	git(t, h.root, "commit", "-q", "-m", "lines")
 	a := h.task("add alpha", beads.CreateOptions{})
 	b := h.task("add beta", beads.CreateOptions{})
-	aLanded := make(chan struct{})
+	aLanded, bStarted := make(chan struct{}), make(chan struct{})
 	h.srv.Add(modelserver.Script{Match: []string{a}, Turns: []modelserver.Turn{
-		{Tools: []modelserver.Tool{modelserver.Bash("echo alpha >> lines.txt && " + commit("feat: alpha", a))}},
+		// Waits until beta's worktree exists, so beta branches before alpha lands.
+		{Tools: []modelserver.Tool{modelserver.Bash("echo alpha >> lines.txt && " + commit("feat: alpha", a))}, Hold: bStarted},
 		{Text: "<chorus>COMPLETE</chorus>"},
 	}})
 	h.srv.Add(modelserver.Script{Match: []string{b}, Turns: []modelserver.Turn{
@@ -112,6 +113,8 @@ func TestConflictResolvedByAgent(t *testing.T) {
 	h.start()
 	h.assign(a, "claude-headless")
 	h.assign(b, "claude-headless")
+	h.waitFor(kind(orchestrator.EvStarted, b))
+	close(bStarted)
 	h.waitFor(kind("merge_landed", a))
 	close(aLanded)
 	h.waitFor(kind("merge_conflict", b))
