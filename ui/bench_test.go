@@ -61,12 +61,14 @@ func BenchmarkKeyLatency(b *testing.B) {
 	}
 	var want atomic.Int64
 	drawn := make(chan struct{}, 1)
-	d.u.afterFn = func() {
-		if w := want.Load(); w != 0 && d.u.keySeq.Load() >= w {
-			want.Store(0)
-			drawn <- struct{}{}
+	d.ui(func() {
+		d.u.afterFn = func() {
+			if w := want.Load(); w != 0 && d.u.keySeq.Load() >= w {
+				want.Store(0)
+				drawn <- struct{}{}
+			}
 		}
-	}
+	})
 	lat := make([]time.Duration, 0, b.N)
 	keys := []rune{'j', 'k'}
 	b.ResetTimer()

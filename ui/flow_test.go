@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
+	"github.com/chorus-dev/chorus/ui/present"
 )
 
 // chorusBin is the real chorus binary: scripted agents run its
@@ -276,7 +277,7 @@ hang
 
 	// R → 2 rolls t-a back (confirmed) and reopens it.
 	d.press("<Tab>") // task panel; t-a is closed, select it with 1..9 won't: find it
-	d.u.selTask = "t-a"
+	d.ui(func() { d.u.selTask = "t-a" })
 	d.press("R")
 	d.expect("SINGLE TASK")
 	d.press("2", "y")
@@ -287,7 +288,7 @@ hang
 	}
 
 	// s spawns with a chosen profile.
-	d.u.selTask = "t-b"
+	d.ui(func() { d.u.selTask = "t-b" })
 	d.press("s")
 	if d.overlay() != ovChoose {
 		t.Fatalf("profile chooser not open: %q", d.overlay())
@@ -303,16 +304,17 @@ hang
 
 	// r redirects it to t-c; x stops it.
 	d.press("<Tab>")
-	d.u.selAgent = "script2-t-b"
+	d.ui(func() { d.u.selAgent = "script2-t-b" })
 	d.press("r")
 	if d.overlay() != ovChoose {
 		t.Fatalf("redirect chooser not open: %q", d.overlay())
 	}
 	d.expect("t-c")
-	items := d.u.vm.rows
+	var items []present.TaskRow
+	d.ui(func() { items = d.u.vm.rows })
 	n := 0
 	for _, r := range items {
-		if r.State == 1 { // present.StateOpen
+		if r.State == present.StateOpen {
 			n++
 			if r.ID == "t-c" {
 				break
@@ -330,11 +332,13 @@ hang
 		return false
 	})
 	d.sync()
-	for id, a := range d.u.vm.snap.Agents {
-		if a.TaskID == "t-c" {
-			d.u.selAgent = id
+	d.ui(func() {
+		for id, a := range d.u.vm.snap.Agents {
+			if a.TaskID == "t-c" {
+				d.u.selAgent = id
+			}
 		}
-	}
+	})
 	d.press("x", "y")
 	s.waitSnap("no agents", func(sn orchestrator.Snapshot) bool { return sn.Running == 0 })
 
@@ -370,11 +374,8 @@ hang
 	s.waitSnap("resumed", func(sn orchestrator.Snapshot) bool { return !sn.Paused })
 
 	// e edits, b blocks and u reopens, d closes.
-	d.press("<Tab>")
-	if d.u.focus != panelTasks {
-		d.press("<Tab>")
-	}
-	d.u.selTask = "t-c"
+	d.ui(func() { d.u.setPanel(panelTasks) })
+	d.ui(func() { d.u.selTask = "t-c" })
 	d.press("e")
 	if d.overlay() != ovEditTask {
 		t.Fatalf("edit form not open: %q", d.overlay())
@@ -391,7 +392,7 @@ hang
 	if st := s.get("t-c").Status; st != beads.StatusOpen {
 		t.Fatalf("after u: %s", st)
 	}
-	d.u.selTask = "t-b"
+	d.ui(func() { d.u.selTask = "t-b" })
 	d.press("d", "y")
 	if st := s.get("t-b").Status; st != beads.StatusClosed {
 		t.Fatalf("after d: %s", st)

@@ -75,7 +75,15 @@ func startUI(t testing.TB, o Options, w, h int) *driver {
 func (d *driver) sync() {
 	d.t.Helper()
 	for {
-		d.u.busy.Wait()
+		for d.u.nBusy.Load() != 0 {
+			select {
+			case <-d.u.idle:
+			case <-d.done:
+				return
+			case <-time.After(waitLimit):
+				d.t.Fatal("workers never finished")
+			}
+		}
 		// With nothing in flight before the round, every result is already
 		// queued ahead of it.
 		idle := d.u.nBusy.Load() == 0
@@ -157,9 +165,19 @@ func (d *driver) press(keys ...string) {
 	}
 }
 
+// contents copies the screen under the simulation screen's own lock:
+// GetContents hands out the live buffer, which a frame may be drawing.
+func (d *driver) contents() ([]tcell.SimCell, int, int) {
+	cells, w, h := d.sim.GetContents()
+	l := d.sim.(sync.Locker)
+	l.Lock()
+	defer l.Unlock()
+	return append([]tcell.SimCell(nil), cells...), w, h
+}
+
 // text is the screen as text, one line per row, trailing blanks cut.
 func (d *driver) text() string {
-	cells, w, h := d.sim.GetContents()
+	cells, w, h := d.contents()
 	var b strings.Builder
 	for y := 0; y < h; y++ {
 		var row strings.Builder
@@ -191,13 +209,29 @@ func (d *driver) expectNot(substr string) {
 	}
 }
 
-// overlay is the name of the open overlay ("" for none), read on the
-// event goroutine's behalf after a barrier.
-func (d *driver) overlay() string {
-	if d.u.over == nil {
-		return ""
+// ui runs fn on the event goroutine (UI state belongs to it) and waits.
+func (d *driver) ui(fn func()) {
+	d.t.Helper()
+	ran := make(chan struct{})
+	go d.u.app.QueueUpdateDraw(func() { fn(); close(ran) })
+	select {
+	case <-ran:
+	case <-d.done:
+		d.t.Fatal("the UI stopped")
+	case <-time.After(waitLimit):
+		d.t.Fatal("the event goroutine never ran the update")
 	}
-	return d.u.over.name
+}
+
+// overlay is the name of the open overlay ("" for none).
+func (d *driver) overlay() string {
+	name := ""
+	d.ui(func() {
+		if d.u.over != nil {
+			name = d.u.over.name
+		}
+	})
+	return name
 }
 
 // golden compares the screen with testdata/name.golden.

@@ -108,8 +108,10 @@ func TestPrefixPassesKeysThrough(t *testing.T) {
 	f, _, o := fixture()
 	d := startUI(t, o, 150, 40)
 	d.press("<Tab>", "<C-g>")
-	if d.u.passthrough != "claude-ch-2n6" {
-		t.Fatalf("passthrough = %q", d.u.passthrough)
+	var pt string
+	d.ui(func() { pt = d.u.passthrough })
+	if pt != "claude-ch-2n6" {
+		t.Fatalf("passthrough = %q", pt)
 	}
 	d.expect("keys → claude-ch-2n6")
 	d.press("q", "x", "?", "<C-c>", "<Enter>")
@@ -133,19 +135,29 @@ func TestMouseSelectsTileAndScrolls(t *testing.T) {
 		emu.Write([]byte("line\r\n"))
 	}
 	d := startUI(t, o, 150, 40)
-	tl := d.u.vm.tiles["claude-ch-ah6"]
-	x, y, w, h := tl.GetInnerRect()
+	var x, y, w, h int
+	var tl interface{ ScrollOffset() int }
+	d.ui(func() {
+		t := d.u.vm.tiles["claude-ch-ah6"]
+		tl = t
+		x, y, w, h = t.GetInnerRect()
+	})
 	d.sim.InjectMouse(x+w/2, y+h/2, tcell.Button1, 0)
 	d.sim.InjectMouse(x+w/2, y+h/2, 0, 0)
 	d.sync()
 	d.sync()
-	if d.u.selAgent != "claude-ch-ah6" || d.u.focus != panelAgents {
-		t.Fatalf("click did not select the tile: %q %v", d.u.selAgent, d.u.focus)
+	var sel string
+	var focus panel
+	d.ui(func() { sel, focus = d.u.selAgent, d.u.focus })
+	if sel != "claude-ch-ah6" || focus != panelAgents {
+		t.Fatalf("click did not select the tile: %q %v", sel, focus)
 	}
 	d.sim.InjectMouse(x+w/2, y+h/2, tcell.WheelUp, 0)
 	d.sync()
 	d.sync()
-	if tl.ScrollOffset() == 0 {
+	off := 0
+	d.ui(func() { off = tl.ScrollOffset() })
+	if off == 0 {
 		t.Fatal("the wheel did not scroll the tile")
 	}
 }
@@ -215,7 +227,9 @@ func TestDeferredNotSelectable(t *testing.T) {
 	d := startUI(t, o, 150, 40)
 	for i := 0; i < 10; i++ {
 		d.press("j")
-		if d.u.selTask == "ch-v2x" {
+		var sel string
+		d.ui(func() { sel = d.u.selTask })
+		if sel == "ch-v2x" {
 			t.Fatal("a deferred task was selected")
 		}
 	}

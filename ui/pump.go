@@ -157,7 +157,7 @@ func (u *UI) clockTick(apply func(func())) {
 			break
 		}
 	}
-	if !u.snap.StartedAt.IsZero() && present.Duration(now.Sub(u.snap.StartedAt)) != present.Duration(u.lastRuntime) {
+	if !u.snap.StartedAt.IsZero() && present.Elapsed(now.Sub(u.snap.StartedAt)) != present.Elapsed(u.lastRuntime) {
 		changed = true
 	}
 	if changed {

@@ -12,6 +12,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/ui/present"
 	"github.com/chorus-dev/chorus/ui/term"
 )
 
@@ -98,22 +99,24 @@ func TestNoTerminalInjection(t *testing.T) {
 func TestResizeReflows(t *testing.T) {
 	f, _, o := fixture()
 	d := startUI(t, o, 100, 40)
-	g := d.u.grid.layout()
+	var g present.Grid
+	d.ui(func() { g = d.u.grid.layout() })
 	if g.Cols != 1 {
 		t.Fatalf("100 columns: %d grid columns, want 1", g.Cols)
 	}
 	d.sim.SetSize(200, 50)
 	d.sim.PostEvent(tcell.NewEventResize(200, 50))
 	d.key(tcell.KeyRune, 'j', 0) // any key: its draw follows the resize
-	if g := d.u.grid.layout(); g.Cols != 3 {
+	d.ui(func() { g = d.u.grid.layout() })
+	if g.Cols != 3 {
 		t.Fatalf("200 columns: %d grid columns, want 3", g.Cols)
 	}
 	d.sync()
 	f.mu.Lock()
 	sz := f.resized["claude-ch-2n6"]
 	f.mu.Unlock()
-	x, y, w, h := d.u.vm.tiles["claude-ch-2n6"].GetInnerRect()
-	_, _ = x, y
+	var w, h int
+	d.ui(func() { _, _, w, h = d.u.vm.tiles["claude-ch-2n6"].GetInnerRect() })
 	if sz != [2]int{w, h} {
 		t.Fatalf("PTY size %v, tile inner size %dx%d", sz, w, h)
 	}
@@ -124,16 +127,21 @@ func TestGridCycleAndFixedLayout(t *testing.T) {
 	_, _, o := fixture()
 	o.Config.TUI.AgentGrid = "1x4"
 	d := startUI(t, o, 150, 40)
-	if g := d.u.grid.layout(); g.Cols != 1 || g.Rows != 4 {
+	var g present.Grid
+	var spec string
+	d.ui(func() { g = d.u.grid.layout() })
+	if g.Cols != 1 || g.Rows != 4 {
 		t.Fatalf("1x4: %+v", g)
 	}
 	d.press("g")
-	if d.u.gridSpec != "4x2" {
-		t.Fatalf("after g: %s", d.u.gridSpec)
+	d.ui(func() { spec = d.u.gridSpec })
+	if spec != "4x2" {
+		t.Fatalf("after g: %s", spec)
 	}
 	d.press("g")
-	if d.u.gridSpec != "auto" {
-		t.Fatalf("after g g: %s", d.u.gridSpec)
+	d.ui(func() { spec = d.u.gridSpec })
+	if spec != "auto" {
+		t.Fatalf("after g g: %s", spec)
 	}
 }
 
@@ -141,10 +149,11 @@ func TestGridCycleAndFixedLayout(t *testing.T) {
 func TestNeedsHelpHighlighted(t *testing.T) {
 	_, _, o := fixture()
 	d := startUI(t, o, 150, 40)
-	tl := d.u.vm.tiles["claude-ch-ah6"]
-	x, y, _, _ := tl.GetRect()
-	_, _, st, _ := d.sim.GetContent(x, y)
-	if fg, _, _ := st.Decompose(); fg != tcell.ColorRed {
+	var x, y int
+	d.ui(func() { x, y, _, _ = d.u.vm.tiles["claude-ch-ah6"].GetRect() })
+	// The shown frame, not the buffer a frame may be drawing into.
+	cells, w, _ := d.contents()
+	if fg, _, _ := cells[y*w+x].Style.Decompose(); fg != tcell.ColorRed {
 		t.Fatalf("needs-help tile border colour %v, want red", fg)
 	}
 	d.expect("NEEDS HELP")
@@ -155,7 +164,7 @@ func TestNoColor(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	_, _, o := fixture()
 	d := startUI(t, o, 150, 40)
-	cells, _, _ := d.sim.GetContents()
+	cells, _, _ := d.contents()
 	for i, c := range cells {
 		fg, bg, _ := c.Style.Decompose()
 		if fg != tcell.ColorDefault || bg != tcell.ColorDefault {

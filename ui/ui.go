@@ -101,9 +101,9 @@ type UI struct {
 	inMu   sync.Mutex
 	inbox  []func()
 	inWake chan struct{}
-	busy   sync.WaitGroup // workers whose result has not reached the inbox
-	nBusy  atomic.Int64
-	nWork  atomic.Int64 // workers ever started (the test barrier's clock)
+	nBusy  atomic.Int64  // workers whose result has not reached the inbox
+	idle   chan struct{} // poked when nBusy drops to zero
+	nWork  atomic.Int64  // workers ever started (the test barrier's clock)
 
 	quitOnce sync.Once
 	quitCh   chan struct{}
@@ -201,7 +201,7 @@ func newUI(o Options) (*UI, error) {
 		return nil, fmt.Errorf("tui.prefixKey: %w", err)
 	}
 	u := &UI{o: o, eng: o.Engine, app: tview.NewApplication(), prefix: prefix,
-		inWake: make(chan struct{}, 1), quitCh: make(chan struct{}),
+		inWake: make(chan struct{}, 1), quitCh: make(chan struct{}), idle: make(chan struct{}, 1),
 		tiles: map[string]*tile.Tile{}, labels: map[string]string{},
 		gridSpec: o.Config.TUI.AgentGrid, focus: panelTasks}
 	if u.gridSpec == "" {
@@ -303,11 +303,17 @@ func (u *UI) toPump(fn func()) {
 // work runs fn on a worker goroutine; the func it returns runs on the
 // pump afterwards (nil for nothing).
 func (u *UI) work(fn func(ctx context.Context) func()) {
-	u.busy.Add(1)
 	u.nBusy.Add(1)
 	u.nWork.Add(1)
 	u.goSafe(func() {
-		defer func() { u.nBusy.Add(-1); u.busy.Done() }()
+		defer func() {
+			if u.nBusy.Add(-1) == 0 {
+				select {
+				case u.idle <- struct{}{}:
+				default:
+				}
+			}
+		}()
 		if next := fn(u.ctx); next != nil {
 			u.toPump(next)
 		} else {

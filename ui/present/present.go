@@ -284,6 +284,16 @@ func Duration(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
+// Elapsed is Duration at minute resolution ("<1m", "12m", "1h05m"), for
+// times shown on the main view: an idle screen then changes once a
+// minute, not every second.
+func Elapsed(d time.Duration) string {
+	if d < time.Minute {
+		return "<1m"
+	}
+	return Duration(d)
+}
+
 // ProgressBar is the seed's "▓▓▓▓░░░░░░ 35%".
 func ProgressBar(pct, width int) string {
 	pct = min(max(pct, 0), 100)
@@ -388,7 +398,7 @@ func Footer(c Counts, snap orchestrator.Snapshot, runtime time.Duration, msg Seg
 	if w := MergeWaiting(snap.Merge); w > 0 {
 		l = append(l, Seg{fmt.Sprintf(" (%d waiting)", w), Warn})
 	}
-	l = append(l, Seg{" │ ", Dim}, Seg{"Runtime: " + Duration(runtime), Normal})
+	l = append(l, Seg{" │ ", Dim}, Seg{"Runtime: " + Elapsed(runtime), Normal})
 	if msg.Text != "" {
 		l = append(l, Seg{" │ ", Dim}, Seg{Clean(msg.Text), msg.Class})
 	}
@@ -414,7 +424,7 @@ func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
 	if a.Alert != "" {
 		s = "⚠ " + s
 	}
-	s += fmt.Sprintf("%s (%s) iter %d/%d | %s", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter, Duration(now.Sub(a.StartedAt)))
+	s += fmt.Sprintf("%s (%s) iter %d/%d | %s", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter, Elapsed(now.Sub(a.StartedAt)))
 	if a.Progress > 0 {
 		s += " | " + ProgressBar(a.Progress, 10)
 	}
