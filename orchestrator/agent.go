@@ -323,6 +323,15 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		if res.done != nil {
 			return *res.done
 		}
+		if res.edited {
+			if nt, err := e.opt.Store.Get(context.Background(), t.ID); err == nil {
+				if np, err := buildPrompt(d, cfg, r.profile, r.profileName, nt, wt.Branch); err == nil {
+					t, prompt = nt, np
+					r.detect(func() { det.AddPrompt(np) })
+					r.update(func(s *State, a *AgentState) { a.Title = nt.Title })
+				}
+			}
+		}
 		// The iteration ended without the task finishing.
 		if res.crashed {
 			run.Errors++
@@ -383,6 +392,7 @@ type turnResult struct {
 	failure string // why the task is not finished, for the next iteration
 	crashed bool
 	typed   string
+	edited  bool // the task's text changed: rebuild the prompt
 }
 
 // turn waits for the agent to signal or exit and acts on it.
@@ -420,7 +430,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				return turnResult{failure: "A human rolled back your last iteration; the worktree is back where it started. Try a different approach."}
 			}
 			// The task was edited: start over with the new text.
-			return turnResult{failure: "The task description changed; re-read it."}
+			return turnResult{failure: "The task description changed; re-read it.", edited: true}
 		case ev := <-r.events:
 			if ev.exited {
 				if ev.gen == gen && exitEv == nil {

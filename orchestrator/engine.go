@@ -104,7 +104,8 @@ type Engine struct {
 	noReady   bool     // the last fetch found nothing assignable
 	wantTasks []string // semi-auto headless: tasks to run
 	closing   bool
-	dirty     bool // the current message changed State
+	dirty     bool     // the current message changed State
+	onPublish []func() // run after the next publish (Sync)
 
 	snapMu sync.Mutex
 	snap   Snapshot
@@ -199,7 +200,22 @@ func (e *Engine) do(ctx context.Context, fn func()) error {
 
 // Sync returns once everything sent to the engine so far is applied and
 // published, so the next Snapshot reflects it.
-func (e *Engine) Sync(ctx context.Context) error { return e.do(ctx, func() {}) }
+func (e *Engine) Sync(ctx context.Context) error {
+	published := make(chan struct{})
+	if err := e.do(ctx, func() {
+		e.onPublish = append(e.onPublish, func() { close(published) })
+	}); err != nil {
+		return err
+	}
+	select {
+	case <-published:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.loopDone:
+		return errEngineStopped
+	}
+}
 
 // post queues fn for the loop without waiting for it to run.
 func (e *Engine) post(fn func()) { e.msgs <- fn }
@@ -305,6 +321,10 @@ func (e *Engine) after() {
 	}
 	e.dirty = false
 	e.publish()
+	for _, f := range e.onPublish {
+		f()
+	}
+	e.onPublish = nil
 }
 
 func (e *Engine) publish() {

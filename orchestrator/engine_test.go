@@ -50,6 +50,7 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	log    []Event
+	used   map[int]bool // log entries a waitFor already returned
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -131,12 +132,24 @@ func (h *harness) stop() {
 // into a failure with the events seen so far.
 func (h *harness) waitFor(pred func(Event) bool) Event {
 	h.t.Helper()
+	if h.used == nil {
+		h.used = map[int]bool{}
+	}
+	// Events already received count too (order between agents is not
+	// fixed); each event satisfies one wait.
+	for i, ev := range h.log {
+		if !h.used[i] && pred(ev) {
+			h.used[i] = true
+			return ev
+		}
+	}
 	deadline := time.After(90 * time.Second)
 	for {
 		select {
 		case ev := <-h.events:
 			h.log = append(h.log, ev)
 			if pred(ev) {
+				h.used[len(h.log)-1] = true
 				return ev
 			}
 		case <-deadline:
@@ -176,7 +189,7 @@ func (h *harness) count(k string) int {
 // and published.
 func (h *harness) sync() {
 	h.t.Helper()
-	if err := h.eng.do(context.Background(), func() {}); err != nil {
+	if err := h.eng.Sync(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}
 }
