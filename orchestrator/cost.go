@@ -301,7 +301,10 @@ func (m *transcriptMeter) read() Usage {
 	var d Usage
 	for _, dir := range m.dirs {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
-		for _, f := range files {
+		// Subagents (the Task tool) write their own transcripts beside the
+		// session's.
+		sub, _ := filepath.Glob(filepath.Join(dir, "*", "subagents", "*.jsonl"))
+		for _, f := range append(files, sub...) {
 			d = d.add(m.readFile(f))
 		}
 	}

@@ -61,6 +61,13 @@ func TestTranscriptMeter(t *testing.T) {
 	if u := m.read(); !u.IsZero() {
 		t.Fatalf("nothing new, yet %+v", u)
 	}
+	// A subagent's messages are in their own file under the session's.
+	sub := filepath.Join(dir, "s1", "subagents")
+	os.MkdirAll(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "agent-1.jsonl"), []byte(transcriptLineFor("m3", "claude-haiku-4-5", start.Add(3*time.Second), 777, 7, 0, 0)), 0o644)
+	if u := m.read(); u.Input != 777 || u.Output != 7 {
+		t.Fatalf("subagent: %+v", u)
+	}
 }
 
 func TestEstimateCost(t *testing.T) {
