@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"github.com/chorus-dev/chorus/config"
 	"time"
 
 	"github.com/chorus-dev/chorus/orchestrator"
@@ -122,6 +123,17 @@ func (u *UI) refresh(apply func(func())) {
 		u.quit()
 	}
 	apply(u.model())
+	// Say so when autopilot has run out of work, once per time it does.
+	if snap.Idle && !u.wasIdle && snap.Mode == config.ModeAutopilot && !snap.Paused {
+		st := snap.Stats
+		msg := fmt.Sprintf("Autopilot is done: %d closed, %d failed, %d blocked, %d merged — q quits", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual)
+		class := present.OK
+		if st.TasksFailed+st.TasksBlocked > 0 {
+			class = present.Warn
+		}
+		apply(func() { u.setFlash(msg, class) })
+	}
+	u.wasIdle = snap.Idle
 }
 
 // model builds the view model from the pump's state and returns the func

@@ -135,6 +135,7 @@ type UI struct {
 	full        bool
 	passthrough string
 	flash       present.Seg
+	wasIdle     bool // pump only: the last snapshot's Idle
 	over        *overlay
 	undo        []undoEntry
 	logView     func(line string) // feeds the open log overlay
