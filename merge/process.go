@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chorus-dev/chorus/gitx"
 	"os"
 	"path/filepath"
 	"strings"
@@ -518,7 +519,9 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 			head, err := git(ctx, it.Worktree, "rev-parse", "HEAD")
 			if err == nil {
 				if in, _ := isAncestor(ctx, s.opt.RepoDir, head, target); in {
+					gitx.WorktreeMu.Lock()
 					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
+					gitx.WorktreeMu.Unlock()
 				}
 			}
 		}
@@ -536,7 +539,9 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 			}
 			if in, _ := isAncestor(ctx, s.opt.RepoDir, h, target); in {
 				if b == resolveBranch(id) {
+					gitx.WorktreeMu.Lock()
 					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
+					gitx.WorktreeMu.Unlock()
 				}
 				_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", ref, h)
 			}

@@ -3,6 +3,7 @@ package merge
 import (
 	"context"
 	"fmt"
+	"github.com/chorus-dev/chorus/gitx"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -159,15 +160,21 @@ func (s *Service) worktreeReady(ctx context.Context, wt, branch string) bool {
 // out in Chorus's resolver worktree for this task.
 func (s *Service) prepareResolver(ctx context.Context, id, wt, branch, head string) error {
 	if dirExists(wt) {
+		gitx.WorktreeMu.Lock()
 		if _, err := git(ctx, s.opt.RepoDir, "worktree", "remove", "--force", wt); err != nil {
 			_ = os.RemoveAll(wt)
 		}
+		gitx.WorktreeMu.Unlock()
 	}
+	gitx.WorktreeMu.Lock()
 	_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "prune")
+	gitx.WorktreeMu.Unlock()
 	if _, err := git(ctx, s.opt.RepoDir, "update-ref", "refs/heads/"+branch, head); err != nil {
 		return err
 	}
+	gitx.WorktreeMu.Lock()
 	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "-q", wt, branch)
+	gitx.WorktreeMu.Unlock()
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chorus-dev/chorus/gitx"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,12 +98,16 @@ func (s *Service) ensureIntegration(ctx context.Context) error {
 		s.clearIntegration(ctx)
 		return nil
 	}
+	gitx.WorktreeMu.Lock()
 	_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "prune")
+	gitx.WorktreeMu.Unlock()
 	_ = os.RemoveAll(s.integ)
 	if err := os.MkdirAll(filepath.Dir(s.integ), 0o755); err != nil {
 		return err
 	}
+	gitx.WorktreeMu.Lock()
 	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "--detach", "--lock", "--reason", "chorus integration worktree", s.integ, "refs/heads/"+s.opt.Target)
+	gitx.WorktreeMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("merge: create integration worktree: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chorus-dev/chorus/gitx"
 	"io"
 	"io/fs"
 	"os"
@@ -192,6 +193,8 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	gitx.WorktreeMu.Lock()
+	defer gitx.WorktreeMu.Unlock()
 	if !m.excluded {
 		if err := m.excludeWorktrees(ctx); err != nil {
 			return Worktree{}, err
@@ -442,6 +445,8 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	if err := m.check(); err != nil {
 		return err
 	}
+	gitx.WorktreeMu.Lock()
+	defer gitx.WorktreeMu.Unlock()
 	if target == "" {
 		target = m.Target
 	}
