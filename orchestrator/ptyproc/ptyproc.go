@@ -79,7 +79,8 @@ type Proc struct {
 	done       chan struct{}
 	exitCode   int
 	waitErr    error
-	writeMu    sync.Mutex
+	writeMu    sync.Mutex // guards pty writes, resizes and closing
+	ptyClosed  bool       // under writeMu
 }
 
 const recentCap = 64 << 10
@@ -299,10 +300,10 @@ func (p *Proc) waitLoop() {
 	select {
 	case <-p.readerDone:
 	case <-time.After(2 * time.Second):
-		p.pty.Close()
+		p.closePTY()
 		<-p.readerDone
 	}
-	p.pty.Close()
+	p.closePTY()
 	if p.log != nil {
 		if cerr := p.log.Close(); p.logErr == nil {
 			p.logErr = cerr
@@ -333,25 +334,41 @@ func (p *Proc) LogErr() error {
 	return p.logErr
 }
 
-// Write sends input to the process as if typed.
-func (p *Proc) Write(b []byte) (int, error) {
-	select {
-	case <-p.done:
-		return 0, errors.New("ptyproc: process has exited")
-	default:
-	}
+// closePTY closes the terminal once, under writeMu: Write and Resize use
+// its descriptor, and os.File's Fd races with Close.
+func (p *Proc) closePTY() {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
+	if !p.ptyClosed {
+		p.ptyClosed = true
+		p.pty.Close()
+	}
+}
+
+var errExited = errors.New("ptyproc: process has exited")
+
+// Write sends input to the process as if typed.
+func (p *Proc) Write(b []byte) (int, error) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.ptyClosed {
+		return 0, errExited
+	}
+	select {
+	case <-p.done:
+		return 0, errExited
+	default:
+	}
 	return p.pty.Write(b)
 }
 
 // Resize changes the terminal size; the kernel sends SIGWINCH to the
 // foreground process group.
 func (p *Proc) Resize(cols, rows uint16) error {
-	select {
-	case <-p.done:
-		return errors.New("ptyproc: process has exited")
-	default:
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	if p.ptyClosed {
+		return errExited
 	}
 	return pty.Setsize(p.pty, &pty.Winsize{Cols: cols, Rows: rows})
 }
