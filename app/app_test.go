@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
 type result struct {
@@ -351,4 +352,10 @@ func TestTruncatedTaskFile(t *testing.T) {
 	if !strings.Contains(r.stdout, "✗ task store") {
 		t.Fatalf("doctor: %s", r.stdout)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.Cleanup()
+	os.Exit(code)
 }

@@ -49,7 +49,7 @@ func readyRepo(b *testing.B) string {
 // 10,000 tasks; BenchmarkGitRevParse is the floor of starting a process in
 // the same repository. Run both: -bench 'ReadyProcess|GitRevParse'.
 func BenchmarkReadyProcess(b *testing.B) {
-	bin := chorusBinaryB(b)
+	bin := chorusBinary(b)
 	dir := readyRepo(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -67,13 +67,4 @@ func BenchmarkGitRevParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-func chorusBinaryB(b *testing.B) string {
-	t := &testing.T{}
-	bin := chorusBinary(t)
-	if binErr != nil {
-		b.Fatal(binErr)
-	}
-	return bin
 }

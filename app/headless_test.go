@@ -8,43 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// chorusBinary builds the real command once per test run.
-func chorusBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "chorus-app-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "chorus")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/chorus")
-		cmd.Dir = filepath.Dir(filepath.Dir(file))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("%v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+// chorusBinary is the real command, built once per test run.
+func chorusBinary(t testing.TB) string { return testkit.Chorus(t) }
 
 // scriptedProject is an initialised repository whose default agent is the
 // scripted agent running script, with one commit on main.

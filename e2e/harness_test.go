@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/internal/clitest"
 	"github.com/chorus-dev/chorus/internal/modelserver"
+	"github.com/chorus-dev/chorus/internal/testkit"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
@@ -29,15 +30,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "chorus-e2e-bin")
+	var err error
+	chorusBin, err = testkit.Build()
 	if err != nil {
-		panic(err)
-	}
-	chorusBin = filepath.Join(dir, "chorus")
-	cmd := exec.Command("go", "build", "-o", chorusBin, "./cmd/chorus")
-	cmd.Dir = clitest.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building chorus: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	tools, err = clitest.Install()
@@ -45,7 +41,7 @@ func TestMain(m *testing.M) {
 		skipWhy = "the agent CLIs could not be installed from npm: " + err.Error()
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testkit.Cleanup()
 	os.Exit(code)
 }
 
@@ -62,7 +58,7 @@ type harness struct {
 	cfg    config.Config
 	srv    *modelserver.Server
 	eng    *orchestrator.Engine
-	events <-chan orchestrator.Event
+	events *testkit.Events[orchestrator.Event]
 	cancel context.CancelFunc
 	done   chan error
 	log    []orchestrator.Event
@@ -70,11 +66,7 @@ type harness struct {
 
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testkit.Git(t, dir, args...)
 }
 
 // newHarness makes a repository with one commit, a built-in task store, a
@@ -154,7 +146,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.eng = eng
-	h.events = eng.Subscribe()
+	h.events = &testkit.Events[orchestrator.Event]{TB: h.t, C: eng.Subscribe(), Limit: wait, Report: h.report}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.done = make(chan error, 1)
@@ -193,22 +185,13 @@ func (h *harness) assign(id, profile string) {
 	}
 }
 
-// waitFor reads events until one matches; the deadline turns a hang into
-// a failure that shows what happened.
+// waitFor returns the first event, seen or coming, that matches; the
+// deadline turns a hang into a failure that shows what happened.
 func (h *harness) waitFor(pred func(orchestrator.Event) bool) orchestrator.Event {
 	h.t.Helper()
-	deadline := time.After(wait)
-	for {
-		select {
-		case ev := <-h.events:
-			h.log = append(h.log, ev)
-			if pred(ev) {
-				return ev
-			}
-		case <-deadline:
-			h.t.Fatalf("event not seen\n%s", h.report())
-		}
-	}
+	ev := h.events.Wait(pred)
+	h.log = h.events.Log
+	return ev
 }
 
 // report is what a failing test shows: events, model requests, screens.
@@ -267,8 +250,9 @@ func (h *harness) waitIdle() {
 			return
 		}
 		select {
-		case ev := <-h.events:
-			h.log = append(h.log, ev)
+		case ev := <-h.events.C:
+			h.events.Log = append(h.events.Log, ev)
+			h.log = h.events.Log
 		case <-h.eng.Changed():
 		case <-deadline:
 			h.t.Fatalf("engine never idle\n%s", h.report())
@@ -298,8 +282,9 @@ func (h *harness) until(what string, cond func() bool) {
 			h.t.Fatalf("%s: not seen\n%s", what, h.report())
 		}
 		select {
-		case ev := <-h.events:
-			h.log = append(h.log, ev)
+		case ev := <-h.events.C:
+			h.events.Log = append(h.events.Log, ev)
+			h.log = h.events.Log
 		case <-tick.C:
 		}
 	}
@@ -358,8 +343,9 @@ func (h *harness) waitSnap(what string, ok func(orchestrator.Snapshot) bool) orc
 			return s
 		}
 		select {
-		case ev := <-h.events:
-			h.log = append(h.log, ev)
+		case ev := <-h.events.C:
+			h.events.Log = append(h.events.Log, ev)
+			h.log = h.events.Log
 		case <-h.eng.Changed():
 		case <-deadline:
 			h.t.Fatalf("%s: not seen\n%s", what, h.report())

@@ -37,11 +37,7 @@ func BenchmarkTaskToAgentStart(b *testing.B) {
 		if err := h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: ids[i]}); err != nil {
 			b.Fatal(err)
 		}
-		for ev := range h.events {
-			if ev.Kind == EvStarted && ev.Task == ids[i] {
-				break
-			}
-		}
+		h.waitFor(kind(EvStarted, ids[i]))
 	}
 	b.StopTimer()
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,28 +12,12 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
-// chorusBin is the real chorus binary, built once: agents run its
-// `scripted-agent` and `signal` commands.
-var chorusBin string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "chorus-bin")
-	if err != nil {
-		panic(err)
-	}
-	chorusBin = filepath.Join(dir, "chorus")
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(file))
-	cmd := exec.Command("go", "build", "-o", chorusBin, "./cmd/chorus")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building chorus: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	testkit.Cleanup()
 	os.Exit(code)
 }
 
@@ -46,33 +28,23 @@ type harness struct {
 	store  beads.Store
 	cfg    config.Config
 	eng    *Engine
-	events <-chan Event
+	events *testkit.Events[Event]
 	cancel context.CancelFunc
 	done   chan error
-	log    []Event
-	used   map[int]bool // log entries a waitFor already returned
+	log    []Event // what the events seen so far were, for assertions
 }
 
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testkit.Git(t, dir, args...)
 }
 
 // newHarness makes a repository with one commit, a built-in task store and
 // a config whose default agent is the scripted agent running script.
 func newHarness(t *testing.T, script string, tweak func(*config.Config)) *harness {
 	t.Helper()
-	root := t.TempDir()
-	git(t, root, "init", "-q", "-b", "main")
-	git(t, root, "config", "user.email", "t@example.com")
-	git(t, root, "config", "user.name", "T")
-	os.WriteFile(filepath.Join(root, "README"), []byte("hi\n"), 0o644)
-	git(t, root, "add", ".")
-	git(t, root, "commit", "-q", "-m", "init")
+	root := testkit.Repo(t)
+	chorusBin := testkit.Chorus(t)
 	cfg := config.Default()
 	cfg.Project.TaskIDPrefix = "t"
 	cfg.Agents.Available["script"] = config.AgentProfile{Command: chorusBin, Args: []string{"scripted-agent", "--script", "agent.script"}, Prompt: config.PromptArg}
@@ -103,7 +75,7 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 
 func (h *harness) start() {
 	h.t.Helper()
-	eng, err := New(Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main", ChorusExe: chorusBin, Cols: 100, Rows: 30})
+	eng, err := New(Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main", ChorusExe: testkit.Chorus(h.t), Cols: 100, Rows: 30})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -111,7 +83,7 @@ func (h *harness) start() {
 		h.t.Fatal(err)
 	}
 	h.eng = eng
-	h.events = eng.Subscribe()
+	h.events = &testkit.Events[Event]{TB: h.t, C: eng.Subscribe(), Report: h.report}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.done = make(chan error, 1)
@@ -128,38 +100,21 @@ func (h *harness) stop() {
 	}
 }
 
-// waitFor reads events until one matches; a generous deadline turns a hang
-// into a failure with the events seen so far.
+// waitFor returns the first event, seen already or coming, that matches.
 func (h *harness) waitFor(pred func(Event) bool) Event {
 	h.t.Helper()
-	if h.used == nil {
-		h.used = map[int]bool{}
+	ev := h.events.Wait(pred)
+	h.log = h.events.Log
+	return ev
+}
+
+func (h *harness) report() string {
+	var b strings.Builder
+	b.WriteString("events so far:\n")
+	for _, ev := range h.events.Log {
+		fmt.Fprintf(&b, "  %s %s %s %s\n", ev.Kind, ev.Agent, ev.Task, ev.Text)
 	}
-	// Events already received count too (order between agents is not
-	// fixed); each event satisfies one wait.
-	for i, ev := range h.log {
-		if !h.used[i] && pred(ev) {
-			h.used[i] = true
-			return ev
-		}
-	}
-	deadline := time.After(90 * time.Second)
-	for {
-		select {
-		case ev := <-h.events:
-			h.log = append(h.log, ev)
-			if pred(ev) {
-				h.used[len(h.log)-1] = true
-				return ev
-			}
-		case <-deadline:
-			var b strings.Builder
-			for _, ev := range h.log {
-				fmt.Fprintf(&b, "  %s %s %s %s\n", ev.Kind, ev.Agent, ev.Task, ev.Text)
-			}
-			h.t.Fatalf("event not seen; events so far:\n%s", b.String())
-		}
-	}
+	return b.String()
 }
 
 func kind(k, task string) func(Event) bool {
@@ -204,8 +159,9 @@ func (h *harness) waitIdle() {
 			return
 		}
 		select {
-		case ev := <-h.events:
-			h.log = append(h.log, ev)
+		case ev := <-h.events.C:
+			h.events.Log = append(h.events.Log, ev)
+			h.log = h.events.Log
 		case <-h.eng.Changed():
 		case <-deadline:
 			h.t.Fatalf("engine never idle: %+v", h.eng.Snapshot())

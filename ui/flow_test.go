@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,52 +12,22 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/testkit"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 	"github.com/chorus-dev/chorus/ui/present"
 )
 
-// chorusBin is the real chorus binary: scripted agents run its
-// `scripted-agent` and `signal` commands. Built once, only when a test
-// asks for it.
-var chorusBin string
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if chorusBin != "" {
-		os.RemoveAll(filepath.Dir(chorusBin))
-	}
+	testkit.Cleanup()
 	os.Exit(code)
-}
-
-func buildChorus(t *testing.T) string {
-	t.Helper()
-	if chorusBin != "" {
-		return chorusBin
-	}
-	dir, err := os.MkdirTemp("", "chorus-ui-bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "chorus")
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/chorus")
-	cmd.Dir = filepath.Dir(filepath.Dir(file))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building chorus: %v\n%s", err, out)
-	}
-	chorusBin = bin
-	return bin
 }
 
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return testkit.Git(t, dir, args...)
 }
 
 // session is a real engine on a temporary repository, agents scripted.
@@ -69,20 +37,14 @@ type session struct {
 	store  beads.Store
 	cfg    config.Config
 	eng    *orchestrator.Engine
-	events <-chan orchestrator.Event
-	log    []orchestrator.Event
+	events *testkit.Events[orchestrator.Event]
+	what   string // the wait in progress, for failure reports
 }
 
 func newSession(t *testing.T, script string, tweak func(*config.Config)) *session {
 	t.Helper()
-	bin := buildChorus(t)
-	root := t.TempDir()
-	git(t, root, "init", "-q", "-b", "main")
-	git(t, root, "config", "user.email", "t@example.com")
-	git(t, root, "config", "user.name", "T")
-	os.WriteFile(filepath.Join(root, "README"), []byte("hi\n"), 0o644)
-	git(t, root, "add", ".")
-	git(t, root, "commit", "-q", "-m", "init")
+	bin := testkit.Chorus(t)
+	root := testkit.Repo(t)
 	cfg := config.Default()
 	cfg.Project.TaskIDPrefix = "t"
 	prof := config.AgentProfile{Command: bin, Args: []string{"scripted-agent", "--script", filepath.Join(root, "agent.script")}, Prompt: config.PromptArg}
@@ -123,12 +85,12 @@ func (s *session) start(w, h int) *driver {
 		s.t.Fatal(err)
 	}
 	// `chorus signal` must reach this engine: agents find chorus on PATH.
-	s.t.Setenv("PATH", filepath.Dir(chorusBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	s.t.Setenv("PATH", filepath.Dir(testkit.Chorus(s.t))+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if err := eng.Recover(context.Background()); err != nil {
 		s.t.Fatal(err)
 	}
 	s.eng = eng
-	s.events = eng.Subscribe()
+	s.events = &testkit.Events[orchestrator.Event]{TB: s.t, C: eng.Subscribe(), Limit: waitLimit, Report: s.report}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
@@ -153,25 +115,20 @@ func (s *session) start(w, h int) *driver {
 	return startUI(s.t, Options{Engine: eng, Store: s.store, Config: s.cfg, Version: "test", Dir: dir, QuitGrace: 2 * waitLimit}, w, h)
 }
 
-// waitFor reads engine events until one matches.
+// waitFor returns the first engine event, seen or coming, that matches.
 func (s *session) waitFor(what string, pred func(orchestrator.Event) bool) orchestrator.Event {
 	s.t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		select {
-		case ev := <-s.events:
-			s.log = append(s.log, ev)
-			if pred(ev) {
-				return ev
-			}
-		case <-deadline:
-			var b strings.Builder
-			for _, ev := range s.log {
-				fmt.Fprintf(&b, "  %s %s %s %s\n", ev.Kind, ev.Agent, ev.Task, ev.Text)
-			}
-			s.t.Fatalf("%s: not seen; events:\n%s", what, b.String())
-		}
+	s.what = what
+	return s.events.Wait(pred)
+}
+
+func (s *session) report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: not seen; events:\n", s.what)
+	for _, ev := range s.events.Log {
+		fmt.Fprintf(&b, "  %s %s %s %s\n", ev.Kind, ev.Agent, ev.Task, ev.Text)
 	}
+	return b.String()
 }
 
 func kind(k, task string) func(orchestrator.Event) bool {
@@ -185,8 +142,8 @@ func (s *session) waitSnap(what string, pred func(orchestrator.Snapshot) bool) {
 	for !pred(s.eng.Snapshot()) {
 		select {
 		case <-s.eng.Changed():
-		case ev := <-s.events:
-			s.log = append(s.log, ev)
+		case ev := <-s.events.C:
+			s.events.Log = append(s.events.Log, ev)
 		case <-deadline:
 			s.t.Fatalf("%s: never happened; snapshot %+v", what, s.eng.Snapshot())
 		}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/chorus-dev/chorus/internal/testkit"
 	"os"
 	"os/exec"
 	"strings"
@@ -38,7 +39,7 @@ hang
 	s.task("t-b", "beta", 2)
 	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
 	tm("new-session", "-d", "-x", "160", "-y", "40", "-e", "PATH="+os.Getenv("PATH"),
-		fmt.Sprintf("%s -C %s; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", chorusBin, s.root, tmux, sock))
+		fmt.Sprintf("%s -C %s; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", testkit.Chorus(t), s.root, tmux, sock))
 	// waitScreen polls the pane (tmux has no "screen changed" event) until
 	// it shows want.
 	waitScreen := func(want string) string {
