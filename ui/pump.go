@@ -37,7 +37,7 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 		close(u.pumpStarted)
 	}
 	for {
-		dirty := false
+		var dirty []string
 		select {
 		case <-ctx.Done():
 			return
@@ -57,10 +57,10 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 			pending = append(pending, u.pumpPending...)
 			u.pumpPending = nil
 		case <-frames.C:
-			for _, t := range u.tiles {
+			for id, t := range u.tiles {
 				// Every flag is taken so each one is cleared.
 				if t.TakeDirty() {
-					dirty = true
+					dirty = append(dirty, id)
 				}
 			}
 		case <-clock.C:
@@ -70,7 +70,10 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 			apply(func() { u.setFlash("grace period over: stopping the agents", present.Warn) })
 			u.quit()
 		}
-		if len(pending) > 0 || dirty {
+		if len(pending) == 0 && len(dirty) > 0 {
+			// Only terminals changed: redraw just those tiles.
+			u.app.QueueUpdate(func() { u.drawTiles(dirty) })
+		} else if len(pending) > 0 {
 			fns := pending
 			pending = nil
 			u.app.QueueUpdateDraw(func() {
@@ -83,6 +86,31 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 			}
 			u.afterFlush = nil
 		}
+	}
+}
+
+// drawTiles redraws the given tiles straight onto the screen and shows
+// the result. A full tview draw clears the screen and repaints every
+// primitive, which at 30 frames a second costs more than the terminals
+// themselves; tiles changing is the common case and touches nothing else.
+// With an overlay up, or before the first full draw, it falls back to a
+// full draw. Event goroutine only.
+func (u *UI) drawTiles(ids []string) {
+	if u.screen == nil || u.over != nil || u.grid == nil || u.grid.shown == nil {
+		u.app.ForceDraw()
+		return
+	}
+	drawn := false
+	for _, id := range ids {
+		t := u.vm.tiles[id]
+		if t == nil || !u.grid.shown[id] {
+			continue
+		}
+		t.DrawChanged(u.screen)
+		drawn = true
+	}
+	if drawn {
+		u.screen.Show()
 	}
 }
 

@@ -58,6 +58,11 @@ const (
 
 // Cell is one screen position. It is 16 bytes so that a long scrollback
 // stays cheap.
+// Cluster reports that the cell holds a multi-rune grapheme, whose text
+// lives in the snapshot it came from (so two such cells from different
+// snapshots cannot be compared by value).
+func (c Cell) Cluster() bool { return c.comb != 0 }
+
 type Cell struct {
 	// Rune is the character, 0 for a cell never written or erased.
 	Rune rune

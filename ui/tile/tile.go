@@ -27,6 +27,8 @@ type Tile struct {
 	label    string
 
 	snap    term.Snapshot // last frame drawn; kept while 2026 holds drawing
+	prev    []term.Cell   // the frame before, for DrawChanged
+	last    frameKey      // geometry and title of the last full Draw
 	drawn   bool
 	offset  int // rows scrolled back into the scrollback; 0 follows output
 	fixed   bool
@@ -76,16 +78,7 @@ func (t *Tile) ScrollOffset() int { return t.offset }
 
 // Draw draws the last complete frame of the emulator.
 func (t *Tile) Draw(screen tcell.Screen) {
-	title := t.label
-	if ct := t.emu.Title(); ct != "" {
-		if title != "" {
-			title += " — "
-		}
-		title += ct
-	}
-	if t.offset > 0 {
-		title += " [scrollback]"
-	}
+	title := t.fullTitle()
 	t.SetTitle(" " + tview.Escape(title) + " ")
 	t.Box.DrawForSubclass(screen, t)
 	x0, y0, w, h := t.GetInnerRect()
@@ -109,11 +102,70 @@ func (t *Tile) Draw(screen tcell.Screen) {
 		t.offset = t.snap.Offset
 		t.drawn = true
 	}
+	t.drawCells(screen, x0, y0, w, h, nil)
+	t.last = frameKey{title: title, x: x0, y: y0, w: w, h: h}
+}
+
+// DrawChanged redraws only the cells that changed since this tile's last
+// frame, on a screen that still shows that frame (nothing else drew over
+// it since). Anything else that changed — position, size, title — makes it
+// a full Draw.
+func (t *Tile) DrawChanged(screen tcell.Screen) {
+	x0, y0, w, h := t.GetInnerRect()
+	if !t.drawn || t.last != (frameKey{title: t.fullTitle(), x: x0, y: y0, w: w, h: h}) {
+		t.Draw(screen)
+		return
+	}
+	if ew, eh := t.emu.Size(); !t.fixed && (ew != w || eh != h) {
+		t.Draw(screen)
+		return
+	}
+	if t.emu.SyncHeld(time.Now()) {
+		t.emu.MarkDirty()
+		return
+	}
+	t.prev = append(t.prev[:0], t.snap.Cells...)
+	prevW, prevRev := t.snap.W, t.snap.Reverse
+	t.emu.Snapshot(&t.snap, t.offset)
+	t.offset = t.snap.Offset
+	prev := t.prev
+	if t.snap.W != prevW || t.snap.Reverse != prevRev || len(prev) != len(t.snap.Cells) {
+		prev = nil
+	}
+	t.drawCells(screen, x0, y0, w, h, prev)
+}
+
+// frameKey is what a frame's geometry and decoration depended on.
+type frameKey struct {
+	title      string
+	x, y, w, h int
+}
+
+func (t *Tile) fullTitle() string {
+	title := t.label
+	if ct := t.emu.Title(); ct != "" {
+		if title != "" {
+			title += " — "
+		}
+		title += ct
+	}
+	if t.offset > 0 {
+		title += " [scrollback]"
+	}
+	return title
+}
+
+// drawCells puts the snapshot's cells on screen, skipping those equal to
+// prev (nil: all of them).
+func (t *Tile) drawCells(screen tcell.Screen, x0, y0, w, h int, prev []term.Cell) {
 	s := &t.snap
 	for y := 0; y < s.H && y < h; y++ {
 		row := s.Cells[y*s.W : (y+1)*s.W]
 		for x := 0; x < s.W && x < w; x++ {
 			c := row[x]
+			if prev != nil && c == prev[y*s.W+x] && !c.Cluster() {
+				continue
+			}
 			if c.Attr&term.AttrWideCont != 0 {
 				continue
 			}
