@@ -116,7 +116,7 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	for _, u := range unknownKeys(v, md) {
+	for _, u := range unknownKeys(md) {
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: unknown key %q ignored", path, u))
 	}
 	out.Config = cfg
@@ -139,12 +139,9 @@ func isMapOrSlice(x any) bool {
 }
 
 // unknownKeys lists keys present in the merged settings that no struct
-// field consumed. Keys under free-form maps (agent profiles' env) are fine.
-func unknownKeys(v *viper.Viper, md mapstructure.Metadata) []string {
-	var out []string
-	for _, u := range md.Unused {
-		out = append(out, u)
-	}
+// field consumed, sorted.
+func unknownKeys(md mapstructure.Metadata) []string {
+	out := append([]string(nil), md.Unused...)
 	sort.Strings(out)
 	return out
 }
