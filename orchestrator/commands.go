@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
@@ -352,14 +351,8 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	e.st.Checkpoint = old.Checkpoint
 	for id, a := range old.Agents {
-		if a.PID > 0 && ptyproc.Alive(a.PID, a.PStart) {
+		if a.PID > 0 && ptyproc.StopOrphan(a.PID, a.PStart, 5*time.Second) {
 			// An agent of a Chorus that died: nobody watches it any more.
-			_ = syscall.Kill(-a.PID, syscall.SIGTERM)
-			deadline := time.Now().Add(5 * time.Second)
-			for ptyproc.Alive(a.PID, a.PStart) && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
-			}
-			_ = syscall.Kill(-a.PID, syscall.SIGKILL)
 			e.emit(Event{Kind: EvRecovered, Agent: id, Task: a.TaskID, Text: "ended an orphaned agent process"})
 		}
 		if a.Worktree != "" {

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 	"time"
 
 	"github.com/creack/pty"
@@ -463,4 +465,30 @@ func Alive(pid int, startTime uint64) bool {
 		return false
 	}
 	return start == startTime && state != 'Z' && state != 'X'
+}
+
+// StopOrphan ends the process group led by pid — an agent of a Chorus that
+// died, which nobody waits for — if pid is still that process (startTime
+// guards against reuse): SIGTERM, then SIGKILL after grace. It waits on a
+// pidfd, not by polling, and reports whether the process was found.
+func StopOrphan(pid int, startTime uint64, grace time.Duration) bool {
+	if !Alive(pid, startTime) {
+		return false
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return true
+	}
+	defer unix.Close(fd)
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	// The pidfd becomes readable when the process exits.
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	if n, _ := unix.Poll(fds, int(grace.Milliseconds())); n == 0 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_, _ = unix.Poll(fds, 5000)
+	}
+	// Whatever else is left in the group goes too.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	return true
 }

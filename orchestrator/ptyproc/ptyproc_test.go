@@ -354,3 +354,31 @@ func TestStuckConsumerDoesNotHangAgent(t *testing.T) {
 		t.Errorf("log should hold everything: %v %v", st.Size(), err)
 	}
 }
+
+func TestStopOrphan(t *testing.T) {
+	// A group whose leader ignores SIGTERM, like a stuck agent left by a
+	// Chorus that died.
+	p, err := Start(Spec{Argv: []string{"sh", "-c", "trap '' TERM; echo up; while :; do sleep 1; done"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := range p.Output() {
+		if strings.Contains(string(chunk), "up") {
+			break
+		}
+	}
+	go func() {
+		for range p.Output() {
+		}
+	}()
+	if StopOrphan(p.Pid(), p.StartTime()+1, time.Second) {
+		t.Fatal("a different start time must not be stopped")
+	}
+	if !StopOrphan(p.Pid(), p.StartTime(), 200*time.Millisecond) {
+		t.Fatal("not found")
+	}
+	<-p.Done()
+	if StopOrphan(p.Pid(), p.StartTime(), time.Second) {
+		t.Fatal("a dead process reported found")
+	}
+}
