@@ -79,22 +79,14 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request, body []byte) 
 		}
 	} else {
 		req.Kind = "turn"
-		req.Script, t = s.pick(req.UserText, req.Index)
-		if t.Gen != nil {
-			t = t.Gen(req)
-		}
-		if !hold(r, t) {
+		var ok bool
+		if t, ok = s.scripted(r, &req); !ok {
 			return
 		}
 	}
-	if t.Status != 0 {
-		req.Status = t.Status
-		s.record(req)
-		errorTurn(w, "anthropic", t.Status)
+	if !s.answerable(w, &req, t, "anthropic") {
 		return
 	}
-	req.Status = 200
-	s.record(req)
 	id := s.nextID()
 	stop := t.Stop
 	if stop == "" {

@@ -321,3 +321,29 @@ func inputJSON(in map[string]any) string {
 	enc.Encode(in)
 	return strings.TrimSpace(b.String())
 }
+
+// scripted picks the conversation turn for a request, generated if the
+// script says so, and waits while the turn is held. false: the client went
+// away while it was held.
+func (s *Server) scripted(r *http.Request, req *Request) (Turn, bool) {
+	var t Turn
+	req.Script, t = s.pick(req.UserText, req.Index)
+	if t.Gen != nil {
+		t = t.Gen(*req)
+	}
+	return t, hold(r, t)
+}
+
+// answerable records the request with its status; for a turn scripted as
+// an HTTP error it writes that error in api's shape and returns false.
+func (s *Server) answerable(w http.ResponseWriter, req *Request, t Turn, api string) bool {
+	if t.Status != 0 {
+		req.Status = t.Status
+		s.record(*req)
+		errorTurn(w, api, t.Status)
+		return false
+	}
+	req.Status = 200
+	s.record(*req)
+	return true
+}

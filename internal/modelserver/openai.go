@@ -64,22 +64,14 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request, body []byte) {
 	if req.Kind == "helper" {
 		t = Turn{Text: "OK"}
 	} else {
-		req.Script, t = s.pick(req.UserText, req.Index)
-		if t.Gen != nil {
-			t = t.Gen(req)
-		}
-		if !hold(r, t) {
+		var ok bool
+		if t, ok = s.scripted(r, &req); !ok {
 			return
 		}
 	}
-	if t.Status != 0 {
-		req.Status = t.Status
-		s.record(req)
-		errorTurn(w, "openai", t.Status)
+	if !s.answerable(w, &req, t, "openai") {
 		return
 	}
-	req.Status = 200
-	s.record(req)
 	id := s.nextID()
 	respID := fmt.Sprintf("resp_scripted_%d", id)
 	var items []map[string]any
