@@ -133,9 +133,9 @@ func TestOverlappingDirtyFileHolds(t *testing.T) {
 	if !strings.Contains(it.LastError, "a.txt") || !strings.Contains(it.Action, "retry") {
 		t.Fatalf("hold message: %q / %q", it.LastError, it.Action)
 	}
-	if !h.svc.Idle() {
-		t.Fatal("a held item must not count as runnable")
-	}
+	// Held is published before the worker lets go; a held item must not
+	// keep the queue busy once it has.
+	h.waitFor("idle", func(s Snapshot) bool { return s.Idle })
 	r.git("commit", "-q", "-am", "user work")
 	if err := h.svc.Retry("ch-1"); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,8 @@ func TestForceMovedTargetPausesAndReportsLost(t *testing.T) {
 	r.git("reset", "-q", "--hard", "main~3")
 	b4, _ := r.agentBranch("ch-4", "main", map[string]string{"ch-4.txt": "4"}, false)
 	h.enqueue(Request{TaskID: "ch-4", Branch: b4})
-	snap := h.waitFor("pause", func(s Snapshot) bool { return s.Stats.Paused })
+	// Paused is published before the worker lets go of ch-4; wait for both.
+	snap := h.waitFor("pause", func(s Snapshot) bool { return s.Stats.Paused && s.Idle })
 	if got := strings.Join(snap.Stats.Lost, ","); got != "ch-1,ch-2,ch-3" {
 		t.Fatalf("lost %q (%s)", got, snap.Stats.PauseReason)
 	}
