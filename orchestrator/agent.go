@@ -265,9 +265,6 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 		}
 		r.event(EvAlert, "worktree setup failed: "+wtErr.Error(), nil)
 	}
-	r.update(func(s *State, a *AgentState) {
-		a.Title, a.Worktree, a.Branch, a.Type = t.Title, wt.Dir, wt.Branch, r.profileName
-	})
 	d := dirs{root: e.opt.Dir.Root, prompts: e.opt.Dir.Prompts(), patterns: e.opt.Dir.Patterns(), learnings: e.opt.Dir.Learnings()}
 	prompt, err := buildPrompt(d, e.cfg, r.profile, r.profileName, t, wt.Branch)
 	if err != nil {
@@ -281,7 +278,10 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt string) outcome {
 	e, cfg := r.e, r.e.cfg
 	var run TaskRun
-	_ = e.do(context.Background(), func() { run = *e.st.run(t.ID) })
+	_ = e.do(context.Background(), func() {
+		run = *e.st.run(t.ID)
+		e.dirty = false // a read: the first iteration's record writes it
+	})
 	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{prompt}})
 	var gen int
 	var p *ptyproc.Proc
@@ -297,15 +297,21 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		if it > 1 || base == "" {
 			base, _ = e.wt.HeadCommit(context.Background(), wt)
 		}
-		r.update(func(s *State, a *AgentState) {
+		first := gen == 0 // this run's first spawn records where it works
+		record := func(s *State, a *AgentState) {
+			if first {
+				a.Title, a.Worktree, a.Branch, a.Type = t.Title, wt.Dir, wt.Branch, r.profileName
+			}
 			tr := s.run(t.ID)
 			tr.Iterations, tr.IterationBase = it, base
 			a.Iteration, a.Status = it, AgentRunning
 			s.Stats.Iterations++
-		})
-		r.event(EvIteration, "", map[string]any{"iteration": it})
+			r.e.emit(Event{Kind: EvIteration, Agent: r.id, Task: r.taskID, Fields: map[string]any{"iteration": it}})
+		}
 		r.detect(det.Reset)
-		if p == nil {
+		if p != nil {
+			r.update(record)
+		} else {
 			text := prompt
 			if it > 1 {
 				text = handover(prompt, it, changes, pending)
@@ -313,7 +319,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			}
 			var err error
 			gen++
-			p, err = r.spawn(t, wt, text, it, gen, det)
+			p, err = r.spawn(t, wt, text, it, gen, det, record)
 			if err != nil {
 				e.opt.Store.Release(context.Background(), t.ID)
 				return outcome{kind: "error", reason: err.Error()}
@@ -662,8 +668,10 @@ func (r *agentRun) argv(t beads.Task, prompt string) []string {
 	return argv
 }
 
-// spawn starts the agent process and its output pump.
-func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector) (*ptyproc.Proc, error) {
+// spawn starts the agent process and its output pump. record (the
+// iteration's state) is applied in the same engine message as the pid:
+// one state write on the start path instead of one per fact.
+func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector, record func(*State, *AgentState)) (*ptyproc.Proc, error) {
 	e := r.e
 	cols, rows := r.dims()
 	if err := os.MkdirAll(e.opt.Dir.Logs(), 0o755); err != nil {
@@ -680,8 +688,12 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	}
 	r.proc.Store(p)
 	pid, pstart := p.Pid(), p.StartTime()
-	r.update(func(s *State, a *AgentState) { a.PID, a.PStart, a.Status = pid, pstart, AgentRunning })
-	r.event(EvStarted, strings.Join(r.argv(t, "…")[:1], " "), map[string]any{"pid": pid, "iteration": it})
+	cmd := strings.Join(r.argv(t, "…")[:1], " ")
+	r.update(func(s *State, a *AgentState) {
+		record(s, a)
+		a.PID, a.PStart, a.Status = pid, pstart, AgentRunning
+		r.e.emit(Event{Kind: EvStarted, Agent: r.id, Task: r.taskID, Text: cmd, Fields: map[string]any{"pid": pid, "iteration": it}})
+	})
 	go r.pump(p, gen, det)
 	if isClaudeTerminal(r.profile) {
 		r.meters.Add(1)

@@ -162,7 +162,7 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	if err != nil {
 		t = beads.Task{ID: req.TaskID} // a user's branch has no task
 	}
-	proc, err := r.spawn(t, wt, req.Prompt, 1, 1, det)
+	proc, err := r.spawn(t, wt, req.Prompt, 1, 1, det, func(*State, *AgentState) {})
 	if err != nil {
 		return merge.ResolveResult{}, err
 	}

@@ -214,6 +214,9 @@ func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, err
 		}
 		if code, err := m.gitCode(ctx, m.RepoDir, "worktree", "add", "-q", "-b", branch, abs, m.Target); err == nil && code == 0 {
 			wt.Created = true
+			if wt.Head = m.looseRef("refs/heads/" + branch); wt.Head != "" {
+				return wt, nil
+			}
 			wt.Head, err = m.git(ctx, abs, "rev-parse", "HEAD")
 			return wt, err
 		}
@@ -531,6 +534,26 @@ func (m *Manager) CommitWIP(ctx context.Context, wt Worktree, msg string) (bool,
 		return false, err
 	}
 	return true, nil
+}
+
+// looseRef reads a ref that git has just written as a loose file in the
+// main repository's .git, saving a process on the start path; "" means
+// ask git (packed refs, reftable, a .git file).
+func (m *Manager) looseRef(ref string) string {
+	b, err := os.ReadFile(filepath.Join(m.RepoDir, ".git", filepath.FromSlash(ref)))
+	if err != nil {
+		return ""
+	}
+	id := strings.TrimSpace(string(b))
+	if len(id) != 40 && len(id) != 64 {
+		return ""
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return ""
+		}
+	}
+	return id
 }
 
 // HeadCommit returns the commit checked out in the worktree.
