@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/merge/driver"
 	"github.com/chorus-dev/chorus/proc"
 )
@@ -75,6 +76,12 @@ func (r *repo) git(args ...string) string {
 
 func (r *repo) gitIn(dir string, args ...string) string {
 	r.t.Helper()
+	if len(args) > 0 && args[0] == "worktree" {
+		// The service adds and prunes worktrees concurrently, and git
+		// is not safe against that: take the lock the service takes.
+		gitx.WorktreeMu.Lock()
+		defer gitx.WorktreeMu.Unlock()
+	}
 	out, err := git(context.Background(), dir, args...)
 	if err != nil {
 		r.t.Fatalf("git %v in %s: %v", args, dir, err)
