@@ -27,27 +27,54 @@ const waitLimit = 90 * time.Second
 
 // driver runs a UI on a simulation screen.
 type driver struct {
-	t    testing.TB
-	u    *UI
-	sim  tcell.SimulationScreen
-	done chan struct{} // closed when run returned, with err set
-	err  error
+	t     testing.TB
+	u     *UI
+	sim   tcell.SimulationScreen
+	shown chan struct{} // poked after every Show
+	done  chan struct{} // closed when run returned, with err set
+	err   error
+}
+
+// showScreen tells the test each time a frame reaches the screen, full
+// draws and tile-only frames alike.
+type showScreen struct {
+	tcell.SimulationScreen
+	shown chan struct{}
+}
+
+func (s showScreen) Show() {
+	s.SimulationScreen.Show()
+	select {
+	case s.shown <- struct{}{}:
+	default:
+	}
 }
 
 // startUI runs the UI for o on a w×h simulation screen.
 func startUI(t testing.TB, o Options, w, h int) *driver {
 	t.Helper()
+	return startUIWith(t, o, w, h, nil)
+}
+
+// startUIWith is startUI with setup run on the UI before it starts
+// (tests swap its clock there).
+func startUIWith(t testing.TB, o Options, w, h int, setup func(*UI)) *driver {
+	t.Helper()
 	sim := tcell.NewSimulationScreen("UTF-8")
-	o.Screen = sim
+	shown := make(chan struct{}, 1)
+	o.Screen = showScreen{sim, shown}
 	u, err := newUI(o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(u)
 	}
 	// SetScreen resets a simulation screen to 80×25: size it after.
 	u.onScreen = func(tcell.Screen) { sim.SetSize(w, h) }
 	u.keyDone = make(chan struct{}, 64)
 	u.pumpStarted = make(chan struct{})
-	d := &driver{t: t, u: u, sim: sim, done: make(chan struct{})}
+	d := &driver{t: t, u: u, sim: sim, shown: shown, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		d.err = u.run(ctx)
@@ -193,6 +220,22 @@ func (d *driver) text() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// waitShown waits until the screen shows substr, looking again after
+// every frame.
+func (d *driver) waitShown(substr string) {
+	d.t.Helper()
+	limit := time.After(waitLimit)
+	for !strings.Contains(d.text(), substr) {
+		select {
+		case <-d.shown:
+		case <-d.done:
+			d.t.Fatalf("the UI stopped before showing %q", substr)
+		case <-limit:
+			d.t.Fatalf("screen never showed %q:\n%s", substr, d.text())
+		}
+	}
 }
 
 func (d *driver) expect(substr string) {

@@ -24,11 +24,19 @@ var reloadKinds = map[string]bool{
 // pump is the one goroutine that calls QueueUpdateDraw. Each turn of the
 // loop collects work for the event goroutine in pending and hands it over
 // in a single QueueUpdateDraw, so bursts coalesce into one frame.
+//
+// Nothing wakes it on a timer unless there is something to show: a
+// terminal becoming dirty wakes it (wakeFrame) and it then arms a one-shot
+// frame timer, so busy tiles are drawn at most once per FrameInterval;
+// the clock timer is armed only for the next moment a time shown on the
+// main view changes.
 func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
-	frames := time.NewTicker(u.o.FrameInterval)
-	defer frames.Stop()
-	clock := time.NewTicker(time.Second)
-	defer clock.Stop()
+	frame := u.clk.NewTimer()
+	defer frame.Stop()
+	var frameC <-chan time.Time // frame's channel while a frame is due, else nil
+	var lastFrame time.Time
+	u.clock = u.clk.NewTimer()
+	defer u.clock.Stop()
 	var pending []func()
 	apply := func(fn func()) { pending = append(pending, fn) }
 	u.refresh(apply)
@@ -36,8 +44,10 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 	if u.pumpStarted != nil {
 		close(u.pumpStarted)
 	}
+	var dirty []string
 	for {
-		var dirty []string
+		dirty = dirty[:0]
+		drawFrame := false
 		select {
 		case <-ctx.Done():
 			return
@@ -56,19 +66,38 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 			// Handlers queue UI work through u.pumpApply.
 			pending = append(pending, u.pumpPending...)
 			u.pumpPending = nil
-		case <-frames.C:
+		case <-u.frameWake:
+			if frameC != nil {
+				break // a frame is already due
+			}
+			if wait := u.o.FrameInterval - u.clk.Now().Sub(lastFrame); wait > 0 {
+				frame.Reset(wait)
+				frameC = frame.C()
+			} else {
+				drawFrame = true
+			}
+		case <-frameC:
+			drawFrame = true
+		case <-u.clockC:
+			u.clockTick(apply)
+		case <-u.waitQuit:
+			u.waitQuit = nil
+			apply(func() { u.setFlash("grace period over: stopping the agents", present.Warn) })
+			u.quit()
+		}
+		u.turns.Add(1)
+		if drawFrame {
+			frameC = nil
+			lastFrame = u.clk.Now()
+			// Cleared before the flags are taken: a change after this
+			// point wakes the pump again.
+			u.frameArmed.Store(false)
 			for id, t := range u.tiles {
 				// Every flag is taken so each one is cleared.
 				if t.TakeDirty() {
 					dirty = append(dirty, id)
 				}
 			}
-		case <-clock.C:
-			u.clockTick(apply)
-		case <-u.waitQuit:
-			u.waitQuit = nil
-			apply(func() { u.setFlash("grace period over: stopping the agents", present.Warn) })
-			u.quit()
 		}
 		if len(pending) == 0 && len(dirty) > 0 {
 			// Only terminals changed: redraw just those tiles.
@@ -86,6 +115,19 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 			}
 			u.afterFlush = nil
 		}
+	}
+}
+
+// wakeFrame tells the pump a terminal has something new to draw. Terminals
+// call it from their writers' goroutines, so it never blocks, and it sends
+// at most once per frame however many tiles change.
+func (u *UI) wakeFrame() {
+	if u.frameArmed.Swap(true) {
+		return
+	}
+	select {
+	case u.frameWake <- struct{}{}:
+	default:
 	}
 }
 
@@ -133,6 +175,7 @@ func (u *UI) refresh(apply func(func())) {
 		}
 		id := id
 		t := tile.New(emu, u.eng.Input(id))
+		emu.OnDirty(u.wakeFrame)
 		t.Box = quietBox()
 		t.SetResizeFunc(func(w, h int) {
 			// Called from Draw on the event goroutine: the engine call
@@ -141,8 +184,9 @@ func (u *UI) refresh(apply func(func())) {
 		})
 		u.tiles[id] = t
 	}
-	for id := range u.tiles {
+	for id, t := range u.tiles {
 		if _, ok := snap.Agents[id]; !ok {
+			t.Emulator().OnDirty(nil)
 			delete(u.tiles, id)
 		}
 	}
@@ -162,6 +206,7 @@ func (u *UI) refresh(apply func(func())) {
 		apply(func() { u.setFlash(msg, class) })
 	}
 	u.wasIdle = snap.Idle
+	u.armClock()
 }
 
 // model builds the view model from the pump's state and returns the func
@@ -187,7 +232,7 @@ func (u *UI) model() func() {
 }
 
 // clockTick republishes only when a time shown on screen changed, so an
-// idle Chorus does not redraw every second.
+// idle Chorus does not redraw for nothing.
 func (u *UI) clockTick(apply func(func())) {
 	now := u.o.Now()
 	changed := false
@@ -203,6 +248,32 @@ func (u *UI) clockTick(apply func(func())) {
 	if changed {
 		u.lastRuntime = now.Sub(u.snap.StartedAt)
 		apply(u.model())
+	}
+	u.armClock()
+}
+
+// armClock sets the clock timer for the next moment a time shown on the
+// main view changes (the run time and each agent's elapsed time), and
+// leaves it off when none is shown. Pump only.
+func (u *UI) armClock() {
+	u.clock.Stop()
+	u.clockC = nil
+	now := u.o.Now()
+	var next time.Time
+	consider := func(start time.Time) {
+		if at := now.Add(present.ElapsedChangesIn(now.Sub(start))); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if !u.snap.StartedAt.IsZero() {
+		consider(u.snap.StartedAt)
+	}
+	for _, a := range u.snap.Agents {
+		consider(a.StartedAt)
+	}
+	if !next.IsZero() {
+		u.clock.Reset(next.Sub(now))
+		u.clockC = u.clock.C()
 	}
 }
 

@@ -7,8 +7,9 @@
 //
 // Threads. tview primitives belong to the event goroutine. One pump
 // goroutine reads the engine (Changed, Subscribe, Snapshot, Screen,
-// Resize), the frame ticker and the results of worker goroutines, and is
-// the only caller of QueueUpdateDraw. Key handlers never block: engine
+// Resize), the terminals' dirty notices and the results of worker
+// goroutines, and is the only caller of QueueUpdateDraw; it sleeps while
+// none of them has anything. Key handlers never block: engine
 // commands and store calls run on workers whose results reach the pump
 // through a queue that never blocks the sender. Shutdown stops the pump
 // before app.Stop, because a QueueUpdateDraw after Stop never returns.
@@ -108,6 +109,12 @@ type UI struct {
 	quitOnce sync.Once
 	quitCh   chan struct{}
 
+	// Frames: terminals wake the pump through wakeFrame.
+	frameWake  chan struct{}
+	frameArmed atomic.Bool  // a wake was sent since the pump last took the dirty flags
+	turns      atomic.Int64 // pump turns, for tests that check an idle UI sleeps
+	clk        clock
+
 	// (pump)
 	tiles       map[string]*tile.Tile
 	tasks       []beads.Task
@@ -116,6 +123,8 @@ type UI struct {
 	snap        orchestrator.Snapshot
 	labels      map[string]string
 	waitQuit    <-chan time.Time // set while "wait for agents" runs
+	clock       timer            // fires when a shown time changes
+	clockC      <-chan time.Time // clock's channel while armed, else nil
 	logRing     []string
 	pumpPending []func()
 	lastRuntime time.Duration
@@ -202,7 +211,7 @@ func newUI(o Options) (*UI, error) {
 		return nil, fmt.Errorf("tui.prefixKey: %w", err)
 	}
 	u := &UI{o: o, eng: o.Engine, app: tview.NewApplication(), prefix: prefix,
-		inWake: make(chan struct{}, 1), quitCh: make(chan struct{}), idle: make(chan struct{}, 1),
+		inWake: make(chan struct{}, 1), frameWake: make(chan struct{}, 1), clk: realClock{}, quitCh: make(chan struct{}), idle: make(chan struct{}, 1),
 		tiles: map[string]*tile.Tile{}, labels: map[string]string{},
 		gridSpec: o.Config.TUI.AgentGrid, focus: panelTasks}
 	if u.gridSpec == "" {

@@ -294,6 +294,19 @@ func Elapsed(d time.Duration) string {
 	return Duration(d)
 }
 
+// ElapsedChangesIn is how long after d Elapsed shows something else, so
+// a screen of elapsed times can sleep until then.
+func ElapsedChangesIn(d time.Duration) time.Duration {
+	if d < 0 {
+		return time.Minute - d
+	}
+	step := time.Minute
+	if d >= 24*time.Hour {
+		step = time.Hour // Duration drops the minutes there
+	}
+	return step - d%step
+}
+
 // ProgressBar is the seed's "▓▓▓▓░░░░░░ 35%".
 func ProgressBar(pct, width int) string {
 	pct = min(max(pct, 0), 100)

@@ -467,9 +467,6 @@ func (e *Emulator) setModes(p ansi.Params, private, on bool) {
 				e.syncSince = now()
 			}
 			e.modes.sync = on
-			if !on {
-				e.dirty.Store(true)
-			}
 		case 47:
 			e.switchScreen(on, false)
 		case 1047:

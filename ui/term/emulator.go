@@ -50,8 +50,9 @@ func WithReplies(w io.Writer) Option {
 type Emulator struct {
 	mu sync.Mutex
 
-	p     *ansi.Parser
-	dirty atomic.Bool
+	p      *ansi.Parser
+	dirty  atomic.Bool
+	notify atomic.Pointer[func()] // see OnDirty
 
 	w, h int
 	main screen
@@ -200,7 +201,7 @@ func (e *Emulator) Write(p []byte) (int, error) {
 	}
 	e.mu.Unlock()
 	if len(p) > 0 {
-		e.dirty.Store(true)
+		e.setDirty()
 	}
 	if reply != nil && e.replyTo != nil {
 		// Serialised so that two writers cannot interleave answers.
@@ -369,12 +370,13 @@ func (e *Emulator) Resize(w, h int) {
 		h = 1
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if w == e.w && h == e.h {
+		e.mu.Unlock()
 		return
 	}
 	e.resize(w, h)
-	e.dirty.Store(true)
+	e.mu.Unlock()
+	e.setDirty()
 }
 
 // Size returns the columns and rows.
@@ -392,7 +394,35 @@ func (e *Emulator) Dirty() bool { return e.dirty.Load() }
 func (e *Emulator) TakeDirty() bool { return e.dirty.Swap(false) }
 
 // MarkDirty forces the next TakeDirty to report a change.
-func (e *Emulator) MarkDirty() { e.dirty.Store(true) }
+func (e *Emulator) MarkDirty() { e.setDirty() }
+
+// OnDirty sets fn to be called whenever the screen goes from clean to
+// dirty, so a renderer can sleep until there is something to draw rather
+// than poll TakeDirty: after a TakeDirty the next change calls fn again.
+// fn runs on the goroutine that made the change (the PTY reader, or a
+// renderer calling Resize or MarkDirty), outside the emulator's lock, so
+// it must be quick and never block. If the screen is already dirty, fn is
+// called at once: no change would announce it. nil removes it.
+func (e *Emulator) OnDirty(fn func()) {
+	if fn == nil {
+		e.notify.Store(nil)
+		return
+	}
+	e.notify.Store(&fn)
+	if e.dirty.Load() {
+		fn()
+	}
+}
+
+// setDirty marks the screen changed and tells the OnDirty func when it
+// was clean until now.
+func (e *Emulator) setDirty() {
+	if !e.dirty.Swap(true) {
+		if fn := e.notify.Load(); fn != nil {
+			(*fn)()
+		}
+	}
+}
 
 // Title returns the last OSC 0/2 window title.
 func (e *Emulator) Title() string {
@@ -435,7 +465,6 @@ var now = time.Now
 // Reset returns the emulator to its state after New, keeping its size.
 func (e *Emulator) Reset() {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.reset()
 	e.sb.clear()
 	e.sb.total = 0
@@ -444,5 +473,6 @@ func (e *Emulator) Reset() {
 	e.fstate = fGround
 	e.flushUTF8()
 	e.replies = e.replies[:0]
-	e.dirty.Store(true)
+	e.mu.Unlock()
+	e.setDirty()
 }

@@ -594,3 +594,42 @@ func TestReplayFunction(t *testing.T) {
 		t.Errorf("Replay all = %q", out)
 	}
 }
+
+// OnDirty announces each change from clean to dirty once, so a renderer
+// can sleep until there is something to draw.
+func TestOnDirty(t *testing.T) {
+	e := New(4, 2)
+	e.Write([]byte("x"))
+	calls := 0
+	e.OnDirty(func() { calls++ })
+	if calls != 1 {
+		t.Fatalf("set on a dirty screen: %d calls, want 1", calls)
+	}
+	e.Write([]byte("y"))
+	if calls != 1 {
+		t.Fatalf("a change while dirty: %d calls, want 1", calls)
+	}
+	e.TakeDirty()
+	e.Write([]byte("z"))
+	e.Write([]byte("w"))
+	if calls != 2 {
+		t.Fatalf("after TakeDirty: %d calls, want 2", calls)
+	}
+	for _, change := range []func(){e.MarkDirty, func() { e.Resize(5, 2) }, e.Reset} {
+		e.TakeDirty()
+		change()
+	}
+	if calls != 5 {
+		t.Fatalf("MarkDirty, Resize, Reset: %d calls, want 5", calls)
+	}
+	e.TakeDirty()
+	e.Write(nil)
+	if calls != 5 || e.Dirty() {
+		t.Fatal("an empty write counts as a change")
+	}
+	e.OnDirty(nil)
+	e.Write([]byte("v"))
+	if calls != 5 {
+		t.Fatal("called after removal")
+	}
+}
