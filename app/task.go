@@ -28,9 +28,14 @@ func newTaskCmd(g *globals) *cobra.Command {
 	return c
 }
 
-// withStore runs fn with the project's task store and logs the event when
-// fn reports one.
+// withStore runs fn with the project's task store, after warning about
+// unreadable lines in the task file.
 func withStore(cmd *cobra.Command, g *globals, fn func(ctx context.Context, p *project, s beads.Store) error) error {
+	return useStore(cmd, g, true, fn)
+}
+
+// useStore is withStore with the warning left to fn when warn is false.
+func useStore(cmd *cobra.Command, g *globals, warn bool, fn func(ctx context.Context, p *project, s beads.Store) error) error {
 	ctx := cmd.Context()
 	p, err := g.loadProject(ctx, cmd.ErrOrStderr(), false)
 	if err != nil {
@@ -43,7 +48,9 @@ func withStore(cmd *cobra.Command, g *globals, fn func(ctx context.Context, p *p
 	if c, ok := s.(interface{ Shutdown() }); ok {
 		defer c.Shutdown()
 	}
-	warnMalformed(cmd.ErrOrStderr(), s)
+	if warn {
+		warnMalformed(cmd.ErrOrStderr(), s)
+	}
 	return fn(ctx, p, s)
 }
 
@@ -126,11 +133,15 @@ func newTaskListCmd(g *globals, ready bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opt := beads.ReadyOptions{IncludeDeferred: includeDeferred}
+			if ready && asJSON {
+				return readyJSON(cmd, g, opt)
+			}
 			return withStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
 				var ts []beads.Task
 				var err error
 				if ready {
-					ts, err = s.Ready(ctx, beads.ReadyOptions{IncludeDeferred: includeDeferred})
+					ts, err = s.Ready(ctx, opt)
 				} else {
 					ts, err = s.List(ctx)
 				}
@@ -138,12 +149,12 @@ func newTaskListCmd(g *globals, ready bool) *cobra.Command {
 					return withCode(ExitTasks, err)
 				}
 				if asJSON {
-					if ts == nil {
-						ts = []beads.Task{}
+					b, err := tasksJSON(ts)
+					if err != nil {
+						return err
 					}
-					// One compact line: lists can be thousands of tasks, and
-					// indenting them costs more than computing them.
-					return json.NewEncoder(cmd.OutOrStdout()).Encode(ts)
+					_, err = cmd.OutOrStdout().Write(b)
+					return err
 				}
 				printTasks(cmd.OutOrStdout(), ts)
 				if len(ts) == 0 {
@@ -158,6 +169,52 @@ func newTaskListCmd(g *globals, ready bool) *cobra.Command {
 		c.Flags().BoolVar(&includeDeferred, "include-deferred", false, "also list tasks labelled deferred")
 	}
 	return c
+}
+
+// tasksJSON is the --json form of a task list: one compact line, since
+// lists can be thousands of tasks and indenting them costs more than
+// computing them.
+func tasksJSON(ts []beads.Task) ([]byte, error) {
+	if ts == nil {
+		ts = []beads.Task{}
+	}
+	b, err := beads.MarshalTasks(ts) // what json.Encoder writes, minus its newline
+	return append(b, '\n'), err
+}
+
+// readyJSONFormat tells tasksJSON's output apart from any other rendering
+// kept in the ready cache.
+const readyJSONFormat = "tasks-json-1"
+
+// readyJSON is `task ready --json`, through the store's ready cache when
+// it has one: scripts and agents poll it, and on an unchanged task file
+// the answer is then copied from the cache instead of computed from every
+// task.
+func readyJSON(cmd *cobra.Command, g *globals, opt beads.ReadyOptions) error {
+	return useStore(cmd, g, false, func(ctx context.Context, p *project, s beads.Store) error {
+		rc, ok := s.(beads.ReadyCache)
+		if !ok {
+			warnMalformed(cmd.ErrOrStderr(), s)
+			ts, err := s.Ready(ctx, opt)
+			if err != nil {
+				return withCode(ExitTasks, err)
+			}
+			b, err := tasksJSON(ts)
+			if err == nil {
+				_, err = cmd.OutOrStdout().Write(b)
+			}
+			return err
+		}
+		computed, err := rc.CachedReady(ctx, cmd.OutOrStdout(), opt, readyJSONFormat, tasksJSON)
+		// A cached answer was computed from a file without bad lines.
+		if computed {
+			warnMalformed(cmd.ErrOrStderr(), s)
+		}
+		if err != nil && computed {
+			err = withCode(ExitTasks, err)
+		}
+		return err
+	})
 }
 
 func newTaskShowCmd(g *globals) *cobra.Command {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,15 +31,19 @@ type builtinStore struct {
 	now  func() time.Time
 }
 
+// fileKey is a file's identity. ctime is in it because nothing can set
+// it back: any change to the file moves it.
 type fileKey struct {
 	ok         bool
 	dev, ino   uint64
 	size       int64
 	mtimeNanos int64
+	ctimeNanos int64
 }
 
 type snapshot struct {
 	key  fileKey
+	data []byte // the file's bytes as of key
 	recs []*record
 	byID map[string]int
 	bad  error // first unreadable line; set means no writes
@@ -136,6 +141,7 @@ func (s *builtinStore) load() (*snapshot, error) {
 	}
 	s.snap = parseSnapshot(data, s.path)
 	s.snap.path = s.path
+	s.snap.data = data
 	s.snap.key = key
 	return s.snap, nil
 }
@@ -159,38 +165,45 @@ func keyOf(st os.FileInfo) fileKey {
 	k := fileKey{ok: true, size: st.Size(), mtimeNanos: st.ModTime().UnixNano()}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		k.dev, k.ino = uint64(sys.Dev), sys.Ino
+		k.ctimeNanos = sys.Ctim.Nano()
 	}
 	return k
 }
 
+// parseSnapshot decodes every line of data. A big file is decoded in
+// parallel chunks (decoding is most of what a CLI start on 10k tasks
+// costs); ids are then checked in file order, so records and the error
+// reported are exactly those of a single pass.
 func parseSnapshot(data []byte, path string) *snapshot {
 	// Count lines first so records live in one allocation.
 	n := bytes.Count(data, []byte{'\n'}) + 1
 	store := make([]record, 0, n)
-	sn := &snapshot{recs: make([]*record, 0, n), byID: make(map[string]int, n)}
-	lineNo := 0
-	strs := make(map[string]string, 64)
-	for len(data) > 0 {
-		lineNo++
+	for lineNo := 1; len(data) > 0; lineNo++ {
 		var line []byte
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, data = data[:i], data[i+1:]
 		} else {
 			line, data = data, nil
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+		if len(bytes.TrimSpace(line)) > 0 {
+			store = append(store, record{line: lineNo, raw: line})
 		}
-		store = append(store, record{line: lineNo, raw: line})
-		r := &store[len(store)-1]
-		err := decodeWith(&scanner{b: line, strs: strs}, r, false)
-		if err != nil {
-			*r = record{line: lineNo, raw: line}
-			err = decodeSlow(line, r)
+	}
+	errs := make([]error, len(store))
+	workers := min(runtime.GOMAXPROCS(0), 4, len(store)/2000)
+	if workers <= 1 {
+		decodeRecords(store, errs)
+	} else {
+		var wg sync.WaitGroup
+		for w := range workers {
+			lo, hi := len(store)*w/workers, len(store)*(w+1)/workers
+			wg.Go(func() { decodeRecords(store[lo:hi], errs[lo:hi]) })
 		}
-		if err == nil && r.kind == "issue" && r.id == "" {
-			err = errors.New("record has no id")
-		}
+		wg.Wait()
+	}
+	sn := &snapshot{recs: make([]*record, 0, len(store)), byID: make(map[string]int, len(store))}
+	for i := range store {
+		r, err := &store[i], errs[i]
 		if err == nil && r.kind == "issue" {
 			if prev, dup := sn.byID[r.id]; dup {
 				err = fmt.Errorf("duplicate id %q (first on line %d)", r.id, sn.recs[prev].line)
@@ -199,7 +212,7 @@ func parseSnapshot(data []byte, path string) *snapshot {
 		if err != nil {
 			r.kind = "" // kept verbatim, never a task
 			if sn.bad == nil {
-				sn.bad = fmt.Errorf("%w: %s:%d: %v — fix or remove that line", ErrMalformed, path, lineNo, err)
+				sn.bad = fmt.Errorf("%w: %s:%d: %v — fix or remove that line", ErrMalformed, path, r.line, err)
 			}
 		}
 		if r.kind == "issue" {
@@ -208,6 +221,24 @@ func parseSnapshot(data []byte, path string) *snapshot {
 		sn.recs = append(sn.recs, r)
 	}
 	return sn
+}
+
+// decodeRecords fills the index fields of recs (line and raw set) and
+// puts each line's error, if any, in errs.
+func decodeRecords(recs []record, errs []error) {
+	strs := make(map[string]string, 64)
+	for i := range recs {
+		r := &recs[i]
+		err := decodeWith(&scanner{b: r.raw, strs: strs}, r, false)
+		if err != nil {
+			*r = record{line: r.line, raw: r.raw}
+			err = decodeSlow(r.raw, r)
+		}
+		if err == nil && r.kind == "issue" && r.id == "" {
+			err = errors.New("record has no id")
+		}
+		errs[i] = err
+	}
 }
 
 // LoadError reports an unreadable line in the file (wrapping ErrMalformed),
@@ -289,14 +320,44 @@ func (s *builtinStore) Ready(ctx context.Context, opt ReadyOptions) ([]Task, err
 	if err != nil {
 		return nil, err
 	}
-	idx := readyIndex(sn.recs, sn.byID, opt, s.now())
-	out := make([]Task, 0, len(idx))
-	for _, i := range idx {
-		if t, err := sn.full(sn.recs[i]); err == nil {
+	return readyTasks(sn, opt, s.now()), nil
+}
+
+// readyTasks is Ready over a loaded snapshot.
+func readyTasks(sn *snapshot, opt ReadyOptions, now time.Time) []Task {
+	idx := readyIndex(sn.recs, sn.byID, opt, now)
+	recs := make([]*record, len(idx))
+	for k, i := range idx {
+		recs[k] = sn.recs[i]
+	}
+	decodeFull(recs)
+	out := make([]Task, 0, len(recs))
+	for _, r := range recs {
+		if t, err := sn.full(r); err == nil {
 			out = append(out, cloneTask(t))
 		}
 	}
-	return out, nil
+	return out
+}
+
+// decodeFull decodes the tasks of many records in parallel chunks, ahead
+// of snapshot.full, which then finds them decoded (and decodes a failed
+// one again to report it in order).
+func decodeFull(recs []*record) {
+	workers := min(runtime.GOMAXPROCS(0), 4, len(recs)/500)
+	if workers <= 1 {
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		chunk := recs[len(recs)*w/workers : len(recs)*(w+1)/workers]
+		wg.Go(func() {
+			for _, r := range chunk {
+				_, _ = r.full()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // lock takes the cross-process write lock. A fresh descriptor per call
@@ -394,24 +455,31 @@ func (s *builtinStore) write(sn *snapshot) error {
 		buf.Write(r.raw)
 		buf.WriteByte('\n')
 	}
-	if err := atomicWrite(s.path, buf.Bytes()); err != nil {
+	written, err := atomicWrite(s.path, buf.Bytes())
+	if err != nil {
 		return err
 	}
 	st, err := os.Stat(s.path)
 	if err != nil {
 		return err
 	}
-	sn.key = keyOf(st)
+	sn.key, sn.data = keyOf(st), buf.Bytes()
+	if k := keyOf(written); k.dev != sn.key.dev || k.ino != sn.key.ino {
+		// Another writer (bd) replaced the file right after us: this
+		// snapshot is not what the path holds, so the next read reloads.
+		sn.key = fileKey{}
+	}
 	// Records now point into buf's bytes, which stay alive with them.
 	return nil
 }
 
 // atomicWrite replaces path with data: temp file, fsync, rename, fsync dir.
-func atomicWrite(path string, data []byte) error {
+// It returns the new file's FileInfo from before the rename.
+func atomicWrite(path string, data []byte) (os.FileInfo, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, ".issues.jsonl.tmp*")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tmp := f.Name()
 	ok := false
@@ -422,27 +490,31 @@ func atomicWrite(path string, data []byte) error {
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.Chmod(0o644); err != nil {
-		return err
+		return nil, err
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return err
+		return nil, err
 	}
 	ok = true
 	d, err := os.Open(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer d.Close()
-	return d.Sync()
+	return st, d.Sync()
 }
 
 // newID makes a bd-style id: prefix, '-', base36 of a hash, as short as the

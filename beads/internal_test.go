@@ -1,8 +1,13 @@
 package beads
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +123,86 @@ func TestCyclePath(t *testing.T) {
 	}
 	if got := cyclePath("x", "a", next); got != "" {
 		t.Errorf("no cycle: %q", got)
+	}
+}
+
+func TestQuoteOrBackslash(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		b := make([]byte, r.IntN(120))
+		for i := range b {
+			switch r.IntN(40) {
+			case 0:
+				b[i] = '"'
+			case 1:
+				b[i] = '\\'
+			default:
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		from := 0
+		if len(b) > 0 {
+			from = r.IntN(len(b) + 1)
+		}
+		want := from
+		for want < len(b) && b[want] != '"' && b[want] != '\\' {
+			want++
+		}
+		if got := quoteOrBackslash(b, from); got != want {
+			t.Fatalf("quoteOrBackslash(%q, %d) = %d, want %d", b, from, got, want)
+		}
+	}
+}
+
+// A big file is decoded in parallel chunks; the snapshot, Ready's answer
+// and the error reported must be those of one sequential pass.
+func TestParallelDecodeMatchesSequential(t *testing.T) {
+	var b strings.Builder
+	for i := range 6000 {
+		id := fmt.Sprintf("ch-%04d", i)
+		switch i {
+		case 1200:
+			b.WriteString(`{"id":"ch-broken","title":"trunc` + "\n")
+			continue
+		case 4700:
+			id = "ch-0010" // duplicate of a line in the first chunk
+		case 5100:
+			b.WriteString("\n   \n")
+		case 5300:
+			b.WriteString(`{"title":"no id","status":"open"}` + "\n")
+			continue
+		}
+		status := []string{"open", "open", "closed", "in_progress"}[i%4]
+		title := fmt.Sprintf("Task %d", i)
+		if i == 3333 {
+			title = "raw \x01 control" // found only when the task is decoded in full
+		}
+		fmt.Fprintf(&b, `{"id":%q,"title":%q,"status":%q,"priority":%d,"created_at":"2026-01-01T00:00:00Z","labels":["l%d"],"dependencies":[{"issue_id":%q,"depends_on_id":"ch-%04d","type":"blocks"}]}`+"\n",
+			id, title, status, i%5, i%3, id, (i*7)%1500*4+2) // a closed task, mostly
+	}
+	data := []byte(b.String())
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	run := func(procs int) (*snapshot, []Task) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		sn := parseSnapshot(bytes.Clone(data), "issues.jsonl")
+		return sn, readyTasks(sn, ReadyOptions{}, now)
+	}
+	seq, seqReady := run(1)
+	par, parReady := run(4)
+	if len(seq.recs) != len(par.recs) || !reflect.DeepEqual(seq.byID, par.byID) {
+		t.Fatalf("records %d/%d, ids %d/%d", len(seq.recs), len(par.recs), len(seq.byID), len(par.byID))
+	}
+	for i := range seq.recs {
+		a, b := *seq.recs[i], *par.recs[i]
+		a.task, b.task = nil, nil
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("record %d differs:\n%+v\n%+v", i, a, b)
+		}
+	}
+	if fmt.Sprint(seq.bad) != fmt.Sprint(par.bad) || !strings.Contains(fmt.Sprint(seq.bad), ":1201:") {
+		t.Errorf("errors: %v / %v", seq.bad, par.bad)
+	}
+	if len(seqReady) < 1000 || !reflect.DeepEqual(seqReady, parReady) {
+		t.Errorf("ready: %d / %d tasks", len(seqReady), len(parReady))
 	}
 }

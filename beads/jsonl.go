@@ -2,8 +2,10 @@ package beads
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -42,9 +44,10 @@ func (s *scanner) peek() byte {
 }
 
 // str reads a string and returns its raw bytes (between the quotes) and
-// whether it contains escapes. It finds the closing quote with IndexByte
-// and leaves validation (control bytes, UTF-8) to text(), so values that
-// are only skipped cost little.
+// whether it contains escapes. It finds the closing quote eight bytes at a
+// time, then with IndexByte once the string proves long, and leaves
+// validation (control bytes, UTF-8) to text(), so values that are only
+// skipped cost little.
 func (s *scanner) str() ([]byte, bool, error) {
 	if s.peek() != '"' {
 		return nil, false, errSlow
@@ -55,29 +58,7 @@ func (s *scanner) str() ([]byte, bool, error) {
 	b := s.b
 	i := s.i
 	for {
-		// Short strings (keys, ids, statuses) are cheaper to walk than to
-		// hand to IndexByte; long ones (descriptions) go through it.
-		if n := len(b) - i; n > 32 {
-			lim := i + 32
-			for i < lim && b[i] != '"' && b[i] != '\\' {
-				i++
-			}
-			if i == lim {
-				j := bytes.IndexByte(b[i:], '"')
-				if j < 0 {
-					return nil, false, errSlow
-				}
-				if k := bytes.IndexByte(b[i:i+j], '\\'); k >= 0 {
-					i += k
-				} else {
-					i += j
-				}
-			}
-		} else {
-			for i < len(b) && b[i] != '"' && b[i] != '\\' {
-				i++
-			}
-		}
+		i = quoteOrBackslash(b, i)
 		if i >= len(b) {
 			return nil, false, errSlow
 		}
@@ -89,6 +70,36 @@ func (s *scanner) str() ([]byte, bool, error) {
 		s.i = i + 1
 		return b[start:i], esc, nil
 	}
+}
+
+// quoteOrBackslash returns the index of the first '"' or '\\' in b from
+// i on, or len(b).
+func quoteOrBackslash(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	// Short strings (keys, ids, dates) end within a few words.
+	for lim := i + 32; i+8 <= len(b) && i < lim; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, bs := x^(ones*'"'), x^(ones*'\\')
+		// The lowest flagged byte is exact (borrows only flag above it).
+		if m := ((q-ones)&^q | (bs-ones)&^bs) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	if i+8 > len(b) {
+		for i < len(b) && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		return i
+	}
+	// Long ones (descriptions) go through IndexByte.
+	j := bytes.IndexByte(b[i:], '"')
+	if j < 0 {
+		j = len(b) - i
+	}
+	if k := bytes.IndexByte(b[i:i+j], '\\'); k >= 0 {
+		return i + k
+	}
+	return i + j
 }
 
 // valid reports whether raw (no escapes) is a legal JSON string body.
@@ -412,35 +423,36 @@ func fastTime(b []byte) (time.Time, bool) {
 	return t, true
 }
 
-// Interned status and type strings save an allocation per record.
-func intern(b []byte) string {
+// known returns the constant spelling of a common status or type: interned
+// strings save an allocation per record.
+func known(b []byte) (string, bool) {
 	switch string(b) {
 	case StatusOpen:
-		return StatusOpen
+		return StatusOpen, true
 	case StatusInProgress:
-		return StatusInProgress
+		return StatusInProgress, true
 	case StatusClosed:
-		return StatusClosed
+		return StatusClosed, true
 	case StatusBlocked:
-		return StatusBlocked
+		return StatusBlocked, true
 	case StatusDeferred:
-		return StatusDeferred
+		return StatusDeferred, true
 	case "task":
-		return "task"
+		return "task", true
 	case "epic":
-		return "epic"
+		return "epic", true
 	case "bug":
-		return "bug"
+		return "bug", true
 	case "feature":
-		return "feature"
+		return "feature", true
 	case "blocks":
-		return "blocks"
+		return "blocks", true
 	case "parent-child":
-		return "parent-child"
+		return "parent-child", true
 	case "issue":
-		return "issue"
+		return "issue", true
 	}
-	return string(b)
+	return "", false
 }
 
 func (s *scanner) itext() (string, error) {
@@ -454,15 +466,18 @@ func (s *scanner) itext() (string, error) {
 	if !valid(raw) {
 		return "", errSlow
 	}
+	if v, ok := known(raw); ok {
+		return v, nil
+	}
 	if s.strs != nil {
 		if v, ok := s.strs[string(raw)]; ok {
 			return v, nil
 		}
-		v := intern(raw)
+		v := string(raw)
 		s.strs[v] = v
 		return v, nil
 	}
-	return intern(raw), nil
+	return string(raw), nil
 }
 
 // decodeLine fills r's index fields from line; with full it also builds

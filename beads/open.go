@@ -1,18 +1,15 @@
 package beads
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/chorus-dev/chorus/proc"
+	"github.com/chorus-dev/chorus/gitx"
 )
 
 // Backend names.
@@ -123,7 +120,7 @@ func MainBeadsDir(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	common, err := gitCommonDir(abs)
+	common, err := gitx.CommonDir(context.Background(), abs)
 	if err != nil {
 		return "", err
 	}
@@ -131,84 +128,4 @@ func MainBeadsDir(dir string) (string, error) {
 		return filepath.Join(abs, ".beads"), nil
 	}
 	return filepath.Join(filepath.Dir(common), ".beads"), nil
-}
-
-// gitCommonDir finds the common dir by reading .git / gitdir / commondir
-// files, which is what git does, without paying for a git process on
-// every CLI start. Unusual layouts fall back to git itself.
-func gitCommonDir(abs string) (string, error) {
-	if os.Getenv("GIT_DIR") != "" || os.Getenv("GIT_COMMON_DIR") != "" {
-		return gitRevParseCommonDir(abs)
-	}
-	for d := abs; ; {
-		p := filepath.Join(d, ".git")
-		st, err := os.Stat(p)
-		if err == nil {
-			if st.IsDir() {
-				if isBareish(p) {
-					return gitRevParseCommonDir(abs)
-				}
-				return p, nil
-			}
-			return commonFromGitFile(p, abs)
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", nil
-		}
-		d = parent
-	}
-}
-
-// isBareish flags a .git dir that itself uses commondir (unusual).
-func isBareish(gitDir string) bool {
-	_, err := os.Stat(filepath.Join(gitDir, "commondir"))
-	return err == nil
-}
-
-func commonFromGitFile(p, abs string) (string, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "", err
-	}
-	line := strings.TrimSpace(string(b))
-	if !strings.HasPrefix(line, "gitdir:") {
-		return gitRevParseCommonDir(abs)
-	}
-	gd := strings.TrimSpace(strings.TrimPrefix(line, "gitdir:"))
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(filepath.Dir(p), gd)
-	}
-	c, err := os.ReadFile(filepath.Join(gd, "commondir"))
-	if err != nil {
-		// A submodule's gitdir has no commondir; git knows its worktree.
-		return gitRevParseCommonDir(abs)
-	}
-	cd := strings.TrimSpace(string(c))
-	if !filepath.IsAbs(cd) {
-		cd = filepath.Join(gd, cd)
-	}
-	return filepath.Clean(cd), nil
-}
-
-func gitRevParseCommonDir(abs string) (string, error) {
-	res, err := proc.Run(context.Background(), proc.Spec{
-		Argv:    []string{"git", "rev-parse", "--path-format=absolute", "--git-common-dir"},
-		Dir:     abs,
-		Timeout: 10 * time.Second,
-	})
-	if err != nil {
-		return "", fmt.Errorf("beads: finding the git common dir: %w", err)
-	}
-	if res.ExitCode != 0 {
-		if bytes.Contains(res.Stderr, []byte("not a git repository")) {
-			return "", nil
-		}
-		return "", fmt.Errorf("beads: git rev-parse --git-common-dir in %s: %s", abs, proc.FirstLine(res.Stderr))
-	}
-	out := strings.TrimSpace(string(res.Stdout))
-	if out == "" {
-		return "", errors.New("beads: git rev-parse --git-common-dir printed nothing")
-	}
-	return filepath.Clean(out), nil
 }

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -275,11 +276,12 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
+// Compiled on first use: package init runs on every CLI start.
 var (
-	prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_]*-?$`)
-	gridRE   = regexp.MustCompile(`^[1-9]x[1-9]$`)
-	keyRE    = regexp.MustCompile(`^(Ctrl|Alt)-[A-Za-z\\\]]$`)
-	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_]*-?$`) })
+	gridRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[1-9]x[1-9]$`) })
+	keyRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(Ctrl|Alt)-[A-Za-z\\\]]$`) })
+	nameRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })
 )
 
 // Validate checks every field and returns a *ValidationError naming each bad
@@ -292,7 +294,7 @@ func (c Config) Validate() error {
 	if c.Mode != ModeSemiAuto && c.Mode != ModeAutopilot {
 		add("mode", c.Mode, strings.Join(Modes, ", "))
 	}
-	if c.Project.TaskIDPrefix != "" && !prefixRE.MatchString(c.Project.TaskIDPrefix) {
+	if c.Project.TaskIDPrefix != "" && !prefixRE().MatchString(c.Project.TaskIDPrefix) {
 		add("project.taskIdPrefix", c.Project.TaskIDPrefix, "lower-case letters, digits and _, e.g. \"ch\"")
 	}
 	if c.Agents.MaxParallel < 1 || c.Agents.MaxParallel > 32 {
@@ -310,7 +312,7 @@ func (c Config) Validate() error {
 	for _, n := range c.AgentNames() {
 		p := c.Agents.Available[n]
 		f := "agents.available." + n
-		if !nameRE.MatchString(n) {
+		if !nameRE().MatchString(n) {
 			add(f, n, "a name of lower-case letters, digits, '.', '_' and '-'")
 		}
 		if strings.TrimSpace(p.Command) == "" {
@@ -369,10 +371,10 @@ func (c Config) Validate() error {
 	if b := c.Merge.TargetBranch; b != "" && (strings.HasPrefix(b, "-") || strings.ContainsAny(b, " ~^:?*[\\") || strings.Contains(b, "..")) {
 		add("merge.targetBranch", b, "a valid git branch name, or \"\" for the branch checked out when Chorus starts")
 	}
-	if g := c.TUI.AgentGrid; g != "auto" && !gridRE.MatchString(g) {
+	if g := c.TUI.AgentGrid; g != "auto" && !gridRE().MatchString(g) {
 		add("tui.agentGrid", g, `"auto" or COLSxROWS such as "2x2", "1x4"`)
 	}
-	if k := c.TUI.PrefixKey; !keyRE.MatchString(k) {
+	if k := c.TUI.PrefixKey; !keyRE().MatchString(k) {
 		add("tui.prefixKey", k, `Ctrl-<letter> or Alt-<letter>, e.g. "Ctrl-G"`)
 	}
 	if c.Checkpoints.Periodic < 0 {

@@ -68,10 +68,7 @@ func Load(path string) (*Loaded, error) {
 
 func load(path, userPath string, environ []string) (*Loaded, error) {
 	out := &Loaded{}
-	v := viper.New()
-	if err := v.MergeConfigMap(toMap(Default())); err != nil {
-		return nil, err
-	}
+	var user map[string]any
 	if userPath != "" {
 		m, err := readJSON(userPath)
 		switch {
@@ -79,10 +76,7 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 		case err != nil:
 			return nil, err
 		default:
-			out.UserPath = userPath
-			if err := v.MergeConfigMap(m); err != nil {
-				return nil, err
-			}
+			out.UserPath, user = userPath, m
 		}
 	}
 	m, err := readJSON(path)
@@ -93,8 +87,16 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 		return nil, err
 	}
 	out.Path = path
-	if err := v.MergeConfigMap(m); err != nil {
-		return nil, err
+	// Files first, viper after: setting it up is most of the cost, and
+	// commands in a project without a config file never need it.
+	v := viper.New()
+	for _, layer := range []map[string]any{toMap(Default()), user, m} {
+		if layer == nil {
+			continue
+		}
+		if err := v.MergeConfigMap(layer); err != nil {
+			return nil, err
+		}
 	}
 	// Environment overrides only for known keys, read explicitly so the
 	// environment is an argument (testable) rather than global state.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Detected is what project detection found in a repository.
@@ -16,10 +17,11 @@ type Detected struct {
 	Quality  []QualityCommand
 }
 
+// Compiled on first use: package init runs on every CLI start.
 var (
-	goModuleRE  = regexp.MustCompile(`(?m)^module\s+(\S+)`)
-	tomlNameRE  = regexp.MustCompile(`(?m)^\s*name\s*=\s*"([^"]+)"`)
-	tomlTableRE = regexp.MustCompile(`(?m)^\s*\[([^\]]+)\]`)
+	goModuleRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^module\s+(\S+)`) })
+	tomlNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*name\s*=\s*"([^"]+)"`) })
+	tomlTableRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*\[([^\]]+)\]`) })
 )
 
 // Detect looks at marker files in root and suggests a type, a name and
@@ -31,7 +33,7 @@ func Detect(root string) Detected {
 	}
 	if s, ok := read("go.mod"); ok {
 		d := Detected{Type: "go", Evidence: "go.mod"}
-		if m := goModuleRE.FindStringSubmatch(s); m != nil {
+		if m := goModuleRE().FindStringSubmatch(s); m != nil {
 			d.Name = filepath.Base(m[1])
 		}
 		d.Quality = []QualityCommand{
@@ -95,7 +97,7 @@ func withName(d Detected, root string) Detected {
 // tomlName finds name = "…" inside the first of the given tables.
 func tomlName(s string, tables ...string) string {
 	for _, want := range tables {
-		locs := tomlTableRE.FindAllStringSubmatchIndex(s, -1)
+		locs := tomlTableRE().FindAllStringSubmatchIndex(s, -1)
 		for i, l := range locs {
 			if strings.TrimSpace(s[l[2]:l[3]]) != want {
 				continue
@@ -104,7 +106,7 @@ func tomlName(s string, tables ...string) string {
 			if i+1 < len(locs) {
 				end = locs[i+1][0]
 			}
-			if m := tomlNameRE.FindStringSubmatch(s[l[1]:end]); m != nil {
+			if m := tomlNameRE().FindStringSubmatch(s[l[1]:end]); m != nil {
 				return m[1]
 			}
 		}

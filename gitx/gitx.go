@@ -1,6 +1,7 @@
 // Package gitx holds the few git queries several packages need: where the
 // repository's main worktree is, which branch is checked out, the git
-// version. Everything goes through the git CLI with an argv.
+// version. Everything goes through the git CLI with an argv, except that
+// finding the repository reads git's files first (see fastCommonDir).
 package gitx
 
 import (
@@ -43,6 +44,9 @@ func Git(ctx context.Context, dir string, args ...string) (string, error) {
 // MainRoot returns the main worktree of the repository containing dir, also
 // when dir is inside a linked worktree (agents run there).
 func MainRoot(ctx context.Context, dir string) (string, error) {
+	if c, ok := fastCommonDir(dir); ok && c != "" && filepath.Base(c) == ".git" {
+		return filepath.Dir(c), nil
+	}
 	out, err := Git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		if strings.Contains(err.Error(), "not a git repository") {
@@ -71,7 +75,8 @@ func CurrentBranch(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
-var versionRE = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
+// Compiled on first use: package init runs on every CLI start.
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`) })
 
 // Version returns git's version as text and as comparable numbers.
 func Version(ctx context.Context) (string, [3]int, error) {
@@ -79,7 +84,7 @@ func Version(ctx context.Context) (string, [3]int, error) {
 	if err != nil {
 		return "", [3]int{}, err
 	}
-	m := versionRE.FindStringSubmatch(out)
+	m := versionRE().FindStringSubmatch(out)
 	if m == nil {
 		return out, [3]int{}, fmt.Errorf("unrecognised git version %q", out)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // MediumMaxFiles is the most files a content-only conflict may span and
@@ -255,12 +256,13 @@ func capText(s string, n int) string {
 	return s[:n] + "\n… (diff truncated)"
 }
 
-var learningsRE = regexp.MustCompile(`(?ms)^## Learnings[^\n]*\n(.*?)(?:^## |\z)`)
+// Compiled on first use: package init runs on every CLI start.
+var learningsRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?ms)^## Learnings[^\n]*\n(.*?)(?:^## |\z)`) })
 
 // LearningsSection returns the body of the scratchpad's "## Learnings"
 // section, trimmed ("" when there is none).
 func LearningsSection(scratchpad string) string {
-	m := learningsRE.FindStringSubmatch(scratchpad)
+	m := learningsRE().FindStringSubmatch(scratchpad)
 	if m == nil {
 		return ""
 	}

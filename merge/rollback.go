@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,7 +19,8 @@ type Checkpoint struct {
 	Time   time.Time `json:"time"`
 }
 
-var slugRE = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+// Compiled on first use: package init runs on every CLI start.
+var slugRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // Checkpoint saves the target's current tip (before autopilot, on request).
 func (s *Service) Checkpoint(ctx context.Context, reason string) (string, error) {
@@ -30,7 +32,7 @@ func (s *Service) checkpoint(ctx context.Context, reason string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	slug := strings.Trim(slugRE.ReplaceAllString(reason, "-"), "-.")
+	slug := strings.Trim(slugRE().ReplaceAllString(reason, "-"), "-.")
 	if slug == "" {
 		slug = "manual"
 	}

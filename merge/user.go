@@ -31,7 +31,7 @@ func UserRequest(ctx context.Context, repoDir, target, branch string) (Request, 
 		return Request{}, fmt.Errorf("merge-user: %s is already merged into %s", branch, target)
 	}
 	title, _ := git(ctx, repoDir, "log", "-1", "--format=%s", head)
-	id := "user-" + strings.Trim(slugRE.ReplaceAllString(strings.ReplaceAll(branch, "/", "-"), "-"), "-.")
+	id := "user-" + strings.Trim(slugRE().ReplaceAllString(strings.ReplaceAll(branch, "/", "-"), "-"), "-.")
 	if len(id) > 90 {
 		id = id[:90]
 	}
