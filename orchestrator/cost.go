@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
@@ -234,6 +236,7 @@ type transcriptMeter struct {
 	since   time.Time
 	offsets map[string]int64
 	seen    map[string]Usage // message id → usage counted
+	watched map[string]bool  // folders under inotify watch
 }
 
 func newTranscriptMeter(configDir, cwd string, since time.Time) *transcriptMeter {
@@ -392,17 +395,89 @@ func estimateCost(model string, u Usage) float64 {
 }
 
 // meterTranscripts follows an interactive Claude Code's transcripts while
-// its process runs, and once more after it ends.
+// its process runs, and once more after it ends. It is woken by inotify
+// when a transcript is written, so an idle agent costs nothing; without
+// inotify it falls back to reading every few seconds.
 func (r *agentRun) meterTranscripts(m *transcriptMeter, done <-chan struct{}) {
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
+	followTranscripts(m, done, r.reportUsage)
+}
+
+func followTranscripts(m *transcriptMeter, done <-chan struct{}, report func(Usage)) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				report(m.read())
+			case <-done:
+				report(m.read())
+				return
+			}
+		}
+	}
+	defer w.Close()
+	m.watch(w)
+	report(m.read())
 	for {
 		select {
-		case <-tick.C:
-			r.reportUsage(m.read())
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if ev.Has(fsnotify.Create) {
+				m.watch(w) // a transcript folder may have appeared
+			}
+			report(m.read())
+		case _, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			m.watch(w) // events were lost; the files were not
+			report(m.read())
 		case <-done:
-			r.reportUsage(m.read())
+			report(m.read())
 			return
+		}
+	}
+}
+
+// watch adds inotify watches for the transcript folders and the subagent
+// folders inside them; a folder that does not exist yet (Claude Code
+// makes it with the first message) is watched through its nearest
+// existing parent until it does.
+func (m *transcriptMeter) watch(w *fsnotify.Watcher) {
+	add := func(p string) {
+		if m.watched == nil {
+			m.watched = map[string]bool{}
+		}
+		if !m.watched[p] && w.Add(p) == nil {
+			m.watched[p] = true
+		}
+	}
+	for _, d := range m.dirs {
+		p := d
+		for {
+			if st, err := os.Stat(p); err == nil && st.IsDir() {
+				break
+			}
+			parent := filepath.Dir(p)
+			if parent == p {
+				break
+			}
+			p = parent
+		}
+		add(p)
+		if p != d {
+			continue
+		}
+		subs, _ := filepath.Glob(filepath.Join(d, "*", "subagents"))
+		sessions, _ := filepath.Glob(filepath.Join(d, "*"))
+		for _, s := range append(sessions, subs...) {
+			if st, err := os.Stat(s); err == nil && st.IsDir() {
+				add(s)
+			}
 		}
 	}
 }

@@ -135,3 +135,50 @@ func TestUsageMeterDeltas(t *testing.T) {
 		t.Fatalf("sum %+v", sum)
 	}
 }
+
+// The live meter is woken by the transcripts being written, including a
+// Claude config folder and transcript folder that do not exist yet when it
+// starts, and a subagent folder made later.
+func TestFollowTranscriptsWakesOnWrites(t *testing.T) {
+	home := t.TempDir()
+	cwd := "/work/repo/.worktrees/claude-t-2"
+	dir := filepath.Join(home, ".claude", "projects", projectDirName(cwd))
+	start := time.Now()
+	m := newTranscriptMeter(claudeConfigDir([]string{"HOME=" + home}), cwd, start)
+	reports := make(chan Usage, 100)
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		followTranscripts(m, done, func(u Usage) { reports <- u })
+	}()
+	var total Usage
+	waitTotal := func(what string, ok func(Usage) bool) {
+		t.Helper()
+		hang := time.After(60 * time.Second)
+		for !ok(total) {
+			select {
+			case u := <-reports:
+				total = total.add(u)
+			case <-hang:
+				t.Fatalf("%s: total %+v", what, total)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "s1.jsonl"), []byte(transcriptLineFor("m1", "claude-sonnet-4-5", start.Add(time.Second), 1000, 10, 0, 0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal("session transcript", func(u Usage) bool { return u.Input == 1000 })
+	sub := filepath.Join(dir, "s1", "subagents")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "agent-1.jsonl"), []byte(transcriptLineFor("m2", "claude-haiku-4-5", start.Add(2*time.Second), 777, 7, 0, 0)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitTotal("subagent transcript", func(u Usage) bool { return u.Input == 1777 && u.Output == 17 })
+	close(done)
+	<-ended
+}
