@@ -32,8 +32,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# cpu PID: utime+stime of the process itself, in clock ticks.
-cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cpu PID: utime+stime of the process itself, in clock ticks. Fields are
+# counted after the ")" closing the command name, which has a space in it
+# for tmux ("tmux: server").
+cpu() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12+$13}' || echo 0; }
 HZ=$(getconf CLK_TCK)
 
 # Chorus, in a 200x60 PTY drained to /dev/null.
