@@ -5,6 +5,7 @@ package tile
 import (
 	"io"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
@@ -159,6 +160,11 @@ func (t *Tile) fullTitle() string {
 // prev (nil: all of them).
 func (t *Tile) drawCells(screen tcell.Screen, x0, y0, w, h int, prev []term.Cell) {
 	s := &t.snap
+	// Neighbouring cells mostly share a style: converting once per run
+	// instead of once per cell was a tenth of a busy frame.
+	var lastKey styleKey
+	var lastStyle tcell.Style
+	haveStyle := false
 	for y := 0; y < s.H && y < h; y++ {
 		row := s.Cells[y*s.W : (y+1)*s.W]
 		for x := 0; x < s.W && x < w; x++ {
@@ -169,17 +175,20 @@ func (t *Tile) drawCells(screen tcell.Screen, x0, y0, w, h int, prev []term.Cell
 			if c.Attr&term.AttrWideCont != 0 {
 				continue
 			}
-			st := Style(c, s.Reverse)
-			if c.Rune == 0 {
-				screen.SetContent(x0+x, y0+y, ' ', nil, st)
-				continue
+			if k := (styleKey{c.Fg, c.Bg, c.Attr &^ term.AttrWide}); !haveStyle || k != lastKey {
+				lastKey, lastStyle, haveStyle = k, Style(c, s.Reverse), true
 			}
-			if c.Width() == 2 && x == w-1 {
+			str := " "
+			switch {
+			case c.Rune == 0:
+			case c.Width() == 2 && x == w-1:
 				// Half a wide character does not fit: show a blank.
-				screen.SetContent(x0+x, y0+y, ' ', nil, st)
-				continue
+			case c.Rune < utf8.RuneSelf && !c.Cluster():
+				str = ascii[c.Rune]
+			default:
+				str = s.Grapheme(c)
 			}
-			screen.Put(x0+x, y0+y, s.Grapheme(c), st)
+			screen.Put(x0+x, y0+y, str, lastStyle)
 		}
 	}
 	// Only the focused tile shows the cursor; tcell has one.
@@ -188,6 +197,21 @@ func (t *Tile) drawCells(screen tcell.Screen, x0, y0, w, h int, prev []term.Cell
 		screen.SetCursorStyle(tcell.CursorStyle(s.CursorStyle))
 	}
 }
+
+// styleKey is what Style depends on besides the screen's reverse mode.
+type styleKey struct {
+	fg, bg term.Color
+	attr   term.Attr
+}
+
+// ascii holds one-character strings so that drawing ASCII allocates
+// nothing.
+var ascii = func() (a [utf8.RuneSelf]string) {
+	for i := range a {
+		a[i] = string(rune(i))
+	}
+	return a
+}()
 
 // Style maps a cell's colours and attributes to a tcell style. The
 // default colour stays tcell.ColorDefault so the host theme shows through.

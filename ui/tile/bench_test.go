@@ -1,0 +1,80 @@
+package tile
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gdamore/tcell/v2"
+
+	"github.com/chorus-dev/chorus/ui/term"
+)
+
+// nullTty is a terminal that swallows output and never has input, so a
+// benchmark pays for tcell's real output path without a device.
+type nullTty struct{ drain chan struct{} }
+
+func (t *nullTty) Start() error                { t.drain = make(chan struct{}); return nil }
+func (t *nullTty) Stop() error                 { return nil }
+func (t *nullTty) Drain() error                { close(t.drain); return nil }
+func (t *nullTty) NotifyResize(func())         {}
+func (t *nullTty) Close() error                { return nil }
+func (t *nullTty) Write(p []byte) (int, error) { return len(p), nil }
+func (t *nullTty) Read([]byte) (int, error)    { <-t.drain; return 0, os.ErrClosed }
+func (t *nullTty) WindowSize() (tcell.WindowSize, error) {
+	return tcell.WindowSize{Width: 200, Height: 60}, nil
+}
+
+// BenchmarkFrame is one frame of the busy-grid case: 8 tiles in a 4x2
+// grid on a 200x60 xterm, each having received 200 more bytes of a
+// recorded Claude Code stream (10x its real rate at 30 frames a second),
+// redrawn with DrawChanged and shown once.
+func BenchmarkFrame(b *testing.B) {
+	data, err := os.ReadFile("../term/testdata/replay/claude-fullscreen/stream.raw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ti, err := tcell.LookupTerminfo("xterm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	screen, err := tcell.NewTerminfoScreenFromTtyTerminfo(&nullTty{}, ti)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := screen.Init(); err != nil {
+		b.Fatal(err)
+	}
+	defer screen.Fini()
+	const cols, rows = 4, 2
+	var tiles []*Tile
+	for i := range cols * rows {
+		tl := New(term.New(48, 28, term.WithScrollback(5000)), nil)
+		tl.SetRect(i%cols*50, i/cols*30, 50, 30)
+		tiles = append(tiles, tl)
+	}
+	offs := make([]int, len(tiles))
+	for i := range offs {
+		offs[i] = i * len(data) / len(offs) // out of step, as real agents are
+	}
+	const chunk = 200
+	frame := func() {
+		for i, tl := range tiles {
+			n := min(chunk, len(data)-offs[i])
+			tl.Emulator().Write(data[offs[i] : offs[i]+n])
+			if offs[i] += n; offs[i] == len(data) {
+				tl.Emulator().Write([]byte("\x1b[?1049l\x1b[!p\x1b[2J\x1b[H"))
+				offs[i] = 0
+			}
+			tl.DrawChanged(screen)
+		}
+		screen.Show()
+	}
+	for range len(data) / chunk {
+		frame() // the first full draw, and every tile's screen filled
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		frame()
+	}
+}
