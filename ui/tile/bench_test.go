@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gdamore/tcell/v2"
+	"github.com/rivo/tview"
 
 	"github.com/chorus-dev/chorus/ui/term"
 )
@@ -49,6 +50,9 @@ func BenchmarkFrame(b *testing.B) {
 	var tiles []*Tile
 	for i := range cols * rows {
 		tl := New(term.New(48, 28, term.WithScrollback(5000)), nil)
+		// As the UI's tiles: a box that leaves the background alone.
+		tl.Box = tview.NewFlex().Box
+		tl.SetBorder(true)
 		tl.SetRect(i%cols*50, i/cols*30, 50, 30)
 		tiles = append(tiles, tl)
 	}
