@@ -37,6 +37,12 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 	var lastFrame time.Time
 	u.clock = u.clk.NewTimer()
 	defer u.clock.Stop()
+	defer func() {
+		// The engine outlives the UI and keeps writing to the terminals.
+		for _, t := range u.tiles {
+			t.Emulator().OnDirty(nil)
+		}
+	}()
 	var pending []func()
 	apply := func(fn func()) { pending = append(pending, fn) }
 	u.refresh(apply)
