@@ -140,7 +140,7 @@ func Start(spec Spec) (*Proc, error) {
 		}
 		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
 	}
-	p.pty = master
+	p.pty = pollable(master)
 	p.pid = cmd.Process.Pid
 	p.started = time.Now()
 	// The child cannot be reaped before our Wait, so its /proc entry is
@@ -372,7 +372,39 @@ func (p *Proc) Resize(cols, rows uint16) error {
 	if p.ptyClosed {
 		return errExited
 	}
-	return pty.Setsize(p.pty, &pty.Winsize{Cols: cols, Rows: rows})
+	// Through SyscallConn: Fd (which pty.Setsize calls) would put the
+	// descriptor back into blocking mode.
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: rows})
+	}); err != nil {
+		return err
+	}
+	return ierr
+}
+
+// pollable returns the terminal's master side in non-blocking mode, so
+// reads wait in Go's netpoller instead of each holding a thread in read(2):
+// with several busy agents the blocking reads cost more CPU in thread
+// hand-offs than the terminals themselves. On any failure the original
+// (blocking, still correct) file is kept.
+func pollable(master *os.File) *os.File {
+	fd, err := unix.Dup(int(master.Fd()))
+	if err != nil {
+		return master
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return master
+	}
+	unix.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), master.Name())
+	master.Close()
+	return f
 }
 
 // Done is closed when the process has exited, been reaped, and its output

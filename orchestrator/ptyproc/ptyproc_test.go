@@ -185,10 +185,41 @@ func TestResizeSeenByChild(t *testing.T) {
 	if err := p.Resize(120, 40); err != nil {
 		t.Fatal(err)
 	}
+	// A resize must not put the terminal back into blocking mode.
+	if !nonBlocking(t, p) {
+		t.Fatal("the terminal is blocking after Resize")
+	}
 	if _, err := p.Write([]byte("\r")); err != nil {
 		t.Fatal(err)
 	}
 	c.waitFor(t, `size2:40 120`)
+}
+
+// Reads wait in the netpoller: the master side is non-blocking.
+func TestTerminalIsNonBlocking(t *testing.T) {
+	p := start(t, Spec{Argv: []string{"cat"}})
+	if !nonBlocking(t, p) {
+		t.Fatal("the terminal's master side is in blocking mode")
+	}
+	c := collect(p)
+	if _, err := p.Write([]byte("ping\r")); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, `ping`)
+}
+
+func nonBlocking(t *testing.T, p *Proc) bool {
+	t.Helper()
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fl int
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { fl, ferr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil || ferr != nil {
+		t.Fatal(err, ferr)
+	}
+	return fl&unix.O_NONBLOCK != 0
 }
 
 // waitGone blocks until pid has exited, using a pidfd, which works for

@@ -14,18 +14,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
 	"github.com/chorus-dev/chorus/ui"
 	"github.com/chorus-dev/chorus/ui/term"
 )
@@ -93,7 +91,7 @@ func pace(w io.Writer, data []byte, rate int, d time.Duration) {
 type engine struct {
 	snap    orchestrator.Snapshot
 	emus    map[string]*term.Emulator
-	ptys    map[string]*os.File
+	ptys    map[string]*ptyproc.Proc
 	mu      sync.Mutex
 	changed chan struct{}
 }
@@ -108,7 +106,7 @@ func (e *engine) Checkpoints(context.Context) ([]merge.Checkpoint, error) { retu
 func (e *engine) Dependents(context.Context, string) ([]string, error)    { return nil, nil }
 func (e *engine) Resize(id string, cols, rows int) {
 	e.emus[id].Resize(cols, rows)
-	pty.Setsize(e.ptys[id], &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	e.ptys[id].Resize(uint16(cols), uint16(rows))
 }
 
 type store struct {
@@ -123,7 +121,7 @@ func chorus(file string, rate int, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	e := &engine{emus: map[string]*term.Emulator{}, ptys: map[string]*os.File{}, changed: make(chan struct{})}
+	e := &engine{emus: map[string]*term.Emulator{}, ptys: map[string]*ptyproc.Proc{}, changed: make(chan struct{})}
 	e.snap.Mode = config.ModeSemiAuto
 	e.snap.StartedAt = time.Now()
 	e.snap.MaxParallel, e.snap.Running = tiles, tiles
@@ -135,27 +133,21 @@ func chorus(file string, rate int, d time.Duration) error {
 		task := fmt.Sprintf("t-%d", i)
 		e.snap.Agents[id] = &orchestrator.AgentState{ID: id, Type: "claude", TaskID: task, Iteration: 1, StartedAt: time.Now().Add(time.Duration(i) * time.Millisecond), Status: orchestrator.AgentRunning}
 		st.tasks = append(st.tasks, beads.Task{ID: task, Title: "replay " + task, Status: beads.StatusInProgress, Priority: 2})
-		cmd := exec.Command(exe, "pace", file, strconv.Itoa(rate), strconv.Itoa(int(d.Seconds())+5))
-		f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
+		// The engine's own PTY process type, so its reads cost what they
+		// cost in a real session.
+		f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{exe, "pace", file, strconv.Itoa(rate), strconv.Itoa(int(d.Seconds()) + 5)}, Cols: 80, Rows: 24})
 		if err != nil {
 			return err
 		}
 		emu := term.New(80, 24, term.WithScrollback(5000), term.WithReplies(f))
 		e.emus[id], e.ptys[id] = emu, f
-		// The engine's output pump: PTY reads straight into the emulator.
+		// The engine's output pump: chunks straight into the emulator.
 		go func() {
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := f.Read(buf)
-				if n > 0 {
-					emu.Write(buf[:n])
-				}
-				if err != nil {
-					return
-				}
+			for chunk := range f.Output() {
+				emu.Write(chunk)
 			}
 		}()
-		defer cmd.Process.Kill()
+		defer f.Stop(0)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
