@@ -448,35 +448,45 @@ func followTranscripts(m *transcriptMeter, done <-chan struct{}, report func(Usa
 // makes it with the first message) is watched through its nearest
 // existing parent until it does.
 func (m *transcriptMeter) watch(w *fsnotify.Watcher) {
+	added := true
 	add := func(p string) {
 		if m.watched == nil {
 			m.watched = map[string]bool{}
 		}
 		if !m.watched[p] && w.Add(p) == nil {
 			m.watched[p] = true
+			added = true
 		}
 	}
-	for _, d := range m.dirs {
+	nearest := func(d string) string {
 		p := d
 		for {
 			if st, err := os.Stat(p); err == nil && st.IsDir() {
-				break
+				return p
 			}
 			parent := filepath.Dir(p)
 			if parent == p {
-				break
+				return p
 			}
 			p = parent
 		}
-		add(p)
-		if p != d {
-			continue
-		}
-		subs, _ := filepath.Glob(filepath.Join(d, "*", "subagents"))
-		sessions, _ := filepath.Glob(filepath.Join(d, "*"))
-		for _, s := range append(sessions, subs...) {
-			if st, err := os.Stat(s); err == nil && st.IsDir() {
-				add(s)
+	}
+	// A folder made between a look and its watch sends no event: look
+	// again until a pass adds no watch.
+	for added {
+		added = false
+		for _, d := range m.dirs {
+			p := nearest(d)
+			add(p)
+			if p != d {
+				continue
+			}
+			subs, _ := filepath.Glob(filepath.Join(d, "*", "subagents"))
+			sessions, _ := filepath.Glob(filepath.Join(d, "*"))
+			for _, s := range append(sessions, subs...) {
+				if st, err := os.Stat(s); err == nil && st.IsDir() {
+					add(s)
+				}
 			}
 		}
 	}
