@@ -44,10 +44,29 @@ func (u Usage) sub(o Usage) Usage {
 	return Usage{u.Input - o.Input, u.Output - o.Output, u.CacheRead - o.CacheRead, u.CacheWrite - o.CacheWrite, u.CostUSD - o.CostUSD}
 }
 
-// String is a short form for progress lines: "12.3k tokens, $0.0412".
+// String is a short form for progress lines: "12.3k tokens (…), $0.0412".
+// Tokens without dollars (a CLI that reports none, a model without a list
+// price here) say so rather than claim $0.
 func (u Usage) String() string {
-	return fmt.Sprintf("%s tokens (in %s, out %s, cached %s), $%.4f",
-		short(u.Tokens()), short(u.Input), short(u.Output), short(u.CacheRead+u.CacheWrite), u.CostUSD)
+	cost := fmt.Sprintf("$%.4f", u.CostUSD)
+	if u.CostUSD == 0 && u.Tokens() > 0 {
+		cost = "cost not reported"
+	}
+	return fmt.Sprintf("%s tokens (in %s, out %s, cached %s), %s",
+		short(u.Tokens()), short(u.Input), short(u.Output), short(u.CacheRead+u.CacheWrite), cost)
+}
+
+// Brief is the compact form for tile titles and the task panel:
+// "12.3k tok $0.04", "12.3k tok" when no dollars are known, "" for none.
+func (u Usage) Brief() string {
+	if u.Tokens() == 0 && u.CostUSD == 0 {
+		return ""
+	}
+	s := short(u.Tokens()) + " tok"
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(" $%.2f", u.CostUSD)
+	}
+	return s
 }
 
 func short(n int64) string {

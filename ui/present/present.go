@@ -239,6 +239,11 @@ func taskRow(t beads.Task, st TaskState, a *orchestrator.AgentState, status map[
 	case StateClosed:
 		sub = Line{{"closed " + Ago(now.Sub(closedAt(t))), Dim}}
 	}
+	if tr := snap.Tasks[t.ID]; tr != nil && st != StateClosed {
+		if b := tr.Usage.Brief(); b != "" {
+			sub = append(sub, Seg{" | " + b, Dim})
+		}
+	}
 	r.Lines[1] = append(Line{{"  ", Normal}}, sub...)
 	return r
 }
@@ -329,6 +334,9 @@ func Header(version string, snap orchestrator.Snapshot, tasks int, passthrough s
 		{fmt.Sprintf("%d tasks", tasks), Normal}}
 	if snap.Paused {
 		l = append(l, Seg{" │ ", Dim}, Seg{"⏸ PAUSED", Warn})
+	}
+	if b := snap.Usage.Brief(); b != "" {
+		l = append(l, Seg{" │ ", Dim}, Seg{b, Normal})
 	}
 	if passthrough != "" {
 		l = append(l, Seg{" │ ", Dim}, Seg{"keys → " + Clean(passthrough), Err})
@@ -440,6 +448,9 @@ func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
 	s += fmt.Sprintf("%s (%s) iter %d/%d | %s", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter, Elapsed(now.Sub(a.StartedAt)))
 	if a.Progress > 0 {
 		s += " | " + ProgressBar(a.Progress, 10)
+	}
+	if b := a.Usage.Brief(); b != "" {
+		s += " | " + b
 	}
 	return s
 }

@@ -1,8 +1,12 @@
 package present
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/orchestrator"
 )
 
 // ElapsedChangesIn lands exactly on the next change of Elapsed.
@@ -20,5 +24,41 @@ func TestElapsedChangesIn(t *testing.T) {
 		if before, at := Elapsed(d+in-time.Nanosecond), Elapsed(d+in); before != Elapsed(d) || at == before {
 			t.Errorf("%v (%s): %v later shows %q, a nanosecond before %q", d, Elapsed(d), in, at, before)
 		}
+	}
+}
+
+// Spend is shown where the spec puts it: the tile title (the agent), the
+// task panel (the task, over its runs) and the header (the session).
+// Tokens without a known price never show as $0.
+func TestSpendShown(t *testing.T) {
+	now := time.Now()
+	priced := orchestrator.Usage{Input: 10_000, Output: 2_345, CostUSD: 0.0412}
+	unpriced := orchestrator.Usage{Input: 1_000, CacheRead: 500}
+	a := orchestrator.AgentState{ID: "claude-t-1", Type: "claude", TaskID: "t-1", Iteration: 1, StartedAt: now, Status: orchestrator.AgentRunning, Usage: priced}
+	if got := TileTitle(a, 5, now); !strings.HasSuffix(got, "| 12k tok $0.04") {
+		t.Errorf("tile title %q", got)
+	}
+	a.Usage = unpriced
+	if got := TileTitle(a, 5, now); !strings.HasSuffix(got, "| 1.5k tok") || strings.Contains(got, "$") {
+		t.Errorf("unpriced tile title %q", got)
+	}
+	a.Usage = orchestrator.Usage{}
+	if got := TileTitle(a, 5, now); strings.Contains(got, "tok") {
+		t.Errorf("no usage yet, but %q", got)
+	}
+	snap := orchestrator.Snapshot{State: orchestrator.State{
+		Agents: map[string]*orchestrator.AgentState{"claude-t-1": &a},
+		Tasks:  map[string]*orchestrator.TaskRun{"t-1": {Usage: priced}},
+		Usage:  orchestrator.Usage{Output: 1_500_000, CostUSD: 12.5},
+	}}
+	if got := Header("v1", snap, 3, "").Text(); !strings.Contains(got, "1.5M tok $12.50") {
+		t.Errorf("header %q", got)
+	}
+	rows := TaskRows([]beads.Task{{ID: "t-1", Title: "x", Status: beads.StatusInProgress}}, snap, now)
+	if len(rows) != 1 || !strings.Contains(rows[0].Lines[1].Text(), "12k tok $0.04") {
+		t.Errorf("task row %+v", rows)
+	}
+	if s := unpriced.String(); !strings.Contains(s, "cost not reported") || strings.Contains(s, "$") {
+		t.Errorf("headless form %q", s)
 	}
 }
