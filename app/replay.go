@@ -89,6 +89,7 @@ type player struct {
 	data   []byte
 	pos    int
 	paused bool
+	wake   chan struct{} // a key changed what plays; see the playback loop
 }
 
 // seek moves to byte n, replaying from the start when going back.
@@ -117,7 +118,7 @@ func runReplay(ctx context.Context, name string, data []byte, w, h, stopAt int) 
 	if !fixed {
 		w, h = 80, 24
 	}
-	p := &player{emu: term.New(w, h), data: data[:stopAt]}
+	p := &player{emu: term.New(w, h), data: data[:stopAt], wake: make(chan struct{}, 1)}
 	tl := tile.New(p.emu, nil).SetFixedSize(fixed)
 	if !fixed {
 		// Without a recorded size, follow the window, replaying what is
@@ -156,6 +157,10 @@ func runReplay(ctx context.Context, name string, data []byte, w, h, stopAt int) 
 			return ev // PgUp/PgDn and the wheel reach the tile's scrollback view
 		}
 		p.emu.MarkDirty()
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 		return nil
 	})
 	wg.Add(2)
@@ -164,6 +169,18 @@ func runReplay(ctx context.Context, name string, data []byte, w, h, stopAt int) 
 		tick := time.NewTicker(tile.DefaultFrameInterval)
 		defer tick.Stop()
 		for {
+			p.mu.Lock()
+			still := p.paused || p.pos == len(p.data)
+			p.mu.Unlock()
+			if still {
+				// Nothing to play: sleep until a key changes that.
+				select {
+				case <-ctx.Done():
+					return
+				case <-p.wake:
+				}
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -178,7 +195,7 @@ func runReplay(ctx context.Context, name string, data []byte, w, h, stopAt int) 
 	}()
 	go func() {
 		defer wg.Done()
-		tile.RunFrames(ctx, app, 0, func() []*tile.Tile { return []*tile.Tile{tl} })
+		tile.RunFrames(ctx, app, 0, []*tile.Tile{tl})
 	}()
 	go func() {
 		// q or an interrupt: the pumps may be waiting for the event loop

@@ -2,8 +2,10 @@ package tile
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
@@ -217,5 +219,52 @@ func TestEncodeKey(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// RunFrames draws when the emulator changes, woken by it rather than by a
+// ticker, and keeps doing so for each later change.
+func TestRunFramesDrawsOnOutput(t *testing.T) {
+	emu := term.New(20, 3)
+	tl := New(emu, nil)
+	sim := tcell.NewSimulationScreen("UTF-8")
+	sim.SetSize(30, 6)
+	app := tview.NewApplication().SetScreen(sim).SetRoot(tl, true)
+	shown := make(chan string, 100)
+	app.SetAfterDrawFunc(func(s tcell.Screen) {
+		s.Show() // tview shows after this func; the contents read are the shown ones
+		shown <- rowText(sim, 1, 1, 20)
+	})
+	appDone := make(chan error, 1)
+	go func() { appDone <- app.Run() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	framesDone := make(chan struct{})
+	go func() {
+		defer close(framesDone)
+		RunFrames(ctx, app, 0, []*Tile{tl})
+	}()
+	waitShown := func(want string) {
+		t.Helper()
+		hang := time.After(60 * time.Second)
+		for {
+			select {
+			case got := <-shown:
+				if strings.Contains(got, want) {
+					return
+				}
+			case <-hang:
+				t.Fatalf("%q never drawn", want)
+			}
+		}
+	}
+	emu.Write([]byte("hello"))
+	waitShown("hello")
+	emu.Write([]byte(" world"))
+	waitShown("hello world")
+	cancel()
+	<-framesDone
+	app.Stop()
+	if err := <-appDone; err != nil {
+		t.Fatal(err)
 	}
 }
