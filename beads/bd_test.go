@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/beads/storetest"
 )
 
 func fakeStore(t *testing.T, repo string, timeout time.Duration) beads.Store {
@@ -129,7 +130,7 @@ func TestBdReadyDoesNotWaitForRefresh(t *testing.T) {
 	defer cancel()
 	got, err := s.Ready(ctx, beads.ReadyOptions{}) // starts a refresh that hangs
 	if err != nil || len(got) != 1 || got[0].ID != x.ID {
-		t.Fatalf("Ready while refreshing: %v %v", ids(got), err)
+		t.Fatalf("Ready while refreshing: %v %v", storetest.IDs(got), err)
 	}
 	pid, ok := <-pidc
 	if !ok {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/beads/storetest"
 )
 
 var bg = context.Background()
@@ -232,24 +233,9 @@ func TestBuiltinReadySemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"b1", "g1", "d2", "r1", "n1", "q1", "u1", "x0"}
-	if !sameSet(ids(got), want) {
-		t.Fatalf("ready %v\nwant  %v", ids(got), want)
+	if !storetest.SameSet(storetest.IDs(got), want) {
+		t.Fatalf("ready %v\nwant  %v", storetest.IDs(got), want)
 	}
-}
-
-func ids(ts []beads.Task) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.ID
-	}
-	return out
-}
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(a, b)
 }
 
 func TestBuiltinPrefix(t *testing.T) {

@@ -101,7 +101,8 @@ func ready(t *testing.T, s beads.Store, opt beads.ReadyOptions) []beads.Task {
 	return ts
 }
 
-func ids(ts []beads.Task) []string {
+// IDs lists the tasks' ids in order.
+func IDs(ts []beads.Task) []string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
 		out[i] = t.ID
@@ -109,7 +110,8 @@ func ids(ts []beads.Task) []string {
 	return out
 }
 
-func sameSet(a, b []string) bool {
+// SameSet reports whether a and b hold the same ids in any order.
+func SameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.Sort(a)
 	slices.Sort(b)
@@ -156,7 +158,7 @@ func testCreateGet(t *testing.T, e Env) {
 	if g.Priority != 0 || g.Status != beads.StatusOpen || g.IssueType != "task" || g.Assignee != "" {
 		t.Errorf("priority/status/type/assignee: %d %q %q %q", g.Priority, g.Status, g.IssueType, g.Assignee)
 	}
-	if !sameSet(g.Labels, []string{"backend", "api"}) {
+	if !SameSet(g.Labels, []string{"backend", "api"}) {
 		t.Errorf("labels %v", g.Labels)
 	}
 	if g.Metadata[beads.MetaModel] != "sonnet" || g.Metadata[beads.MetaAgent] != "claude" {
@@ -180,8 +182,8 @@ func testCreateGet(t *testing.T, e Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameSet(ids(all), []string{a.ID, b.ID, bug.ID}) {
-		t.Errorf("List: %v", ids(all))
+	if !SameSet(IDs(all), []string{a.ID, b.ID, bug.ID}) {
+		t.Errorf("List: %v", IDs(all))
 	}
 }
 
@@ -206,26 +208,26 @@ func testReadyOrder(t *testing.T, e Env) {
 	d := create(t, s, "d deferred", beads.CreateOptions{Priority: 1, Labels: []string{beads.LabelDeferred}})
 	f := create(t, s, "e p2 ui", beads.CreateOptions{Labels: []string{"ui"}})
 	got := ready(t, s, beads.ReadyOptions{})
-	if !sameSet(ids(got), []string{a.ID, b.ID, c.ID, f.ID}) {
-		t.Fatalf("ready %v", ids(got))
+	if !SameSet(IDs(got), []string{a.ID, b.ID, c.ID, f.ID}) {
+		t.Fatalf("ready %v", IDs(got))
 	}
 	if got[0].ID != b.ID || got[len(got)-1].ID != c.ID {
-		t.Errorf("priority order: %v", ids(got))
+		t.Errorf("priority order: %v", IDs(got))
 	}
-	if e.Exact && !slices.Equal(ids(got), []string{b.ID, a.ID, f.ID, c.ID}) {
-		t.Errorf("oldest first within a priority: %v", ids(got))
+	if e.Exact && !slices.Equal(IDs(got), []string{b.ID, a.ID, f.ID, c.ID}) {
+		t.Errorf("oldest first within a priority: %v", IDs(got))
 	}
 	got = ready(t, s, beads.ReadyOptions{IncludeDeferred: true})
-	if !slices.Contains(ids(got), d.ID) {
-		t.Errorf("IncludeDeferred: %v", ids(got))
+	if !slices.Contains(IDs(got), d.ID) {
+		t.Errorf("IncludeDeferred: %v", IDs(got))
 	}
 	got = ready(t, s, beads.ReadyOptions{ExcludeLabels: []string{"ui"}})
-	if slices.Contains(ids(got), f.ID) || len(got) != 3 {
-		t.Errorf("ExcludeLabels: %v", ids(got))
+	if slices.Contains(IDs(got), f.ID) || len(got) != 3 {
+		t.Errorf("ExcludeLabels: %v", IDs(got))
 	}
 	got = ready(t, s, beads.ReadyOptions{IncludeLabels: []string{"ui", "nothing"}})
-	if !slices.Equal(ids(got), []string{f.ID}) {
-		t.Errorf("IncludeLabels: %v", ids(got))
+	if !slices.Equal(IDs(got), []string{f.ID}) {
+		t.Errorf("IncludeLabels: %v", IDs(got))
 	}
 }
 
@@ -237,20 +239,20 @@ func testReadyBlockers(t *testing.T, e Env) {
 	if g := get(t, s, b.ID); !slices.Equal(g.BlockedBy(), []string{a.ID}) {
 		t.Errorf("b.BlockedBy = %v (deps %+v)", g.BlockedBy(), g.Dependencies)
 	}
-	if got := ids(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{a.ID}) {
+	if got := IDs(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{a.ID}) {
 		t.Fatalf("ready %v, want only a", got)
 	}
 	if _, err := s.Claim(ctx(t), a.ID, "agent1"); err != nil {
 		t.Fatal(err)
 	}
 	// An in-progress blocker still blocks.
-	if got := ids(ready(t, s, beads.ReadyOptions{})); len(got) != 0 {
+	if got := IDs(ready(t, s, beads.ReadyOptions{})); len(got) != 0 {
 		t.Fatalf("ready %v, want none", got)
 	}
 	if err := s.Close(ctx(t), a.ID, "done"); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{b.ID}) {
+	if got := IDs(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{b.ID}) {
 		t.Fatalf("ready %v, want b (c still waits for b)", got)
 	}
 	// Closing with an open blocker is refused, as bd refuses it.
@@ -262,8 +264,8 @@ func testReadyBlockers(t *testing.T, e Env) {
 	if err := s.AddDependency(ctx(t), f.ID, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	got := ids(ready(t, s, beads.ReadyOptions{}))
-	if !sameSet(got, []string{b.ID, d.ID}) {
+	got := IDs(ready(t, s, beads.ReadyOptions{}))
+	if !SameSet(got, []string{b.ID, d.ID}) {
 		t.Fatalf("ready %v, want b and d", got)
 	}
 }
@@ -294,7 +296,7 @@ func testClaimRelease(t *testing.T, e Env) {
 	if g.Status != beads.StatusOpen || g.Assignee != "" {
 		t.Errorf("after release: %q %q", g.Status, g.Assignee)
 	}
-	if got := ids(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{x.ID}) {
+	if got := IDs(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{x.ID}) {
 		t.Errorf("released task not ready: %v", got)
 	}
 	if _, err := s.Claim(ctx(t), x.ID, "agent2"); err != nil {
@@ -379,11 +381,11 @@ func testCloseReopen(t *testing.T, e Env) {
 		t.Errorf("after close: %q %q %v", g.Status, g.CloseReason, g.ClosedAt)
 	}
 	all, err := s.List(ctx(t))
-	if err != nil || !slices.Contains(ids(all), x.ID) {
-		t.Errorf("List lacks closed task: %v %v", ids(all), err)
+	if err != nil || !slices.Contains(IDs(all), x.ID) {
+		t.Errorf("List lacks closed task: %v %v", IDs(all), err)
 	}
 	if got := ready(t, s, beads.ReadyOptions{}); len(got) != 0 {
-		t.Errorf("closed task ready: %v", ids(got))
+		t.Errorf("closed task ready: %v", IDs(got))
 	}
 	if err := s.Reopen(ctx(t), x.ID); err != nil {
 		t.Fatal(err)
@@ -392,7 +394,7 @@ func testCloseReopen(t *testing.T, e Env) {
 	if g.Status != beads.StatusOpen || g.Assignee != "" || g.ClosedAt != nil {
 		t.Errorf("after reopen: %q %q %v", g.Status, g.Assignee, g.ClosedAt)
 	}
-	if got := ids(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{x.ID}) {
+	if got := IDs(ready(t, s, beads.ReadyOptions{})); !slices.Equal(got, []string{x.ID}) {
 		t.Errorf("reopened task not ready: %v", got)
 	}
 	if _, err := s.Claim(ctx(t), x.ID, "agent2"); err != nil {
@@ -414,7 +416,7 @@ func testBlock(t *testing.T, e Env) {
 		t.Errorf("after block: %q %q", g.Status, g.Notes)
 	}
 	if got := ready(t, s, beads.ReadyOptions{}); len(got) != 0 {
-		t.Errorf("blocked task ready: %v", ids(got))
+		t.Errorf("blocked task ready: %v", IDs(got))
 	}
 }
 
@@ -427,20 +429,20 @@ func testLabels(t *testing.T, e Env) {
 	if err := s.AddLabel(ctx(t), x.ID, beads.LabelFailed); err != nil {
 		t.Fatal(err)
 	}
-	if g := get(t, s, x.ID); !sameSet(g.Labels, []string{"keep", beads.LabelFailed}) {
+	if g := get(t, s, x.ID); !SameSet(g.Labels, []string{"keep", beads.LabelFailed}) {
 		t.Errorf("labels %v", g.Labels)
 	}
 	if err := s.RemoveLabel(ctx(t), x.ID, beads.LabelFailed); err != nil {
 		t.Fatal(err)
 	}
-	if g := get(t, s, x.ID); !sameSet(g.Labels, []string{"keep"}) {
+	if g := get(t, s, x.ID); !SameSet(g.Labels, []string{"keep"}) {
 		t.Errorf("labels %v", g.Labels)
 	}
 	if err := s.AddLabel(ctx(t), x.ID, beads.LabelDeferred); err != nil {
 		t.Fatal(err)
 	}
 	if got := ready(t, s, beads.ReadyOptions{}); len(got) != 0 {
-		t.Errorf("deferred-labelled task ready: %v", ids(got))
+		t.Errorf("deferred-labelled task ready: %v", IDs(got))
 	}
 }
 
@@ -557,15 +559,15 @@ func testOwnWrites(t *testing.T, e Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ids(got), []string{b.ID}) {
-		t.Fatalf("ready right after claim: %v, want only %s", ids(got), b.ID)
+	if !slices.Equal(IDs(got), []string{b.ID}) {
+		t.Fatalf("ready right after claim: %v, want only %s", IDs(got), b.ID)
 	}
 	c := create(t, s, "c", beads.CreateOptions{Priority: 0, PrioritySet: true})
 	got, err = s.Ready(ctx(t), beads.ReadyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ids(got), []string{c.ID, b.ID}) {
-		t.Fatalf("ready right after create: %v, want %s %s", ids(got), c.ID, b.ID)
+	if !slices.Equal(IDs(got), []string{c.ID, b.ID}) {
+		t.Fatalf("ready right after create: %v, want %s %s", IDs(got), c.ID, b.ID)
 	}
 }
