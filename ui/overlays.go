@@ -95,14 +95,8 @@ func (u *UI) closeKeys(extra ...rune) func(ev *tcell.EventKey) *tcell.EventKey {
 					return nil
 				}
 			}
-			switch ev.Rune() {
-			case 'j':
-				return tcell.NewEventKey(tcell.KeyDown, 0, tcell.ModNone)
-			case 'k':
-				return tcell.NewEventKey(tcell.KeyUp, 0, tcell.ModNone)
-			}
 		}
-		return ev
+		return viKeys(ev)
 	}
 }
 
@@ -167,14 +161,8 @@ func (u *UI) choose(title string, items []choice) {
 				pick()
 				return nil
 			}
-			switch ev.Rune() {
-			case 'j':
-				return tcell.NewEventKey(tcell.KeyDown, 0, tcell.ModNone)
-			case 'k':
-				return tcell.NewEventKey(tcell.KeyUp, 0, tcell.ModNone)
-			}
 		}
-		return ev
+		return viKeys(ev)
 	}, nil)
 }
 
@@ -790,4 +778,17 @@ func (u *UI) startQuitWait(grace time.Duration) {
 		return
 	}
 	u.waitQuit = time.After(grace)
+}
+
+// viKeys turns j and k into down and up, for lists in overlays.
+func viKeys(ev *tcell.EventKey) *tcell.EventKey {
+	if ev.Key() == tcell.KeyRune {
+		switch ev.Rune() {
+		case 'j':
+			return tcell.NewEventKey(tcell.KeyDown, 0, tcell.ModNone)
+		case 'k':
+			return tcell.NewEventKey(tcell.KeyUp, 0, tcell.ModNone)
+		}
+	}
+	return ev
 }
