@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-dev/chorus/agent/scriptagent"
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/merge/driver"
-	"github.com/chorus-dev/chorus/orchestrator/scriptagent"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
 
 // newSignalCmd is what agents run to tell the running Chorus about their task.

@@ -13,7 +13,7 @@ import (
 	"github.com/rivo/tview"
 	"github.com/spf13/cobra"
 
-	"github.com/chorus-dev/chorus/ui/term"
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/ui/tile"
 )
 

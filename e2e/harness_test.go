@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -20,7 +21,6 @@ import (
 	"github.com/chorus-dev/chorus/internal/modelserver"
 	"github.com/chorus-dev/chorus/internal/testkit"
 	"github.com/chorus-dev/chorus/orchestrator"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
 
 var (

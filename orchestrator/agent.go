@@ -13,13 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/signal"
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
-	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
-	"github.com/chorus-dev/chorus/ui/term"
 )
 
 // agentRun is one agent working on one task: a supervisor goroutine that

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
-	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/config"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
 
 // Usage is tokens and dollars spent, as the agents report them: headless

@@ -3,8 +3,8 @@ package orchestrator
 import (
 	"bytes"
 
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/config"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 )
 
 // eventParser splits a headless profile's output (claude stream-json,

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/signal"
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
-	"github.com/chorus-dev/chorus/ui/term"
 )
 
 // driverCommand is how git runs Chorus's merge drivers: this executable's

@@ -3,7 +3,7 @@ package orchestrator
 import (
 	"context"
 
-	"github.com/chorus-dev/chorus/orchestrator/signal"
+	"github.com/chorus-dev/chorus/agent/signal"
 )
 
 // routeSignalsForTest does what the app does: `chorus signal` files become

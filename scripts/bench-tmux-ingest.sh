@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Compares ui/term's ingest speed with tmux's on the same bytes.
+# Compares agent/term's ingest speed with tmux's on the same bytes.
 #
-# The bytes are the recorded streams in ui/term/testdata/replay, joined as
+# The bytes are the recorded streams in agent/term/testdata/replay, joined as
 # BenchmarkReplay joins them. tmux gets them through a real PTY (cat in a
 # detached 120x40 pane, no client attached, so nothing is drawn), repeated
 # until there are about 20 MB; the time runs until cat has written the last
@@ -26,7 +26,7 @@ trap cleanup EXIT
 
 one=$WORK/one.raw
 : >"$one"
-for d in "$ROOT"/ui/term/testdata/replay/*/; do
+for d in "$ROOT"/agent/term/testdata/replay/*/; do
 	cat "$d/stream.raw" >>"$one"
 	printf '\033[?1049l\033[!p\033[2J\033[H' >>"$one"
 done
@@ -42,11 +42,11 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 tmux_mbs=$(echo "$total $start $end" | awk '{printf "%.2f", $1 / ($3 - $2) / 1e6}')
 
-go_out=$(cd "$ROOT" && go test -run '^$' -bench '^BenchmarkReplay$' -benchtime 3s ./ui/term/)
+go_out=$(cd "$ROOT" && go test -run '^$' -bench '^BenchmarkReplay$' -benchtime 3s ./agent/term/)
 go_mbs=$(echo "$go_out" | awk '/^BenchmarkReplay/ {for (i = 1; i <= NF; i++) if ($(i+1) == "MB/s") print $i}')
 allocs=$(echo "$go_out" | awk '/^BenchmarkReplay/ {for (i = 1; i <= NF; i++) if ($(i+1) == "allocs/KB") print $i}')
 
 echo "bytes fed to tmux:   $total ($reps x $size)"
 echo "tmux through a PTY:  $tmux_mbs MB/s"
-echo "ui/term (4 KiB):     $go_mbs MB/s, $allocs allocs/KB"
-echo "ratio ui/term/tmux:  $(echo "$go_mbs $tmux_mbs" | awk '{printf "%.1f", $1 / $2}')x"
+echo "agent/term (4 KiB):     $go_mbs MB/s, $allocs allocs/KB"
+echo "ratio agent/term/tmux:  $(echo "$go_mbs $tmux_mbs" | awk '{printf "%.1f", $1 / $2}')x"

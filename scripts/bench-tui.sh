@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU cost of the Chorus grid against tmux showing the same streams.
 #
-# Eight tiles each receive a recorded Claude Code stream (ui/term/testdata/
+# Eight tiles each receive a recorded Claude Code stream (agent/term/testdata/
 # replay/claude-fullscreen/stream.raw) in a loop at 10x its real rate, for
 # SECONDS (default 60). The same run starts a tmux server with the same 8
 # streams in 8 tiled panes and an attached client. Both "terminals" are
@@ -18,7 +18,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_RUN=${SECONDS_RUN:-60}
 REAL_RATE=${REAL_RATE:-600}
-STREAM=${STREAM:-$ROOT/ui/term/testdata/replay/claude-fullscreen/stream.raw}
+STREAM=${STREAM:-$ROOT/agent/term/testdata/replay/claude-fullscreen/stream.raw}
 RATE=$((REAL_RATE * 10))
 [[ ${IDLE:-} == 1 ]] && RATE=0
 TMP=$(mktemp -d)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records terminal sessions under tmux for the ui/term replay tests.
+# Records terminal sessions under tmux for the agent/term replay tests.
 #
 # For each case it runs a program in a detached tmux pane, saves every byte
 # the program wrote (pipe-pane -O) to stream.raw, and at checkpoints taken
@@ -15,7 +15,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=$ROOT/ui/term/testdata/replay
+OUT=$ROOT/agent/term/testdata/replay
 SOCK=chorus-record-$$
 CONF=$(mktemp)
 cat >"$CONF" <<'EOF'
@@ -126,7 +126,7 @@ case_ls() {
 }
 
 case_vim() {
-	local f=$ROOT/ui/term/screen.go
+	local f=$ROOT/agent/term/screen.go
 	start 80 24 "vim -u NONE -i NONE -N -n -c 'syntax on' -c 'set number ruler laststatus=2' -R '$f'"
 	check
 	keys 40j

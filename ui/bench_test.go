@@ -10,9 +10,9 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/orchestrator"
-	"github.com/chorus-dev/chorus/ui/term"
 )
 
 // BenchmarkKeyLatency measures keypress to screen update with 8 busy

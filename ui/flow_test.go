@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/internal/testkit"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
-	"github.com/chorus-dev/chorus/orchestrator/signal"
 	"github.com/chorus-dev/chorus/ui/present"
 )
 

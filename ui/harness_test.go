@@ -14,10 +14,10 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
-	"github.com/chorus-dev/chorus/ui/term"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden screen dumps in testdata/")

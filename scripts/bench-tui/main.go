@@ -19,13 +19,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
-	"github.com/chorus-dev/chorus/orchestrator/ptyproc"
 	"github.com/chorus-dev/chorus/ui"
-	"github.com/chorus-dev/chorus/ui/term"
 )
 
 const tiles = 8

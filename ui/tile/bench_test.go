@@ -7,7 +7,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
 
-	"github.com/chorus-dev/chorus/ui/term"
+	"github.com/chorus-dev/chorus/agent/term"
 )
 
 // nullTty is a terminal that swallows output and never has input, so a

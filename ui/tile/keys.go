@@ -6,7 +6,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
-	"github.com/chorus-dev/chorus/ui/term"
+	"github.com/chorus-dev/chorus/agent/term"
 )
 
 // xtermMod is the xterm modifier parameter: 1 + shift + 2·alt + 4·ctrl.

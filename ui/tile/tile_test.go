@@ -10,7 +10,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
 
-	"github.com/chorus-dev/chorus/ui/term"
+	"github.com/chorus-dev/chorus/agent/term"
 )
 
 func newScreen(t *testing.T, w, h int) tcell.SimulationScreen {
