@@ -19,18 +19,20 @@ import (
 
 // Pinned versions, verified offline against internal/modelserver.
 const (
-	ClaudeCodeVersion = "2.1.197"
+	ClaudeCodeVersion = "2.1.330"
 	CodexVersion      = "0.169.0"
+	OpenCodeVersion   = "1.18.33"
 )
 
 var packages = []struct{ name, version, bin string }{
 	{"@anthropic-ai/claude-code", ClaudeCodeVersion, "claude"},
 	{"@openai/codex", CodexVersion, "codex"},
+	{"opencode-ai", OpenCodeVersion, "opencode"},
 }
 
 // Tools are the installed CLIs.
 type Tools struct {
-	Claude, Codex string // absolute paths
+	Claude, Codex, OpenCode string // absolute paths
 }
 
 var (
@@ -45,11 +47,16 @@ func RepoRoot() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
-// Install makes sure the pinned CLIs are in <repo>/.tools/npm, running npm
+// Install makes sure the pinned CLIs are in <repo>/.tools/npm (or
+// $CHORUS_TOOLS_DIR, so several checkouts can share one copy), running npm
 // when one is missing or at another version. An error means they cannot
 // be had (no npm, no registry); callers skip with it.
 func Install() (Tools, error) {
-	once.Do(func() { tools, toolsErr = install(filepath.Join(RepoRoot(), ".tools", "npm")) })
+	prefix := os.Getenv("CHORUS_TOOLS_DIR")
+	if prefix == "" {
+		prefix = filepath.Join(RepoRoot(), ".tools", "npm")
+	}
+	once.Do(func() { tools, toolsErr = install(prefix) })
 	return tools, toolsErr
 }
 
@@ -84,8 +91,8 @@ func install(prefix string) (Tools, error) {
 		}
 	}
 	bin := filepath.Join(prefix, "node_modules", ".bin")
-	t := Tools{Claude: filepath.Join(bin, "claude"), Codex: filepath.Join(bin, "codex")}
-	for _, p := range []string{t.Claude, t.Codex} {
+	t := Tools{Claude: filepath.Join(bin, "claude"), Codex: filepath.Join(bin, "codex"), OpenCode: filepath.Join(bin, "opencode")}
+	for _, p := range []string{t.Claude, t.Codex, t.OpenCode} {
 		if !executable(p) {
 			return Tools{}, fmt.Errorf("%s missing after npm install (platform package not installed?)", p)
 		}
