@@ -359,3 +359,29 @@ func TestMain(m *testing.M) {
 	testkit.Cleanup()
 	os.Exit(code)
 }
+
+// Autopilot with a default agent that is not installed refuses to start
+// with doctor's message, instead of re-assigning tasks it cannot run.
+func TestAutopilotRefusesMissingDefaultAgent(t *testing.T) {
+	dir := gitRepo(t)
+	t.Setenv("PATH", filepath.Dir(mustLookPath(t, "git")))
+	if r := chorus(t, dir, "init", "--yes"); r.code != 0 {
+		t.Fatalf("init: %d %s", r.code, r.stderr)
+	}
+	if r := chorus(t, dir, "task", "create", "one"); r.code != 0 {
+		t.Fatalf("create: %d %s", r.code, r.stderr)
+	}
+	r := chorus(t, dir, "--autopilot", "--headless")
+	if r.code != ExitSetup || !strings.Contains(r.stderr, "agent claude: claude not found on PATH") || !strings.Contains(r.stderr, "chorus doctor") {
+		t.Fatalf("autopilot without claude: %d %s", r.code, r.stderr)
+	}
+}
+
+func mustLookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skip(name + " not installed")
+	}
+	return p
+}

@@ -224,6 +224,19 @@ func checkAgents(r *doctorReport, cfg config.Config) {
 	}
 }
 
+// defaultAgentMissing is doctor's verdict on the default agent's command
+// when it cannot be found, or "".
+func defaultAgentMissing(cfg config.Config) string {
+	var r doctorReport
+	checkAgents(&r, cfg)
+	for _, f := range r.Findings {
+		if f.Level == levelFail {
+			return f.Check + ": " + f.Detail
+		}
+	}
+	return ""
+}
+
 func rel(root, p string) string {
 	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
 		return r

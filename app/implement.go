@@ -79,6 +79,12 @@ func (ss *session) routeSignals(ctx context.Context) error {
 
 // runImplementation starts the engine with a front end.
 func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
+	// Autopilot alone with an agent that cannot start would only cycle.
+	if p.cfg.Mode == config.ModeAutopilot {
+		if msg := defaultAgentMissing(p.cfg); msg != "" {
+			return withCode(ExitSetup, errors.New(msg+" (see `chorus doctor`)"))
+		}
+	}
 	if !o.headless {
 		if !isTTY(os.Stdin) || !isTTY(os.Stdout) {
 			return withCode(ExitUsage, errors.New("the full-screen interface needs a terminal; run with --headless for plain progress lines"))

@@ -76,9 +76,23 @@ type turnEvent struct {
 	source string
 }
 
+// outcomeKind says how a run ended.
+type outcomeKind string
+
+const (
+	outCompleted   outcomeKind = "completed"
+	outBlocked     outcomeKind = "blocked"
+	outFailed      outcomeKind = "failed"
+	outReleased    outcomeKind = "released"
+	outClaimLost   outcomeKind = "claim-lost"
+	outError       outcomeKind = "error"        // before the agent ran: counts as a start failure
+	outStartFailed outcomeKind = "start-failed" // the agent process could not be started
+	outUnstartable outcomeKind = "unstartable"  // its command is missing: no task can start with it
+)
+
 // outcome is how a run ended, applied to State by the loop.
 type outcome struct {
-	kind   string // completed, blocked, failed, released, claim-lost, error
+	kind   outcomeKind
 	reason string
 	errors bool // consecutive agent errors reached the limit
 }
@@ -237,6 +251,10 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 			return outcome{kind: "error", reason: err.Error()}
 		}
 	}
+	// Nothing is claimed for an agent that cannot start.
+	if why := missingCommand(r.profile, r.chorusPath()); why != "" {
+		return outcome{kind: outUnstartable, reason: why}
+	}
 	// The claim (task store) and the worktree (git) do not depend on each
 	// other: do both at once. A lost claim removes a worktree made for
 	// nothing; it holds no work yet.
@@ -322,7 +340,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			p, err = r.spawn(t, wt, text, it, gen, det, record)
 			if err != nil {
 				e.opt.Store.Release(context.Background(), t.ID)
-				return outcome{kind: "error", reason: err.Error()}
+				return outcome{kind: outStartFailed, reason: err.Error()}
 			}
 		}
 		res := r.turn(t, wt, &p, det, gen)
@@ -650,10 +668,18 @@ func (r *agentRun) env(iteration int) []string {
 	if iteration > 0 {
 		env = append(env, "CHORUS_ITERATION="+strconv.Itoa(iteration))
 	}
-	if e.opt.ChorusExe != "" {
-		env = append(env, "PATH="+filepath.Dir(e.opt.ChorusExe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if dir := r.chorusPath(); dir != "" {
+		env = append(env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	return append(env, r.profile.Env...)
+}
+
+// chorusPath is the folder of the chorus executable agents run, or "".
+func (r *agentRun) chorusPath() string {
+	if r.e.opt.ChorusExe == "" {
+		return ""
+	}
+	return filepath.Dir(r.e.opt.ChorusExe)
 }
 
 // argv builds the command line: profile args, model override, prompt.
@@ -678,8 +704,14 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		return nil, err
 	}
 	spawned := time.Now()
+	// A NUL cannot be passed in argv (exec fails with EINVAL) nor typed.
+	prompt = strings.ReplaceAll(prompt, "\x00", "")
+	arg, err := promptArg(prompt, filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".prompt.md"))
+	if err != nil {
+		return nil, fmt.Errorf("writing the prompt file: %w", err)
+	}
 	p, err := ptyproc.Start(ptyproc.Spec{
-		Argv: r.argv(t, prompt), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
+		Argv: r.argv(t, arg), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),
 		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
 	})
@@ -691,6 +723,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	cmd := strings.Join(r.argv(t, "…")[:1], " ")
 	r.update(func(s *State, a *AgentState) {
 		record(s, a)
+		r.e.started(r.taskID)
 		a.PID, a.PStart, a.Status = pid, pstart, AgentRunning
 		r.e.emit(Event{Kind: EvStarted, Agent: r.id, Task: r.taskID, Text: cmd, Fields: map[string]any{"pid": pid, "iteration": it}})
 	})
@@ -703,7 +736,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		}()
 	}
 	if r.profile.Prompt == config.PromptType {
-		if err := r.typeInto(p, prompt); err != nil {
+		if err := r.typeInto(p, arg); err != nil {
 			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
 		}
 	}

@@ -296,11 +296,15 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 		ev.Kind = EvError
 	}
 	e.emit(ev)
+	switch o.kind {
+	case outError, outStartFailed, outUnstartable:
+		e.startFailed(r, o)
+	}
 	if o.errors && e.st.Mode == config.ModeAutopilot {
 		e.st.Paused = true
 		e.emit(Event{Kind: EvPaused, Text: "autopilot paused after repeated agent errors: " + o.reason})
 	}
-	e.emit(Event{Kind: EvFinished, Agent: r.id, Task: r.taskID, Text: o.kind})
+	e.emit(Event{Kind: EvFinished, Agent: r.id, Task: r.taskID, Text: string(o.kind)})
 }
 
 // Recover reconciles state.json from a previous run before Run starts:

@@ -106,6 +106,11 @@ type Engine struct {
 	closing   bool
 	dirty     bool     // the current message changed State
 	onPublish []func() // run after the next publish (Sync)
+	// Start failures (startfail.go): per task, in a row, and when a task
+	// may be tried again.
+	startFails       map[string]int
+	retryAt          map[string]time.Time
+	consecStartFails int
 
 	snapMu sync.Mutex
 	snap   Snapshot
@@ -373,7 +378,7 @@ func (e *Engine) emit(ev Event) {
 // idle: nothing runs, nothing more will be picked, and merges cannot move
 // without a human.
 func (e *Engine) idle() bool {
-	if len(e.runs) > 0 || e.fetching {
+	if len(e.runs) > 0 || e.fetching || e.waitingRetry() {
 		return false
 	}
 	// The merge service's published snapshot, never its lock: its worker
@@ -435,7 +440,7 @@ func (e *Engine) assignReady(ts []beads.Task) {
 		if len(e.runs) >= e.cfg.Agents.MaxParallel || e.st.Paused || e.st.Mode != config.ModeAutopilot {
 			break
 		}
-		if e.taskRunning(t.ID) || t.HasLabel(beads.LabelFailed) || t.Assignee != "" {
+		if e.taskRunning(t.ID) || t.HasLabel(beads.LabelFailed) || t.Assignee != "" || e.backingOff(t.ID) {
 			continue
 		}
 		if r := e.st.Tasks[t.ID]; r != nil && (r.Completed || r.Closed) {

@@ -1,0 +1,160 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/config"
+)
+
+// Start failures: a task whose agent cannot start (missing binary, a task
+// that cannot be read, a prompt the kernel refuses) must not be re-assigned
+// hot forever. Each failure backs the task off; after the limit it is
+// blocked with the reason; a missing agent command pauses autopilot, since
+// every task would fail the same way.
+
+const (
+	startBackoffBase = time.Second
+	startBackoffMax  = time.Minute
+	// maxArgPrompt is the longest prompt passed as one argv element. Linux
+	// refuses a single argument over 128 KiB (MAX_ARG_STRLEN); longer
+	// prompts go through a file the agent is told to read.
+	maxArgPrompt = 96 << 10
+)
+
+// missingCommand is why a profile's command cannot be found, or "".
+func missingCommand(p config.AgentProfile, extraPath string) string {
+	cmd := p.Command
+	if cmd == "" {
+		return "the agent profile has no command"
+	}
+	if strings.ContainsRune(cmd, filepath.Separator) {
+		if st, err := os.Stat(cmd); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Sprintf("agent command %s is not an executable file", cmd)
+		}
+		return ""
+	}
+	if _, err := exec.LookPath(cmd); err == nil {
+		return ""
+	}
+	if extraPath != "" {
+		if st, err := os.Stat(filepath.Join(extraPath, cmd)); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("agent command %q not found on PATH: install it, or set agents.default (or the task's agent) to one you have; `chorus doctor` lists them", cmd)
+}
+
+// startLimit is how many start failures in a row a task (or the session)
+// gets before Chorus stops trying.
+func (e *Engine) startLimit() int {
+	if n := e.cfg.Completion.MaxAgentErrors; n > 0 {
+		return n
+	}
+	return 3
+}
+
+// startFailed books a run that ended before its agent ran. Loop only.
+func (e *Engine) startFailed(r *agentRun, o outcome) {
+	if e.closing || r.ctx.Err() != nil {
+		return // ended from outside (shutdown, stop), not a failure to start
+	}
+	if e.startFails == nil {
+		e.startFails, e.retryAt = map[string]int{}, map[string]time.Time{}
+	}
+	e.startFails[r.taskID]++
+	e.consecStartFails++
+	n := e.startFails[r.taskID]
+	limit := e.startLimit()
+	switch {
+	case o.kind == outUnstartable:
+		// Retrying cannot help until a person installs the command or
+		// changes the config; semi-auto has a person watching already.
+		delete(e.retryAt, r.taskID)
+		if e.st.Mode == config.ModeAutopilot && !e.st.Paused {
+			e.st.Paused = true
+			e.emit(Event{Kind: EvPaused, Task: r.taskID, Text: "autopilot paused: " + o.reason})
+		}
+		return
+	case n >= limit:
+		delete(e.retryAt, r.taskID)
+		reason := fmt.Sprintf("cannot start an agent (%d attempts): %s", n, o.reason)
+		id := r.taskID
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			if err := e.opt.Store.Block(context.Background(), id, reason); err != nil {
+				e.post(func() { e.emit(Event{Kind: EvError, Task: id, Text: "blocking the task: " + err.Error()}) })
+				return
+			}
+			e.post(func() {
+				e.needReady = true
+				e.emit(Event{Kind: EvBlocked, Task: id, Text: reason})
+			})
+		}()
+	default:
+		wait := min(startBackoffBase<<(n-1), startBackoffMax)
+		e.retryAt[r.taskID] = time.Now().Add(wait)
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			select {
+			case <-time.After(wait):
+			case <-e.loopDone:
+				return
+			}
+			select {
+			case e.msgs <- func() { e.needReady = true; e.dirty = false }:
+			case <-e.loopDone:
+			}
+		}()
+	}
+	if e.consecStartFails >= limit && e.st.Mode == config.ModeAutopilot && !e.st.Paused {
+		e.st.Paused = true
+		e.emit(Event{Kind: EvPaused, Text: fmt.Sprintf("autopilot paused: %d agents in a row could not start; last: %s", e.consecStartFails, o.reason)})
+	}
+}
+
+// started clears a task's start failures once its agent runs. Loop only.
+func (e *Engine) started(taskID string) {
+	delete(e.startFails, taskID)
+	delete(e.retryAt, taskID)
+	e.consecStartFails = 0
+}
+
+// backingOff reports whether a task waits out a start failure. Loop only.
+func (e *Engine) backingOff(taskID string) bool {
+	t, ok := e.retryAt[taskID]
+	return ok && time.Now().Before(t)
+}
+
+// waitingRetry reports whether some task will be retried later, so that
+// autopilot is not idle yet. Loop only.
+func (e *Engine) waitingRetry() bool {
+	for _, t := range e.retryAt {
+		if time.Now().Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// promptArg is what goes on the command line for prompt: the prompt
+// itself, or for one too long for argv, a pointer to a file holding it.
+func promptArg(prompt, file string) (string, error) {
+	if len(prompt) <= maxArgPrompt {
+		return prompt, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(file, []byte(prompt), 0o644); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Your instructions are too long for the command line: they are in the file %s. Read that whole file now and follow it exactly.", file), nil
+}

@@ -1,0 +1,85 @@
+package orchestrator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+)
+
+// An agent whose command does not exist claims nothing, is not retried hot,
+// and pauses autopilot with the reason.
+func TestMissingAgentCommandPausesAutopilot(t *testing.T) {
+	h := newHarness(t, "signal COMPLETE\n", func(c *config.Config) {
+		c.Mode = config.ModeAutopilot
+		c.Agents.Available["script"] = config.AgentProfile{Command: "chorus-no-such-agent", Prompt: config.PromptArg}
+	})
+	a := h.task("first", beads.CreateOptions{Priority: 1})
+	h.task("second", beads.CreateOptions{Priority: 1})
+	h.start()
+	ev := h.waitFor(kind(EvPaused, ""))
+	if !strings.Contains(ev.Text, "chorus-no-such-agent") || !strings.Contains(ev.Text, "not found") {
+		t.Fatalf("pause reason %q does not name the missing command", ev.Text)
+	}
+	h.waitIdle()
+	if n := h.count(EvAssigned); n > 2 {
+		t.Fatalf("%d assignments for an agent that cannot start; want at most one per task\n%s", n, h.report())
+	}
+	if tk := h.get(a); tk.Status != beads.StatusOpen || tk.Assignee != "" {
+		t.Fatalf("task %s was claimed: status %s, assignee %q", a, tk.Status, tk.Assignee)
+	}
+}
+
+// An agent that cannot be started (the kernel refuses its executable) is
+// retried with back-off, then its task is blocked with the reason.
+func TestUnstartableAgentBlocksTaskAfterRetries(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "not-a-program")
+	// Executable bit, but no #! line and not a binary: exec fails.
+	if err := os.WriteFile(bad, []byte{0x7f, 'X', 0, 0}, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, "signal COMPLETE\n", func(c *config.Config) {
+		c.Mode = config.ModeAutopilot
+		c.Completion.MaxAgentErrors = 3
+		c.Agents.Available["script"] = config.AgentProfile{Command: bad, Prompt: config.PromptArg}
+	})
+	a := h.task("doomed", beads.CreateOptions{Priority: 1})
+	h.start()
+	ev := h.waitFor(func(e Event) bool { return e.Kind == EvBlocked && e.Task == a })
+	if !strings.Contains(ev.Text, "cannot start") || !strings.Contains(ev.Text, "3 attempts") {
+		t.Fatalf("block reason %q", ev.Text)
+	}
+	h.waitIdle()
+	if n := h.count(EvAssigned); n != 3 {
+		t.Fatalf("%d assignments, want 3 (one per allowed attempt)\n%s", n, h.report())
+	}
+	if tk := h.get(a); tk.Status != beads.StatusBlocked {
+		t.Fatalf("task status %s, want blocked", tk.Status)
+	}
+}
+
+// A prompt longer than the kernel allows in one argument, with a NUL in the
+// task text, still reaches the agent (through a file) and the task completes.
+func TestHugePromptWithNULReachesAgent(t *testing.T) {
+	script := `
+run "echo done > out.txt"
+commit "feat: work"
+signal COMPLETE
+`
+	h := newHarness(t, script, func(c *config.Config) { c.Mode = config.ModeAutopilot })
+	desc := strings.Repeat("lorem ipsum dolor sit amet ", 8000) + "\x00 needle-at-the-end"
+	a := h.task("huge", beads.CreateOptions{Priority: 1, Description: desc})
+	h.start()
+	h.waitFor(kind(EvCompleted, a))
+	logs, _ := filepath.Glob(filepath.Join(h.dir.Logs(), "*.prompt.md"))
+	if len(logs) != 1 {
+		t.Fatalf("prompt files %v, want one", logs)
+	}
+	b, err := os.ReadFile(logs[0])
+	if err != nil || !strings.Contains(string(b), "needle-at-the-end") || strings.ContainsRune(string(b), 0) {
+		t.Fatalf("prompt file: %v, has needle %v", err, strings.Contains(string(b), "needle-at-the-end"))
+	}
+}
