@@ -385,3 +385,30 @@ func mustLookPath(t *testing.T, name string) string {
 	}
 	return p
 }
+
+// Routing tells the truth: ready tasks under a plan still being written are
+// named as such, and failed or blocked tasks alone still open the
+// full-screen view (where they can be retried), which needs a terminal.
+func TestRoutingWithPlanningAndStuckTasks(t *testing.T) {
+	fakeAgents(t, "claude", "codex", "opencode")
+	dir := gitRepo(t)
+	chorus(t, dir, "init", "--yes")
+	id := strings.TrimSpace(chorus(t, dir, "task", "create", "one").stdout)
+	os.WriteFile(filepath.Join(dir, ".chorus/planning-state.json"), []byte(`{"status":"planning"}`), 0o644)
+	r := chorus(t, dir)
+	if r.code != 0 || !strings.Contains(r.stderr, "1 task(s) are ready") || strings.Contains(r.stderr, "No tasks are ready") {
+		t.Fatalf("planning with a ready task: %d %s", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(dir, ".chorus/planning-state.json"), []byte(`{"status":"ready"}`), 0o644)
+	if r := chorus(t, dir, "task", "block", id); r.code != 0 {
+		t.Fatalf("block: %d %s", r.code, r.stderr)
+	}
+	r = chorus(t, dir)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "needs a terminal") {
+		t.Fatalf("only a blocked task: want the full-screen view (needs a terminal), got %d %s", r.code, r.stderr)
+	}
+	r = chorus(t, dir, "--headless")
+	if r.code != 0 || !strings.Contains(r.stderr, "No tasks are ready") {
+		t.Fatalf("headless, only a blocked task: %d %s", r.code, r.stderr)
+	}
+}

@@ -163,6 +163,11 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	if err != nil {
 		return withCode(ExitSetup, err)
 	}
+	// Failed and blocked tasks are retried from the full-screen view: open
+	// it for them even when nothing is ready.
+	if route == RoutePlanning && status != PlanPlanning && !o.headless && stuckTasks(ctx, s) > 0 {
+		route = RouteImplement
+	}
 	return dispatch(ctx, route, p, s, o, len(ready), stderr)
 }
 
@@ -170,6 +175,12 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
 	switch route {
 	case RoutePlanning, RouteReview:
+		if ready > 0 {
+			// The plan is not final yet, though tasks exist and are ready.
+			fmt.Fprintf(stderr, "%d task(s) are ready in %s, but .chorus/planning-state.json says the plan is still being %s.\n", ready, p.root, map[Route]string{RoutePlanning: "written", RouteReview: "reviewed"}[route])
+			fmt.Fprintln(stderr, "Set its status to \"ready\" once the tasks are final, then run `chorus` again.")
+			return nil
+		}
 		fmt.Fprintf(stderr, "No tasks are ready to work on in %s.\n", p.root)
 		fmt.Fprintln(stderr, "Create tasks with `chorus task create \"title\" -p 1 --acceptance \"…\"` (or `bd create`), then run `chorus` again.")
 		if route == RouteReview {
@@ -189,6 +200,22 @@ func isTTY(r io.Reader) bool {
 
 // leftover counts tasks and merges a crashed session left behind: tasks
 // claimed by Chorus agents and merge-queue items not yet landed.
+// stuckTasks counts tasks that are blocked or failed (failed ones are
+// blocked with a label): work a person can retry.
+func stuckTasks(ctx context.Context, s beads.Store) int {
+	ts, err := s.List(ctx)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, t := range ts {
+		if t.Status == beads.StatusBlocked {
+			n++
+		}
+	}
+	return n
+}
+
 func leftover(ctx context.Context, p *project, s beads.Store) int {
 	n := 0
 	if ts, err := s.List(ctx); err == nil {

@@ -3,9 +3,10 @@ package ui
 import (
 	"context"
 	"fmt"
-	"github.com/chorus-dev/chorus/config"
+	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/ui/present"
 	"github.com/chorus-dev/chorus/ui/tile"
@@ -204,16 +205,28 @@ func (u *UI) refresh(apply func(func())) {
 	// Say so when autopilot has run out of work, once per time it does.
 	if snap.Idle && !u.wasIdle && snap.Mode == config.ModeAutopilot && !snap.Paused {
 		st := snap.Stats
-		msg := fmt.Sprintf("Autopilot is done: %d closed, %d failed, %d blocked, %d merged — q quits", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual)
+		msg := fmt.Sprintf(autopilotDone+": %d closed, %d failed, %d blocked, %d merged — q quits", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual)
 		class := present.OK
 		if st.TasksFailed+st.TasksBlocked > 0 {
 			class = present.Warn
 		}
 		apply(func() { u.setFlash(msg, class) })
 	}
+	if !snap.Idle && u.wasIdle {
+		// Work started again (a retry, new tasks): the verdict is stale.
+		apply(func() {
+			if strings.HasPrefix(u.flash.Text, autopilotDone) {
+				u.setFlash("", present.Normal)
+			}
+		})
+	}
 	u.wasIdle = snap.Idle
 	u.armClock()
 }
+
+// autopilotDone starts the footer message shown when autopilot runs out of
+// work; it is taken down when work starts again.
+const autopilotDone = "Autopilot is done"
 
 // model builds the view model from the pump's state and returns the func
 // that installs it.

@@ -58,6 +58,7 @@ const (
 	IconOpen     = "→"
 	IconRunning  = "●"
 	IconClosed   = "✓"
+	IconMerging  = "⇡" // closed, its merge not landed yet
 	IconBlocked  = "⊗"
 	IconFailed   = "✗"
 	IconDeferred = "·"
@@ -226,18 +227,30 @@ func taskRow(t beads.Task, st TaskState, a *orchestrator.AgentState, status map[
 	case StateBlocked:
 		if bl := openBlockers(t, status); len(bl) > 0 {
 			sub = Line{{"blocked by " + Clean(strings.Join(bl, ", ")), Warn}}
+		} else if why := lastNote(t.Notes); why != "" {
+			// The reason it was blocked with (by an agent, a budget, a person).
+			sub = Line{{"blocked: " + why, Warn}}
 		} else {
 			sub = Line{{"blocked", Warn}}
 		}
 	case StateFailed:
+		// The reason recorded when it failed, not the last iteration's
+		// feedback, which may be older than the failure.
 		sub = Line{{"failed: needs attention", Err}}
-		if tr := snap.Tasks[t.ID]; tr != nil && tr.LastFailure != "" {
+		if why := lastNote(t.Notes); why != "" {
+			sub = Line{{"failed: " + strings.TrimPrefix(why, "FAILED: "), Err}}
+		} else if tr := snap.Tasks[t.ID]; tr != nil && tr.LastFailure != "" {
 			sub = Line{{"failed: " + firstLine(Clean(tr.LastFailure)), Err}}
 		}
 	case StateDeferred:
 		sub = Line{{"deferred", Dim}}
 	case StateClosed:
 		sub = Line{{"closed " + Ago(now.Sub(closedAt(t))), Dim}}
+		if it, ok := mergeItem(snap, t.ID); ok && it.Status != merge.StatusLanded {
+			sub = mergeLine(it)
+			// Not done until its work is on the target: no ✓ yet.
+			r.Lines[0][0] = Seg{IconMerging, sub[0].Class}
+		}
 	}
 	if tr := snap.Tasks[t.ID]; tr != nil && st != StateClosed {
 		if b := tr.Usage.Brief(); b != "" {
@@ -249,6 +262,51 @@ func taskRow(t beads.Task, st TaskState, a *orchestrator.AgentState, status map[
 }
 
 func clampP(p int) int { return min(max(p, 0), 4) }
+
+// lastNote is the last line of a task's notes (where a block or failure
+// reason is appended), cleaned for display.
+func lastNote(notes string) string {
+	notes = strings.TrimRight(notes, "\n ")
+	if i := strings.LastIndexByte(notes, '\n'); i >= 0 {
+		notes = notes[i+1:]
+	}
+	return Clean(strings.TrimSpace(notes))
+}
+
+// mergeItem is the task's newest merge queue entry.
+func mergeItem(snap orchestrator.Snapshot, id string) (merge.Item, bool) {
+	var found merge.Item
+	ok := false
+	for _, it := range snap.Merge.Items {
+		if it.TaskID == id && (!ok || it.Seq > found.Seq) {
+			found, ok = it, true
+		}
+	}
+	return found, ok
+}
+
+// mergeLine says where a closed task's merge is: a closed task whose work
+// has not landed is not done.
+func mergeLine(it merge.Item) Line {
+	switch it.Status {
+	case merge.StatusWaitingHuman, merge.StatusWaitingApproval, merge.StatusHeld:
+		what := "merge waits for you"
+		if it.Status == merge.StatusWaitingApproval {
+			what = "merge waits for approval"
+		}
+		if it.Action != "" {
+			what += ": " + firstLine(Clean(it.Action))
+		} else if it.LastError != "" {
+			what += ": " + firstLine(Clean(it.LastError))
+		}
+		return Line{{what, Warn}}
+	case merge.StatusFailed:
+		return Line{{"merge failed: " + firstLine(Clean(it.LastError)), Err}}
+	case merge.StatusReverted:
+		return Line{{"merge rolled back", Warn}}
+	}
+	return Line{{"closed, merge " + string(it.Status), Accent}}
+}
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
@@ -60,5 +61,43 @@ func TestSpendShown(t *testing.T) {
 	}
 	if s := unpriced.String(); !strings.Contains(s, "cost not reported") || strings.Contains(s, "$") {
 		t.Errorf("headless form %q", s)
+	}
+}
+
+// The panel tells the truth about tasks that are not simply done: a closed
+// task whose merge waits for a person, a failed task's recorded reason (not
+// an older iteration's feedback), a block or budget reason.
+func TestTaskRowsReasons(t *testing.T) {
+	now := time.Now()
+	closedAt := now.Add(-time.Minute)
+	tasks := []beads.Task{
+		{ID: "t-1", Title: "waits", Status: beads.StatusClosed, ClosedAt: &closedAt},
+		{ID: "t-2", Title: "landed", Status: beads.StatusClosed, ClosedAt: &closedAt},
+		{ID: "t-3", Title: "failed", Status: beads.StatusBlocked, Labels: []string{beads.LabelFailed},
+			Notes: "FAILED: reached maxIterations (5) without completing"},
+		{ID: "t-4", Title: "budget", Status: beads.StatusBlocked, Notes: "older note\nbudget: task spent $5.10 of $5.00"},
+	}
+	snap := orchestrator.Snapshot{
+		State: orchestrator.State{Tasks: map[string]*orchestrator.TaskRun{"t-3": {LastFailure: "lint failed\ndetails"}}},
+		Merge: merge.Snapshot{Items: []merge.Item{
+			{Request: merge.Request{TaskID: "t-1"}, Status: merge.StatusWaitingHuman, Action: "resolve the conflict in a.txt", Seq: 1},
+			{Request: merge.Request{TaskID: "t-2"}, Status: merge.StatusLanded, Seq: 2},
+		}},
+	}
+	got := map[string]TaskRow{}
+	for _, r := range TaskRows(tasks, snap, now) {
+		got[r.ID] = r
+	}
+	if r := got["t-1"]; r.Lines[0][0].Text == IconClosed || !strings.Contains(r.Lines[1].Text(), "merge waits for you: resolve the conflict in a.txt") {
+		t.Errorf("closed task with a waiting merge: %q / %q", r.Lines[0].Text(), r.Lines[1].Text())
+	}
+	if r := got["t-2"]; r.Lines[0][0].Text != IconClosed || !strings.Contains(r.Lines[1].Text(), "closed") {
+		t.Errorf("landed task: %q / %q", r.Lines[0].Text(), r.Lines[1].Text())
+	}
+	if r := got["t-3"]; !strings.Contains(r.Lines[1].Text(), "failed: reached maxIterations (5)") {
+		t.Errorf("failed task: %q", r.Lines[1].Text())
+	}
+	if r := got["t-4"]; !strings.Contains(r.Lines[1].Text(), "blocked: budget: task spent $5.10 of $5.00") {
+		t.Errorf("blocked task: %q", r.Lines[1].Text())
 	}
 }
