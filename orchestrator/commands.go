@@ -355,7 +355,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	e.st.Checkpoint = old.Checkpoint
 	for id, a := range old.Agents {
-		if a.PID > 0 && ptyproc.StopOrphan(a.PID, a.PStart, 5*time.Second) {
+		if a.PID > 0 && ptyproc.StopOrphanTree(a.PID, a.PStart, 5*time.Second) {
 			// An agent of a Chorus that died: nobody watches it any more.
 			e.emit(Event{Kind: EvRecovered, Agent: id, Task: a.TaskID, Text: "ended an orphaned agent process"})
 		}

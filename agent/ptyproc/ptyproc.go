@@ -60,6 +60,7 @@ type Proc struct {
 	pid       int
 	startTime uint64
 	started   time.Time
+	tag       string // EnvTag's value, shared by all its descendants
 
 	out     chan []byte
 	stall   time.Duration
@@ -102,10 +103,12 @@ func Start(spec Spec) (*Proc, error) {
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Dir = spec.Dir
-	cmd.Env = buildEnv(os.Environ(), spec.Env, spec.Unset)
+	tag := newTag()
+	cmd.Env = buildEnv(os.Environ(), append(spec.Env, EnvTag+"="+tag), spec.Unset)
 
 	p := &Proc{
 		cmd:        cmd,
+		tag:        tag,
 		stall:      spec.StallTimeout,
 		logCap:     spec.LogCap,
 		changed:    make(chan struct{}),
@@ -306,6 +309,10 @@ func (p *Proc) waitLoop() {
 		<-p.readerDone
 	}
 	p.closePTY()
+	// The agent is gone; so is everything it started (its group, and what
+	// escaped it). Nothing an agent leaves behind may outlive it.
+	p.killGroup()
+	p.sweep()
 	if p.log != nil {
 		if cerr := p.log.Close(); p.logErr == nil {
 			p.logErr = cerr
@@ -436,6 +443,8 @@ func (p *Proc) Started() time.Time { return p.started }
 // exits is killed too, so grandchildren that ignore SIGTERM or SIGHUP do not
 // outlive the agent. Stop returns once the process has been reaped.
 func (p *Proc) Stop(grace time.Duration) {
+	// Whatever the agent started ends with it, in its group or not.
+	defer p.sweep()
 	select {
 	case <-p.done:
 		p.killGroup()
