@@ -305,6 +305,15 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 	var p *ptyproc.Proc
 	pending := "" // failure text for the next respawn
 	changes := ""
+	if run.CompleteSignalled {
+		// A previous run signalled COMPLETE and was interrupted (a crash)
+		// during its check: check again, without spending an iteration.
+		done, failure := r.recheck(t, wt)
+		if done != nil {
+			return *done
+		}
+		pending = failure
+	}
 	for {
 		run.Iterations++
 		it := run.Iterations
@@ -494,7 +503,9 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				}
 				return turnResult{done: &outcome{kind: "blocked", reason: reason}}
 			case signal.Complete:
-				r.update(func(st *State, a *AgentState) { a.Status = AgentChecking })
+				// Durable before the check: a crash during it must not cost
+				// the agent its COMPLETE (the next run re-checks).
+				r.update(func(st *State, a *AgentState) { a.Status = AgentChecking; st.run(t.ID).CompleteSignalled = true })
 				ok, results := runQuality(ctx, wt.Dir, e.cfg.SortedQuality(), r.env(0))
 				for _, q := range results {
 					r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, map[bool]string{true: "passed", false: "failed"}[q.Passed]),
@@ -512,13 +523,34 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 					}
 					return turnResult{done: done}
 				}
-				r.update(func(st *State, a *AgentState) { a.Status = AgentRunning })
+				r.update(func(st *State, a *AgentState) { a.Status = AgentRunning; st.run(t.ID).CompleteSignalled = false })
 				return turnResult{failure: describeFailure(results)}
 			default:
 				// RESOLVED / NEEDS_HUMAN belong to conflict resolution.
 			}
 		}
 	}
+}
+
+// recheck runs the quality commands for a COMPLETE recorded before an
+// interruption: the task completes when they pass; otherwise the failure
+// is the next iteration's feedback.
+func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string) {
+	r.event(EvAlert, "re-running the quality check for a COMPLETE signalled before an interruption", nil)
+	r.update(func(st *State, a *AgentState) { a.Status, a.Title, a.Worktree, a.Branch = AgentChecking, t.Title, wt.Dir, wt.Branch })
+	ok, results := runQuality(r.ctx, wt.Dir, r.e.cfg.SortedQuality(), r.env(0))
+	for _, q := range results {
+		r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, map[bool]string{true: "passed", false: "failed"}[q.Passed]),
+			map[string]any{"name": q.Name, "passed": q.Passed, "required": q.Required, "exitCode": q.ExitCode})
+	}
+	if r.ctx.Err() != nil {
+		return r.cancelled(t, wt, nil), ""
+	}
+	if ok {
+		return r.complete(t, wt, nil)
+	}
+	r.update(func(st *State, a *AgentState) { a.Status = AgentRunning; st.run(t.ID).CompleteSignalled = false })
+	return nil, describeFailure(results)
 }
 
 // needsHelp waits for a human answer and delivers it. ok=false means the

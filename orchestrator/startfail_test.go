@@ -83,3 +83,50 @@ signal COMPLETE
 		t.Fatalf("prompt file: %v, has needle %v", err, strings.Contains(string(b), "needle-at-the-end"))
 	}
 }
+
+// A COMPLETE whose quality check is interrupted (Chorus stopped or killed
+// during it) is checked again by the next session without spending an
+// iteration; the agent is not asked to do its work again.
+func TestCompleteSurvivesInterruptedCheck(t *testing.T) {
+	script := `
+@ iteration=1
+run "echo done > out.txt"
+commit "feat: work"
+signal COMPLETE
+@ *
+exit 1
+`
+	h := newHarness(t, script, func(c *config.Config) {
+		c.Mode = config.ModeAutopilot
+		// Blocks until the gate file exists: the first session is stopped
+		// while it waits.
+		c.QualityCommands = []config.QualityCommand{{Name: "gate", Command: `while [ ! -f "$GATE" ]; do sleep 0.05; done`, Required: true, Order: 1}}
+	})
+	gate := filepath.Join(t.TempDir(), "gate")
+	t.Setenv("GATE", gate)
+	id := h.task("checked", beads.CreateOptions{Priority: 1})
+	h.start()
+	for {
+		h.sync()
+		if a := h.eng.Snapshot().Agents["script-"+id]; a != nil && a.Status == AgentChecking {
+			break
+		}
+		<-h.eng.Changed()
+	}
+	h.stop()
+	st, err := LoadState(h.dir.State())
+	if err != nil || st.Tasks[id] == nil || !st.Tasks[id].CompleteSignalled || st.Tasks[id].Iterations != 1 {
+		t.Fatalf("after the interrupted check: %+v %v", st.Tasks[id], err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.waitFor(kind(EvCompleted, id))
+	if n := h.count(EvIteration); n != 0 {
+		t.Fatalf("%d iterations started after the restart; want 0 (the COMPLETE stands)\n%s", n, h.report())
+	}
+	if tk := h.get(id); tk.Status != beads.StatusClosed {
+		t.Fatalf("status %s", tk.Status)
+	}
+}

@@ -69,6 +69,10 @@ type TaskRun struct {
 	LastFailure    string `json:"lastFailure,omitempty"`
 	IterationBase  string `json:"iterationBase,omitempty"` // HEAD when the last iteration started
 	Completed      bool   `json:"completed"`               // quality passed; closing pending
+	// CompleteSignalled: the agent signalled COMPLETE and its quality
+	// check had not finished; recorded first, so a crash during the check
+	// leads to a re-check, not a lost COMPLETE and a spent iteration.
+	CompleteSignalled bool `json:"completeSignalled,omitempty"`
 	// Merge is the request made when the task completed, kept so a crash
 	// between completing and queueing cannot lose the merge.
 	Merge        *merge.Request `json:"merge,omitempty"`
