@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
@@ -38,6 +39,9 @@ const (
 	CmdMergeRetry = "merge-retry" // TaskID: a merge waiting for a human, tried again
 	CmdMergeDrop  = "merge-drop"  // TaskID: taken out of the merge queue
 	CmdMergeUser  = "merge-user"  // Text: a user's own branch to merge
+	// CmdMergeAcceptTarget releases a merge queue held because the target
+	// branch moved outside Chorus; Text, if set, is the tip being accepted.
+	CmdMergeAcceptTarget = "merge-accept-target"
 )
 
 // Command is a request from a front end.
@@ -73,7 +77,14 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 			return err
 		}
 		return e.merge.Enqueue(req)
-	case CmdCheckpoint, CmdApprove, CmdMergeRetry, CmdMergeDrop:
+	case CmdStop:
+		if task, ok := e.resolverTask(ctx, c.AgentID); ok {
+			// A resolver's stop goes through the merge service: it fences
+			// the resolution so none of it lands, keeps the work under
+			// refs/chorus/resolver/, and hands the conflict to a person.
+			return e.merge.StopResolver(task)
+		}
+	case CmdCheckpoint, CmdApprove, CmdMergeRetry, CmdMergeDrop, CmdMergeAcceptTarget:
 		if e.merge == nil {
 			return errors.New("merging is off in this session")
 		}
@@ -91,6 +102,8 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 			return e.merge.Approve(c.TaskID)
 		case CmdMergeRetry:
 			return e.merge.Retry(c.TaskID)
+		case CmdMergeAcceptTarget:
+			return e.merge.AcceptTarget(c.Text)
 		default:
 			return e.merge.Drop(c.TaskID)
 		}
@@ -146,6 +159,21 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 		return derr
 	}
 	return err
+}
+
+// resolverTask returns the task a running conflict-resolver agent works
+// for.
+func (e *Engine) resolverTask(ctx context.Context, agentID string) (string, bool) {
+	if e.merge == nil || !strings.HasPrefix(agentID, resolverPrefix) {
+		return "", false
+	}
+	var task string
+	_ = e.do(ctx, func() {
+		if r := e.runs[agentID]; r != nil {
+			task = r.taskID
+		}
+	})
+	return task, task != ""
 }
 
 func orDefault(s, d string) string {
