@@ -13,6 +13,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/taskid"
 )
 
 // Command kinds. Commands are plain data so any front end (or, later, a
@@ -187,6 +188,10 @@ func orDefault(s, d string) string {
 func (e *Engine) apply(c Command) error {
 	switch c.Kind {
 	case CmdAssign:
+		if err := taskid.Check(c.TaskID); err != nil {
+			// Refused before the claim: the merge queue could never take it.
+			return err
+		}
 		if e.taskRunning(c.TaskID) {
 			return fmt.Errorf("task %s already has an agent", c.TaskID)
 		}
