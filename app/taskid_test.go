@@ -67,3 +67,32 @@ signal COMPLETE
 		t.Fatalf("--task bad..id: exit %d:\n%s", code, out)
 	}
 }
+
+// An agent that moves main itself (git update-ref from its worktree) holds
+// the merge queue instead of going unnoticed: the run ends with exit 6 and
+// says what happened and what to do; `chorus merge accept-target` accepts
+// the new tip and lands what waited.
+func TestAgentMovingMainHoldsUntilAccepted(t *testing.T) {
+	dir := scriptedProject(t, `
+run "echo $CHORUS_TASK_ID > done-$CHORUS_TASK_ID.txt"
+commit "feat: task work"
+run "git update-ref refs/heads/main HEAD"
+signal COMPLETE
+`, nil)
+	id := strings.TrimSpace(chorus(t, dir, "task", "create", "sneaky").stdout)
+	code, out := runBinary(t, dir, "--autopilot", "--headless")
+	if code != ExitUnfinished || !strings.Contains(out, "the merge queue is held: main moved outside Chorus") ||
+		!strings.Contains(out, "chorus merge accept-target") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if strings.Contains(out, "0 errors, 1 merges") {
+		t.Fatalf("landed on the moved tip:\n%s", out)
+	}
+	code, out = runBinary(t, dir, "merge", "accept-target")
+	if code != 0 || !strings.Contains(out, "target accepted") || !strings.Contains(out, "merge_landed") {
+		t.Fatalf("accept-target: exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, id) {
+		t.Fatalf("%s not landed:\n%s", id, out)
+	}
+}
