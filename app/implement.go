@@ -232,11 +232,14 @@ loop:
 	if waiting > 0 {
 		return withCode(ExitUnfinished, fmt.Errorf("%d merge(s) wait for a person; they stay queued for the next run", waiting))
 	}
+	if ms := snap.Merge.Stats; ms.Paused {
+		return withCode(ExitUnfinished, fmt.Errorf("the merge queue is held: %s", ms.PauseReason))
+	}
 	if snap.Paused && snap.Mode == config.ModeAutopilot {
 		return withCode(ExitUnfinished, errors.New("autopilot paused (repeated agent errors or a budget reached); see the events above, then run again"))
 	}
 	if sum.failed+sum.blocked+sum.errors > 0 {
-		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human", sum.failed, sum.blocked))
+		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human, %d error(s)", sum.failed, sum.blocked, sum.errors))
 	}
 	return nil
 }
@@ -257,8 +260,12 @@ func printEvent(w io.Writer, ev orchestrator.Event) {
 	fmt.Fprintf(w, "%s %s %s %s\n", ev.Time.Format("15:04:05"), line(who), line(task), line(what))
 }
 
+// summary counts what happened in this run (from its events), not over the
+// repository's lifetime.
 type summary struct {
 	closed, failed, blocked, released, errors int
+	merges, iterations                        int
+	errorText                                 []string
 	needsHuman                                []string
 	tasks                                     []string // in order of first appearance
 	seen                                      map[string]bool
@@ -290,12 +297,22 @@ func (s *summary) add(ev orchestrator.Event) {
 		s.released++
 	case orchestrator.EvNeedsHelp:
 		s.needsHuman = append(s.needsHuman, ev.Task+": "+ev.Text)
+	case orchestrator.EvError:
+		s.errors++
+		s.errorText = append(s.errorText, ev.Task+": "+ev.Text)
+	case orchestrator.EvIteration:
+		s.iterations++
+	case "merge_" + string(merge.EventLanded):
+		s.merges++
 	}
 }
 
 func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Duration) {
-	fmt.Fprintf(w, "summary: %d closed, %d failed, %d blocked, %d released, %d merges, %d iterations, wall time %s\n",
-		s.closed, s.failed, s.blocked, s.released, snap.Stats.MergesAuto+snap.Stats.MergesManual, snap.Stats.Iterations, wall.Round(time.Second))
+	fmt.Fprintf(w, "summary: %d closed, %d failed, %d blocked, %d released, %d errors, %d merges, %d iterations, wall time %s\n",
+		s.closed, s.failed, s.blocked, s.released, s.errors, s.merges, s.iterations, wall.Round(time.Second))
+	for _, e := range s.errorText {
+		fmt.Fprintf(w, "  error: %s\n", line(e))
+	}
 	for _, q := range s.needsHuman {
 		fmt.Fprintf(w, "  needs a human: %s\n", line(q))
 	}

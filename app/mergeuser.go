@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -39,6 +40,58 @@ when another Chorus is running in this repository, it says so instead.`,
 				fmt.Fprintf(out, "queued %s for merging\n", args[0])
 				return nil
 			})
+		},
+	}
+}
+
+// newMergeCmd groups commands about the merge queue.
+func newMergeCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "merge", Short: "Act on Chorus's merge queue"}
+	c.AddCommand(newAcceptTargetCmd(g))
+	return c
+}
+
+// newAcceptTargetCmd releases a merge queue held because the target branch
+// moved outside Chorus, then runs the queue until it is idle.
+func newAcceptTargetCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "accept-target [TIP]",
+		Short: "Accept the target branch's new tip after it moved outside Chorus, and resume merging",
+		Long: `When something other than Chorus moves the target branch (an agent running
+git update-ref, a push, a reset), the merge queue holds: nothing lands on a
+tip no quality command verified. Look at the new tip; if it is good, this
+command makes it the baseline and lands what is queued. TIP, when given
+(the new tip as shown in the message), must still be the target's tip.
+While Chorus runs in the full-screen view, press A in its merge view instead.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			out := cmd.ErrOrStderr()
+			p, err := g.loadProject(ctx, out, true)
+			if err != nil {
+				return err
+			}
+			s, err := p.store(ctx)
+			if err != nil {
+				return err
+			}
+			tip := ""
+			if len(args) == 1 {
+				tip = args[0]
+			}
+			p.cfg.Mode = config.ModeSemiAuto
+			err = runHeadlessWith(ctx, p, s, &runOptions{headless: true}, out, func(eng *orchestrator.Engine) error {
+				if err := eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdMergeAcceptTarget, Text: tip}); err != nil {
+					return withCode(ExitFailure, err)
+				}
+				fmt.Fprintln(out, "target accepted; merging resumes")
+				return nil
+			})
+			var ee *exitError
+			if errors.As(err, &ee) && ee.code == ExitLocked {
+				return withCode(ExitLocked, fmt.Errorf("%w\nIn the running Chorus, open the merge view (M) and press A to accept the target", err))
+			}
+			return err
 		},
 	}
 }

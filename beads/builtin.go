@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/chorus-dev/chorus/taskid"
 )
 
 // builtinStore keeps tasks in <main repo>/.beads/issues.jsonl in beads'
@@ -565,6 +567,8 @@ func (s *builtinStore) Create(ctx context.Context, title string, opt CreateOptio
 		id := opt.ID
 		if id == "" {
 			id = s.newID(sn, title)
+		} else if err := taskid.Check(id); err != nil {
+			return fmt.Errorf("beads: %w", err)
 		} else if _, taken := sn.byID[id]; taken {
 			return fmt.Errorf("beads: id %s already exists", id)
 		}

@@ -127,6 +127,16 @@ type Merge struct {
 	MaxAttempts     int    `json:"maxAttempts" mapstructure:"maxattempts"`
 	// LockfileCommand regenerates lock files after a conflict in them.
 	LockfileCommand string `json:"lockfileCommand,omitempty" mapstructure:"lockfilecommand"`
+	// ResolverTimeoutMinutes bounds one conflict-resolver agent; when it
+	// passes, the resolver's work is kept under refs/chorus/ and the
+	// conflict goes to a person. Shorter than agents.timeoutMinutes: a
+	// resolver has one small job.
+	ResolverTimeoutMinutes int `json:"resolverTimeoutMinutes" mapstructure:"resolvertimeoutminutes"`
+}
+
+// ResolverTimeout is ResolverTimeoutMinutes as a duration.
+func (m Merge) ResolverTimeout() time.Duration {
+	return time.Duration(m.ResolverTimeoutMinutes) * time.Minute
 }
 
 // Worktree configures agent worktrees.
@@ -203,7 +213,7 @@ func Default() Config {
 			Signal: "<chorus>COMPLETE</chorus>", MaxIterations: 50, TaskTimeout: 30,
 			StuckIterations: 5, MaxAgentErrors: 3, StopGraceSeconds: 10,
 		},
-		Merge:       Merge{TargetBranch: "", AutoResolve: true, AgentResolve: true, MaxAttempts: 3},
+		Merge:       Merge{TargetBranch: "", AutoResolve: true, AgentResolve: true, MaxAttempts: 3, ResolverTimeoutMinutes: 10},
 		Worktree:    Worktree{Copy: []string{}, Setup: []string{}},
 		TUI:         TUI{AgentGrid: "auto", PrefixKey: "Ctrl-G"},
 		Checkpoints: Checkpoints{Enabled: true, BeforeAutopilot: true, BeforeMerge: true, Periodic: 5},
@@ -367,6 +377,9 @@ func (c Config) Validate() error {
 	}
 	if c.Merge.MaxAttempts < 1 {
 		add("merge.maxAttempts", c.Merge.MaxAttempts, "an integer of 1 or more")
+	}
+	if c.Merge.ResolverTimeoutMinutes < 1 {
+		add("merge.resolverTimeoutMinutes", c.Merge.ResolverTimeoutMinutes, "minutes, 1 or more (default 10)")
 	}
 	if b := c.Merge.TargetBranch; b != "" && (strings.HasPrefix(b, "-") || strings.ContainsAny(b, " ~^:?*[\\") || strings.Contains(b, "..")) {
 		add("merge.targetBranch", b, "a valid git branch name, or \"\" for the branch checked out when Chorus starts")

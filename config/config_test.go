@@ -21,8 +21,13 @@ func write(t *testing.T, dir, name, s string) string {
 }
 
 func TestDefaultsValid(t *testing.T) {
-	if err := Default().Validate(); err != nil {
+	d := Default()
+	if err := d.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	// A conflict resolver gets far less time than a task's agent.
+	if r := d.Merge.ResolverTimeoutMinutes; r < 1 || r*2 > d.Agents.TimeoutMinutes {
+		t.Fatalf("merge.resolverTimeoutMinutes %d against agents.timeoutMinutes %d", r, d.Agents.TimeoutMinutes)
 	}
 }
 
@@ -117,6 +122,7 @@ func TestValidationNamesFieldValueAllowed(t *testing.T) {
 		"grid":     {`{"tui":{"agentGrid":"big"}}`, `tui.agentGrid: "big"`},
 		"quality":  {`{"qualityCommands":[{"name":"t","command":""}]}`, `qualityCommands[0].command`},
 		"string":   {`{"agents":{"maxParallel":"lots"}}`, `maxparallel`},
+		"resolver": {`{"merge":{"resolverTimeoutMinutes":0}}`, `merge.resolverTimeoutMinutes: 0 is not valid; allowed: minutes, 1 or more`},
 	}
 	for name, c := range cases {
 		_, err := load(write(t, dir, name+".json", c.body), "", nil)

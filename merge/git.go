@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chorus-dev/chorus/proc"
+	"github.com/chorus-dev/chorus/taskid"
 )
 
 const gitTimeout = 2 * time.Minute
@@ -97,17 +96,9 @@ func short(h string) string {
 	return h
 }
 
-// Compiled on first use: package init runs on every CLI start, and the
-// bounded repeat makes this one costly.
-var taskIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
-
-// validTaskID keeps ids usable as ref and directory name components.
-func validTaskID(id string) error {
-	if !taskIDRE().MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") || strings.HasSuffix(id, ".") {
-		return fmt.Errorf("invalid task id %q", id)
-	}
-	return nil
-}
+// validTaskID keeps ids usable as ref and directory name components (the
+// one rule every package uses).
+func validTaskID(id string) error { return taskid.Check(id) }
 
 // Ref names Chorus keeps.
 func candidateRef(task string) string { return "refs/chorus/candidates/" + task }

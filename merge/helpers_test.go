@@ -376,3 +376,55 @@ func crashChild(phase string) int {
 	}
 	return 3 // the phase never came
 }
+
+// eventLog records a service's events (it becomes their only reader).
+type eventLog struct {
+	mu   sync.Mutex
+	evs  []Event
+	more chan struct{}
+}
+
+func collect(t testing.TB, s *Service) *eventLog {
+	l := &eventLog{more: make(chan struct{}, 1)}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		for {
+			select {
+			case e := <-s.Events():
+				l.mu.Lock()
+				l.evs = append(l.evs, e)
+				l.mu.Unlock()
+				select {
+				case l.more <- struct{}{}:
+				default:
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return l
+}
+
+// wait returns the first event of kind, waiting for it if need be.
+func (l *eventLog) wait(t testing.TB, kind EventKind) Event {
+	t.Helper()
+	deadline := time.NewTimer(90 * time.Second)
+	defer deadline.Stop()
+	for {
+		l.mu.Lock()
+		for _, e := range l.evs {
+			if e.Kind == kind {
+				l.mu.Unlock()
+				return e
+			}
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.more:
+		case <-deadline.C:
+			t.Fatalf("no %s event", kind)
+		}
+	}
+}

@@ -140,6 +140,14 @@ func TestOverlappingDirtyFileHolds(t *testing.T) {
 	if err := h.svc.Retry("ch-1"); err != nil {
 		t.Fatal(err)
 	}
+	// The user's commit moved main: nothing lands on it until accepted.
+	snap := h.waitFor("hold", func(s Snapshot) bool { return s.Stats.Moved != nil && s.Idle })
+	if it, _ := item(snap, "ch-1"); it.Status != StatusPending || r.mergesOf("ch-1") != 0 {
+		t.Fatalf("ch-1 %s with main moved", it.Status)
+	}
+	if err := h.svc.AcceptTarget(r.git("rev-parse", "main")); err != nil {
+		t.Fatal(err)
+	}
 	h.waitStatus("ch-1", StatusLanded)
 	if got := r.read("a.txt"); got != "a1\nA2\na3\na4\nmine\n" {
 		t.Fatalf("merged a.txt = %q", got)

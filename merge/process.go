@@ -43,9 +43,11 @@ func (s *Service) process(ctx context.Context, id string) {
 		}
 	}
 	if prev := s.statsCopy().TargetTip; prev != "" && prev != tip {
-		if !s.targetMoved(ctx, &it, prev, tip) {
-			return
-		}
+		// Moved behind the service's back: hold rather than build on (and
+		// blame this task for) a tip nobody verified.
+		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		s.holdTarget(ctx, id, prev, tip)
+		return
 	}
 	if err := ctx.Err(); err != nil {
 		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
@@ -313,6 +315,15 @@ func (s *Service) land(ctx context.Context, id string) {
 		s.hold(id, co.busy, fmt.Sprintf("finish or abort it, then retry %s (or land it yourself: git merge --ff-only %s)", id, candidateRef(id)))
 		return
 	}
+	// The fence: a resolver stop either happened before this check (the
+	// step refuses and nothing lands) or waits until "landed" is recorded.
+	s.fenceMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			s.fenceMu.Unlock()
+		}
+	}()
 	if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusLanding }) {
 		return
 	}
@@ -363,18 +374,23 @@ func (s *Service) land(ctx context.Context, id string) {
 			} else {
 				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
 				s.hold(id, fmt.Sprintf("%s is checked out in %s and the fast-forward was refused: %s", s.opt.Target, co.worktree, why),
-					fmt.Sprintf("commit or stash your changes to the files named, then retry %s (or run: git -C %s merge --ff-only %s)", id, co.worktree, candidateRef(id)))
+					fmt.Sprintf("stash your changes to the files named, then retry %s (or run: git -C %s merge --ff-only %s); a commit of yours moves %s, which then needs %s", id, co.worktree, candidateRef(id), s.opt.Target, s.opt.AcceptCommand))
 				return
 			}
 		}
 		_, _ = gitIn(ctx, s.opt.RepoDir, "update "+mergedRef(id)+" "+it.Candidate+"\ndelete "+candidateRef(id)+"\n"+s.checkpointTxn(id, it.Base), "update-ref", "--stdin")
 	}
 	s.phase(PhaseCAS)
-	s.finishLanded(ctx, id, it.Candidate, cleaned)
+	ok := s.recordLanded(id, it.Candidate, cleaned)
+	s.fenceMu.Unlock()
+	locked = false
+	if ok {
+		s.afterLanded(ctx, id, it.Candidate, cleaned)
+	}
 }
 
-// landingFailed handles a refused ref update: if the target moved, the
-// candidate is rebuilt on the new tip (and tested again).
+// landingFailed handles a refused ref update: a target moved by someone
+// else holds the queue (see holdTarget).
 func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg string) {
 	cur, err := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target)
 	s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
@@ -383,62 +399,10 @@ func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg str
 			s.finishLanded(ctx, id, it.Candidate, false)
 			return
 		}
-		s.targetMoved(ctx, &it, it.Base, cur)
+		s.holdTarget(ctx, id, it.Base, cur)
 		return
 	}
 	s.attemptFailed(ctx, id, "landing refused: "+msg)
-}
-
-// targetMoved reacts to the target being moved by someone else. A rewrite
-// that dropped landed tasks pauses the queue at once; otherwise the item's
-// candidate is rebuilt on the new tip, and a second move in a row under the
-// same item pauses the queue. Reports whether processing may continue.
-func (s *Service) targetMoved(ctx context.Context, it *Item, prev, tip string) bool {
-	ff, err := isAncestor(ctx, s.opt.RepoDir, prev, tip)
-	if err != nil {
-		ff = false
-	}
-	var lost []string
-	if !ff {
-		lost = s.lostTasks(ctx, tip)
-	}
-	under := it != nil && it.Candidate != "" && it.Base == prev
-	ok := s.step(it.TaskID, func(x *Item, st *Stats) {
-		st.TargetTip = tip
-		if under {
-			x.Recoveries++
-			st.Recoveries++
-			x.Candidate, x.Tested = "", false
-		}
-		if x.Status != StatusPending {
-			x.Status = StatusPending
-		}
-	})
-	if !ok {
-		return false
-	}
-	kind := "moved"
-	if !ff {
-		kind = "was rewritten (not a fast-forward)"
-	}
-	s.emit(Event{Kind: EventTargetMoved, TaskID: it.TaskID, Message: fmt.Sprintf("%s %s: %s → %s", s.opt.Target, kind, short(prev), short(tip)), Files: lost})
-	after, _ := s.get(it.TaskID)
-	if len(lost) > 0 || after.Recoveries >= 2 {
-		reason := fmt.Sprintf("%s %s by someone else", s.opt.Target, kind)
-		if after.Recoveries >= 2 {
-			reason = fmt.Sprintf("%s moved %d times in a row while %s was being merged", s.opt.Target, after.Recoveries, it.TaskID)
-		}
-		if len(lost) > 0 {
-			reason += "; merged tasks no longer on " + s.opt.Target + ": " + strings.Join(lost, ", ") +
-				" (their merges are kept on refs/chorus/merged/<task>)"
-		} else {
-			reason += "; every merged task is still on " + s.opt.Target
-		}
-		s.pause(reason, lost)
-		return false
-	}
-	*it, _ = s.get(it.TaskID)
-	return true
 }
 
 // lostTasks lists landed tasks whose merge commit is not reachable from tip.
@@ -463,7 +427,14 @@ func (s *Service) lostTasks(ctx context.Context, tip string) []string {
 // finishLanded records the landing, then removes the task's worktree and
 // branch (only now that their commits are reachable from the target).
 func (s *Service) finishLanded(ctx context.Context, id, commit string, cleaned bool) {
-	if !s.step(id, func(it *Item, st *Stats) {
+	if s.recordLanded(id, commit, cleaned) {
+		s.afterLanded(ctx, id, commit, cleaned)
+	}
+}
+
+// recordLanded persists "landed" and the new baseline tip.
+func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
+	return s.step(id, func(it *Item, st *Stats) {
 		manual := it.Human || it.User
 		it.Status, it.MergeCommit, it.LandedAt = StatusLanded, commit, s.opt.Now()
 		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
@@ -477,9 +448,12 @@ func (s *Service) finishLanded(ctx context.Context, id, commit string, cleaned b
 		}
 		st.SinceCheckpoint++
 		st.Reverted = without(st.Reverted, id)
-	}) {
-		return
-	}
+		it.ResolvedFrom = ""
+	})
+}
+
+// afterLanded announces a landing, then cleans up and checkpoints.
+func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bool) {
 	s.phase(PhaseLanded)
 	s.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
 	if !cleaned {
@@ -571,7 +545,12 @@ func (s *Service) fail(id, why, action string) {
 // waitHuman hands an item to a person: it stays queued (also across
 // restarts) until Retry, Drop or a rollback.
 func (s *Service) waitHuman(id, why, explanation, action string, files []string) {
-	s.step(id, func(it *Item, _ *Stats) {
+	s.waitHumanWhen(id, nil, why, explanation, action, files)
+}
+
+// waitHumanWhen is waitHuman applied only while ok holds for the item.
+func (s *Service) waitHumanWhen(id string, ok func(*Item) bool, why, explanation, action string, files []string) {
+	if !s.stepWhen(id, ok, func(it *Item, _ *Stats) {
 		it.Status, it.LastError, it.Action = StatusWaitingHuman, why, action
 		if explanation != "" {
 			it.Explanation = explanation
@@ -579,29 +558,38 @@ func (s *Service) waitHuman(id, why, explanation, action string, files []string)
 		if files != nil {
 			it.ConflictFiles = files
 		}
-	})
+	}) {
+		return
+	}
 	s.emit(Event{Kind: EventWaitingHuman, TaskID: id, Message: why, Files: files})
 }
 
 // attemptFailed counts a failed attempt; the item goes to the back of the
 // queue, or to a person after the configured number of attempts.
 func (s *Service) attemptFailed(ctx context.Context, id, why string) {
+	s.attemptFailedWhen(ctx, id, nil, why)
+}
+
+// attemptFailedWhen is attemptFailed applied only while ok holds.
+func (s *Service) attemptFailedWhen(ctx context.Context, id string, ok func(*Item) bool, why string) {
 	it, _ := s.get(id)
 	if ctx.Err() != nil {
-		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		s.stepWhen(id, ok, func(it *Item, _ *Stats) { it.Status = StatusPending })
 		return
 	}
 	if it.Retries+1 >= s.maxTries {
-		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
-		s.waitHuman(id, why, "", s.manualAction(it), nil)
+		s.stepWhen(id, ok, func(it *Item, _ *Stats) { it.Retries++ })
+		s.waitHumanWhen(id, ok, why, "", s.manualAction(it), nil)
 		return
 	}
-	s.step(id, func(it *Item, st *Stats) {
+	if !s.stepWhen(id, ok, func(it *Item, st *Stats) {
 		it.Retries++
 		it.Status, it.LastError = StatusPending, why
 		it.Seq = st.NextSeq
 		st.NextSeq++
-	})
+	}) {
+		return
+	}
 	s.emit(Event{Kind: EventFailed, TaskID: id, Message: why})
 }
 

@@ -2,6 +2,7 @@ package merge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/chorus-dev/chorus/gitx"
 	"os"
@@ -95,20 +96,86 @@ func (s *Service) resolve(ctx context.Context, it Item, tip, head string, files 
 		s.attemptFailed(ctx, id, "could not start the merge in "+wt+": "+firstLines(r.err+r.out, 4))
 		return
 	}
-	var res ResolveResult
+	job := &resolveJob{id: id, fence: it.Fence, item: it, wt: wt, branch: branch, head: head, tip: tip,
+		own: own, files: files, done: make(chan struct{})}
 	if r.rc == 0 && len(files) > 0 {
 		// git merged it here by itself (rerere or the worktree's own
 		// attributes): no agent needed.
-		res = ResolveResult{Resolved: true, Explanation: "merged by git in the worktree"}
-	} else {
-		prompt := s.prompt(ctx, it, branch, tip, head, files, reason)
-		res, err = s.resolver.Resolve(ctx, ResolveRequest{TaskID: id, Agent: agent, Worktree: wt, Branch: branch,
+		close(job.done)
+		s.finishResolve(ctx, job, ResolveResult{Resolved: true, Explanation: "merged by git in the worktree"}, nil)
+		return
+	}
+	// The agent works on its own while the queue moves on: the item is
+	// "resolving" (not runnable) until the agent answers, gives up, times
+	// out or is stopped, and then goes to the back of the queue.
+	prompt := s.prompt(ctx, it, branch, tip, head, files, reason)
+	jctx, cancel := context.WithCancelCause(ctx)
+	jctx, cancelT := context.WithTimeoutCause(jctx, s.opt.ResolverTimeout, errResolverTimeout)
+	job.ctx, job.cancel = jctx, cancel
+	s.mu.Lock()
+	s.jobs[id] = job
+	s.publishLocked()
+	s.mu.Unlock()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer cancel(nil)
+		defer cancelT()
+		res, err := s.resolver.Resolve(jctx, ResolveRequest{TaskID: id, Agent: agent, Worktree: wt, Branch: branch,
 			Prompt: prompt, ConflictFiles: files, OwnAgent: own})
-		if ctx.Err() != nil {
-			s.abortMerge(ctx, wt)
-			s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
-			return
+		s.mu.Lock()
+		stopped := job.stopped
+		s.mu.Unlock()
+		if !stopped {
+			s.finishResolve(ctx, job, res, err)
 		}
+		s.mu.Lock()
+		if s.jobs[id] == job {
+			delete(s.jobs, id)
+		}
+		close(job.done)
+		s.publishLocked()
+		s.mu.Unlock()
+		s.poke()
+	}()
+}
+
+// resolveJob is one resolver agent at work.
+type resolveJob struct {
+	id                    string
+	fence                 uint64 // the item's fence when the agent started
+	item                  Item
+	wt, branch, head, tip string
+	own                   bool
+	files                 []string
+	ctx                   context.Context
+	cancel                context.CancelCauseFunc
+	done                  chan struct{} // closed once the agent returned and its answer was handled
+	stopped               bool          // under mu: StopResolver took the job over
+}
+
+// finishResolve applies a resolver's answer, unless the job was fenced off
+// meanwhile (a stop): then every step below does nothing.
+func (s *Service) finishResolve(ctx context.Context, job *resolveJob, res ResolveResult, err error) {
+	id, fence, wt, tip, files := job.id, job.fence, job.wt, job.tip, job.files
+	current := func(it *Item) bool { return it.Fence == fence }
+	if ctx.Err() != nil {
+		// Chorus is shutting down: the next run tries again.
+		bg, cancel := context.WithTimeout(context.Background(), gitTimeout)
+		defer cancel()
+		s.abortMerge(bg, wt)
+		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		return
+	}
+	if job.ctx != nil && errors.Is(context.Cause(job.ctx), errResolverTimeout) {
+		ref := s.shelve(ctx, job)
+		why := fmt.Sprintf("the resolver agent did not answer within %s", s.opt.ResolverTimeout)
+		if ref != "" {
+			why += "; its work is kept on " + ref
+		}
+		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Retries++ })
+		s.waitHumanWhen(id, current, why, "", s.manualAction(job.item), files)
+		return
 	}
 	problem := ""
 	if err != nil {
@@ -119,24 +186,170 @@ func (s *Service) resolve(ctx context.Context, it Item, tip, head string, files 
 	if err == nil && !res.Resolved {
 		s.abortMerge(ctx, wt)
 		expl := strings.TrimSpace(res.Explanation)
-		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
-		s.waitHuman(id, "the agent needs a person: "+expl, expl, s.manualAction(it), files)
+		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Retries++ })
+		s.waitHumanWhen(id, current, "the agent needs a person: "+expl, expl, s.manualAction(job.item), files)
 		return
 	}
 	if problem != "" {
 		s.abortMerge(ctx, wt)
-		s.step(id, func(it *Item, _ *Stats) { it.Explanation = res.Explanation })
-		s.attemptFailed(ctx, id, problem)
+		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Explanation = res.Explanation })
+		s.attemptFailedWhen(ctx, id, current, problem)
 		return
 	}
-	s.step(id, func(it *Item, st *Stats) {
-		it.Status, it.MergeRef, it.Candidate, it.Tested = StatusPending, branch, "", false
+	if !s.stepFenced(id, fence, func(it *Item, st *Stats) {
+		it.Status, it.MergeRef, it.Candidate, it.Tested = StatusPending, job.branch, "", false
+		it.ResolvedFrom = job.head
 		it.Explanation, it.LastError = res.Explanation, ""
 		it.Seq = st.NextSeq // a conflicted item goes to the back
 		st.NextSeq++
 		st.Resolved++
-	})
+	}) {
+		return
+	}
 	s.emit(Event{Kind: EventResolved, TaskID: id, Message: res.Explanation})
+}
+
+// StopResolver is a person stopping the resolver agent of a task (or
+// undoing its resolution, if it already answered but has not landed): the
+// item is fenced so nothing the resolver produced can land, its work is
+// kept under refs/chorus/resolver/, the branch goes back to where it was,
+// and the conflict waits for a person. It returns once the fence is set;
+// the agent's end and the clean-up follow in the background.
+func (s *Service) StopResolver(taskID string) error {
+	s.fenceMu.Lock()
+	defer s.fenceMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it := s.findLocked(taskID)
+	if it == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
+	}
+	job := s.jobs[taskID]
+	switch {
+	case it.Status == StatusLanded || it.Status == StatusReverted:
+		return fmt.Errorf("%w: %s already landed (%s); roll it back instead", ErrBadState, taskID, short(it.MergeCommit))
+	case job == nil && it.ResolvedFrom == "":
+		return fmt.Errorf("%w: %s", ErrNoResolver, taskID)
+	}
+	old, oldStats := *it, s.stats
+	it.Fence++
+	it.Status, it.LastError, it.Action = StatusResolving, "stopping its resolver", ""
+	mergeRef, from := it.MergeRef, it.ResolvedFrom
+	// Whatever happens next (even a crash), the resolution is not queued.
+	it.MergeRef, it.Candidate, it.Tested, it.ResolvedFrom = "", "", false, ""
+	it.UpdatedAt = s.opt.Now()
+	if err := s.saveLocked(); err != nil {
+		*it, s.stats = old, oldStats
+		s.publishLocked()
+		return err
+	}
+	fence := it.Fence
+	if job != nil {
+		job.stopped = true
+		job.cancel(errResolverStopped)
+	}
+	snapshot := *it
+	snapshot.MergeRef, snapshot.ResolvedFrom = mergeRef, from
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if job != nil {
+			<-job.done
+		}
+		// The worker may hold the item (fenced: it changes nothing); wait
+		// until it lets go before touching the branch.
+		s.opMu.Lock()
+		defer s.opMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+		defer cancel()
+		var ref string
+		if job != nil {
+			ref = s.shelve(ctx, job)
+		} else {
+			ref = s.shelveQueued(ctx, snapshot)
+		}
+		why := "its resolver was stopped by a person"
+		if ref != "" {
+			why += "; the resolver's work is kept on " + ref
+		}
+		s.waitHumanWhen(taskID, func(it *Item) bool { return it.Fence == fence }, why, "", s.manualAction(snapshot), snapshot.ConflictFiles)
+		s.poke()
+	}()
+	return nil
+}
+
+// resolverRef names where a stopped or timed-out resolver's work is kept.
+func (s *Service) resolverRef(id string) string {
+	return "refs/chorus/resolver/" + id + "/" + s.opt.Now().UTC().Format("20060102T150405.000Z")
+}
+
+// shelve keeps what a resolver left in its worktree (commits, and an
+// unfinished merge or edits as one more commit) on a refs/chorus/resolver/
+// ref, then puts the worktree and branch back at the pre-resolution tip.
+// Returns the ref ("" if there was nothing to keep).
+func (s *Service) shelve(ctx context.Context, job *resolveJob) string {
+	wt := job.wt
+	if !dirExists(wt) {
+		return ""
+	}
+	keep, err := git(ctx, wt, "rev-parse", "HEAD")
+	if err != nil {
+		return ""
+	}
+	gd, _ := git(ctx, wt, "rev-parse", "--absolute-git-dir")
+	if st, _ := git(ctx, wt, "status", "--porcelain"); strings.TrimSpace(st) != "" || opInProgress(gd) != "" {
+		// Conflict markers and all: a person may want to see them.
+		if _, err := git(ctx, wt, "add", "-A"); err == nil {
+			if tree, err := git(ctx, wt, "write-tree"); err == nil {
+				if c, err := git(ctx, wt, "commit-tree", tree, "-p", keep, "-m", "chorus: unfinished work of the resolver of "+job.id); err == nil {
+					keep = c
+				}
+			}
+		}
+	}
+	ref := ""
+	if keep != job.head {
+		ref = s.resolverRef(job.id)
+		if _, err := git(ctx, s.opt.RepoDir, "update-ref", ref, keep); err != nil {
+			ref = ""
+		}
+	}
+	s.abortMerge(ctx, wt)
+	if ref != "" || keep != job.head {
+		_, _ = git(ctx, wt, "reset", "-q", "--hard", job.head)
+	}
+	return ref
+}
+
+// shelveQueued undoes a resolution that was already queued: its tip goes
+// to a refs/chorus/resolver/ ref and, when the resolver worked on the task
+// branch itself, that branch goes back to where it was.
+func (s *Service) shelveQueued(ctx context.Context, it Item) string {
+	if it.MergeRef == "" || it.ResolvedFrom == "" {
+		return ""
+	}
+	ref := it.MergeRef
+	if !strings.HasPrefix(ref, "refs/") {
+		ref = "refs/heads/" + ref
+	}
+	tip, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
+	if err != nil || tip == it.ResolvedFrom {
+		return ""
+	}
+	keep := s.resolverRef(it.TaskID)
+	if _, err := git(ctx, s.opt.RepoDir, "update-ref", keep, tip); err != nil {
+		return ""
+	}
+	if it.MergeRef == it.Branch {
+		if it.Worktree != "" && dirExists(it.Worktree) {
+			if h, err := git(ctx, it.Worktree, "rev-parse", "HEAD"); err == nil && h == tip {
+				_, _ = git(ctx, it.Worktree, "reset", "-q", "--hard", it.ResolvedFrom)
+				return keep
+			}
+		}
+		_, _ = git(ctx, s.opt.RepoDir, "update-ref", ref, it.ResolvedFrom, tip)
+	}
+	return keep
 }
 
 // worktreeReady reports that an agent worktree is on its branch with

@@ -31,13 +31,22 @@ type Service struct {
 	items     []*Item
 	stats     Stats
 	current   string
+	curFence  uint64 // the current item's Fence when the worker took it
 	draining  bool
+	jobs      map[string]*resolveJob // resolver agents at work, by task
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
 
 	// opMu serialises everything that moves the target: the worker's item
 	// processing and rollbacks.
 	opMu sync.Mutex
+	// fenceMu makes a resolver's stop and a landing exclusive: a landing
+	// checks the item's fence, moves the target and records "landed" while
+	// holding it, so a stop either comes first (nothing lands) or finds
+	// the item landed.
+	fenceMu sync.Mutex
+	// bg counts resolver goroutines and stop clean-ups; Run waits for them.
+	bg sync.WaitGroup
 
 	wake    chan struct{}
 	changed chan struct{}
@@ -90,6 +99,18 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	if opt.MaxDiff <= 0 {
 		opt.MaxDiff = 64 << 10
 	}
+	if opt.ResolverTimeout <= 0 {
+		opt.ResolverTimeout = opt.Merge.ResolverTimeout()
+		if opt.ResolverTimeout <= 0 {
+			opt.ResolverTimeout = 10 * time.Minute
+		}
+	}
+	if opt.WatchInterval <= 0 {
+		opt.WatchInterval = 2 * time.Second
+	}
+	if opt.AcceptCommand == "" {
+		opt.AcceptCommand = "chorus merge accept-target"
+	}
 	common, err := git(ctx, root, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return nil, err
@@ -100,6 +121,7 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 		wake:    make(chan struct{}, 1),
 		changed: make(chan struct{}, 1),
 		events:  make(chan Event, 256),
+		jobs:    map[string]*resolveJob{},
 	}
 	s.maxTries = opt.Merge.MaxAttempts
 	if s.maxTries <= 0 {
@@ -208,7 +230,7 @@ func (s *Service) Idle() bool {
 }
 
 func (s *Service) idleLocked() bool {
-	if s.current != "" || s.reconcile {
+	if s.current != "" || s.reconcile || len(s.jobs) > 0 {
 		return false
 	}
 	if s.stats.Paused {
@@ -288,7 +310,7 @@ func (s *Service) Retry(taskID string) error {
 		}
 		if it.Status != StatusHeld {
 			// The person fixed the task branch; a resolver's branch is stale.
-			it.MergeRef = ""
+			it.MergeRef, it.ResolvedFrom = "", ""
 			it.Candidate, it.Tested = "", false
 		}
 		it.Status = StatusPending
@@ -332,7 +354,7 @@ func (s *Service) Drop(taskID string) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	if s.current == taskID || it.Status == StatusLanding {
+	if s.current == taskID || it.Status == StatusLanding || s.jobs[taskID] != nil {
 		s.mu.Unlock()
 		return ErrBusy
 	}
@@ -352,18 +374,28 @@ func (s *Service) Drop(taskID string) error {
 }
 
 // Resume restarts a paused queue, taking the target's current tip as the new
-// baseline.
-func (s *Service) Resume() error {
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
-	tip, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "refs/heads/"+s.opt.Target)
+// baseline (see AcceptTarget).
+func (s *Service) Resume() error { return s.AcceptTarget("") }
+
+// AcceptTarget releases a hold: the target's current tip becomes the
+// verified baseline the queue lands on. A person calls it after checking a
+// tip that moved outside the service; when tip is given and the target has
+// moved on from it since, nothing changes and the error says so.
+func (s *Service) AcceptTarget(tip string) error {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	cur, err := s.readTarget()
 	if err != nil {
 		return err
+	}
+	if tip != "" && !strings.HasPrefix(cur, tip) {
+		return fmt.Errorf("%s moved again, to %s: look at it, then accept that tip", s.opt.Target, short(cur))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.stats
-	s.stats.Paused, s.stats.PauseReason, s.stats.TargetTip = false, "", tip
+	s.stats.Paused, s.stats.PauseReason, s.stats.TargetTip, s.stats.Moved = false, "", cur, nil
+	s.stats.Lost = nil
 	for _, it := range s.items {
 		it.Recoveries = 0
 	}
@@ -372,6 +404,7 @@ func (s *Service) Resume() error {
 		s.publishLocked()
 		return err
 	}
+	s.emit(Event{Kind: EventResumed, Commit: cur, Message: s.opt.Target + " accepted at " + short(cur) + "; the queue runs again"})
 	s.poke()
 	return nil
 }
@@ -382,6 +415,12 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.ensureIntegration(ctx); err != nil {
 		return err
 	}
+	// Resolver goroutines end with ctx; their clean-up runs before Run
+	// returns, so nothing touches the repository afterwards.
+	defer s.bg.Wait()
+	watch := time.NewTicker(s.opt.WatchInterval)
+	defer watch.Stop()
+	observed := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -398,6 +437,13 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		if !observed {
+			// A new session takes the tip it finds as its baseline.
+			observed = true
+			s.opMu.Lock()
+			s.observeTarget()
+			s.opMu.Unlock()
+		}
 		if id := s.nextCleanup(); id != "" {
 			s.opMu.Lock()
 			s.cleanup(ctx, id)
@@ -408,7 +454,7 @@ func (s *Service) Run(ctx context.Context) error {
 		var id string
 		if r := s.runnableLocked(); len(r) > 0 {
 			id = r[0].TaskID
-			s.current = id
+			s.current, s.curFence = id, r[0].Fence
 			s.publishLocked()
 		}
 		idle := id == "" && s.idleLocked()
@@ -435,6 +481,10 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.wake:
+		case <-watch.C:
+			s.opMu.Lock()
+			s.watchTarget(ctx)
+			s.opMu.Unlock()
 		}
 	}
 }
@@ -593,10 +643,14 @@ func (s *Service) saveLocked() error {
 // error the change is undone and the queue pauses: without a saved state
 // Chorus must not move refs.
 func (s *Service) step(id string, f func(it *Item, st *Stats)) bool {
+	return s.stepWhen(id, nil, f)
+}
+
+func (s *Service) stepWhen(id string, ok func(*Item) bool, f func(it *Item, st *Stats)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := s.findLocked(id)
-	if it == nil {
+	if it == nil || s.fencedLocked(it) || (ok != nil && !ok(it)) {
 		return false
 	}
 	old, oldStats := *it, s.stats
@@ -619,11 +673,23 @@ func (s *Service) step(id string, f func(it *Item, st *Stats)) bool {
 func (s *Service) mark(id string, st Status) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if it := s.findLocked(id); it != nil {
+	if it := s.findLocked(id); it != nil && !s.fencedLocked(it) {
 		it.Status = st
 		it.UpdatedAt = s.opt.Now()
 		s.publishLocked()
 	}
+}
+
+// fencedLocked reports that the worker's item was fenced off (its resolver
+// stopped) after the worker took it: the worker must not change it any more.
+func (s *Service) fencedLocked(it *Item) bool {
+	return it.TaskID == s.current && it.Fence != s.curFence
+}
+
+// stepFenced is step for work started under fence: it does nothing (and
+// reports false) once the item's fence moved on.
+func (s *Service) stepFenced(id string, fence uint64, f func(it *Item, st *Stats)) bool {
+	return s.stepWhen(id, func(it *Item) bool { return it.Fence == fence }, f)
 }
 
 func (s *Service) get(id string) (Item, bool) {

@@ -90,6 +90,15 @@ type Item struct {
 	MergeCommit string    `json:"mergeCommit,omitempty"`
 	LandedAt    time.Time `json:"landedAt,omitempty"`
 	Cleaned     bool      `json:"cleaned,omitempty"` // worktree and branch removed after landing
+
+	// Fence changes when a person stops the item's resolver: work the
+	// service started under an older fence (a resolution, a candidate, a
+	// landing) is discarded, never landed. Landing checks it under the
+	// lock that moves the target.
+	Fence uint64 `json:"fence,omitempty"`
+	// ResolvedFrom is the merged ref's tip before a resolver agent's work,
+	// while that work is queued: a stopped resolver is undone back to it.
+	ResolvedFrom string `json:"resolvedFrom,omitempty"`
 }
 
 // Stats is the queue-wide state persisted with the items.
@@ -112,6 +121,20 @@ type Stats struct {
 	// Reverted lists tasks rolled back this session: re-landing one of them
 	// first re-applies the reverted changes (revert of the revert).
 	Reverted []string `json:"reverted,omitempty"`
+	// Moved is set while the queue is held because the target moved outside
+	// the merge service: from TargetTip to Moved.To. AcceptTarget (or
+	// restoring the old tip) releases the hold.
+	Moved *TargetMove `json:"moved,omitempty"`
+}
+
+// TargetMove describes a move of the target branch nobody verified.
+type TargetMove struct {
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Rewrite bool      `json:"rewrite,omitempty"` // not a fast-forward
+	Seen    time.Time `json:"seen"`
+	Restore string    `json:"restore"` // command that puts the target back
+	Accept  string    `json:"accept"`  // command that accepts the new tip
 }
 
 // Snapshot is a copy of the queue for front ends.
@@ -147,6 +170,15 @@ type Options struct {
 	// refs) for merge commits and landings; by default they are fsynced so a
 	// power loss cannot lose a landed merge.
 	NoFsync bool
+	// ResolverTimeout bounds one resolver agent (default
+	// Merge.ResolverTimeoutMinutes, else 10 minutes).
+	ResolverTimeout time.Duration
+	// WatchInterval is how often an idle service checks that nobody else
+	// moved the target (default 2 s).
+	WatchInterval time.Duration
+	// AcceptCommand is what a person runs to accept a target moved outside
+	// the service (named in the hold's message).
+	AcceptCommand string
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -197,6 +229,7 @@ const (
 	EventQualityFailed   EventKind = "quality-failed"
 	EventTargetMoved     EventKind = "target-moved"
 	EventPaused          EventKind = "paused"
+	EventResumed         EventKind = "resumed"
 	EventCheckpoint      EventKind = "checkpoint"
 	EventRollback        EventKind = "rollback"
 )
@@ -217,6 +250,13 @@ var (
 	ErrBusy        = errors.New("the merge service is working on this task")
 	ErrBadState    = errors.New("task is not in a state that allows this")
 	ErrNotMerged   = errors.New("task has no merge on the target branch")
+	ErrNoResolver  = errors.New("no resolver agent is working on this task")
+)
+
+// Causes a resolver's context ends with.
+var (
+	errResolverStopped = errors.New("the resolver was stopped by a person")
+	errResolverTimeout = errors.New("the resolver did not answer in time")
 )
 
 // WaitingError is returned by Run after Drain when the queue is idle but

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
@@ -12,6 +13,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/taskid"
 )
 
 // Command kinds. Commands are plain data so any front end (or, later, a
@@ -38,6 +40,9 @@ const (
 	CmdMergeRetry = "merge-retry" // TaskID: a merge waiting for a human, tried again
 	CmdMergeDrop  = "merge-drop"  // TaskID: taken out of the merge queue
 	CmdMergeUser  = "merge-user"  // Text: a user's own branch to merge
+	// CmdMergeAcceptTarget releases a merge queue held because the target
+	// branch moved outside Chorus; Text, if set, is the tip being accepted.
+	CmdMergeAcceptTarget = "merge-accept-target"
 )
 
 // Command is a request from a front end.
@@ -73,7 +78,14 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 			return err
 		}
 		return e.merge.Enqueue(req)
-	case CmdCheckpoint, CmdApprove, CmdMergeRetry, CmdMergeDrop:
+	case CmdStop:
+		if task, ok := e.resolverTask(ctx, c.AgentID); ok {
+			// A resolver's stop goes through the merge service: it fences
+			// the resolution so none of it lands, keeps the work under
+			// refs/chorus/resolver/, and hands the conflict to a person.
+			return e.merge.StopResolver(task)
+		}
+	case CmdCheckpoint, CmdApprove, CmdMergeRetry, CmdMergeDrop, CmdMergeAcceptTarget:
 		if e.merge == nil {
 			return errors.New("merging is off in this session")
 		}
@@ -91,6 +103,8 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 			return e.merge.Approve(c.TaskID)
 		case CmdMergeRetry:
 			return e.merge.Retry(c.TaskID)
+		case CmdMergeAcceptTarget:
+			return e.merge.AcceptTarget(c.Text)
 		default:
 			return e.merge.Drop(c.TaskID)
 		}
@@ -148,6 +162,21 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 	return err
 }
 
+// resolverTask returns the task a running conflict-resolver agent works
+// for.
+func (e *Engine) resolverTask(ctx context.Context, agentID string) (string, bool) {
+	if e.merge == nil || !strings.HasPrefix(agentID, resolverPrefix) {
+		return "", false
+	}
+	var task string
+	_ = e.do(ctx, func() {
+		if r := e.runs[agentID]; r != nil {
+			task = r.taskID
+		}
+	})
+	return task, task != ""
+}
+
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
@@ -159,6 +188,10 @@ func orDefault(s, d string) string {
 func (e *Engine) apply(c Command) error {
 	switch c.Kind {
 	case CmdAssign:
+		if err := taskid.Check(c.TaskID); err != nil {
+			// Refused before the claim: the merge queue could never take it.
+			return err
+		}
 		if e.taskRunning(c.TaskID) {
 			return fmt.Errorf("task %s already has an agent", c.TaskID)
 		}

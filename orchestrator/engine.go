@@ -22,6 +22,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/taskid"
 )
 
 // Options configure an Engine.
@@ -100,9 +101,10 @@ type Engine struct {
 	st        *State
 	runs      map[string]*agentRun // by agent id
 	fetching  bool
-	needReady bool     // something changed that may make tasks ready
-	noReady   bool     // the last fetch found nothing assignable
-	wantTasks []string // semi-auto headless: tasks to run
+	needReady bool            // something changed that may make tasks ready
+	noReady   bool            // the last fetch found nothing assignable
+	badIDs    map[string]bool // ready tasks refused for their id (reported once)
+	wantTasks []string        // semi-auto headless: tasks to run
 	closing   bool
 	dirty     bool     // the current message changed State
 	onPublish []func() // run after the next publish (Sync)
@@ -444,6 +446,17 @@ func (e *Engine) assignReady(ts []beads.Task) {
 			continue
 		}
 		if r := e.st.Tasks[t.ID]; r != nil && (r.Completed || r.Closed) {
+			continue
+		}
+		if err := taskid.Check(t.ID); err != nil {
+			// Never claimed: its branch, worktree or merge could not exist.
+			if !e.badIDs[t.ID] {
+				if e.badIDs == nil {
+					e.badIDs = map[string]bool{}
+				}
+				e.badIDs[t.ID] = true
+				e.emit(Event{Kind: EvError, Task: t.ID, Text: "not started: " + err.Error()})
+			}
 			continue
 		}
 		e.startTask(t.ID, "")

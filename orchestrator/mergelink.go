@@ -113,6 +113,9 @@ func (e *Engine) checkpoint(reason string) {
 	}()
 }
 
+// resolverPrefix starts the agent id of every conflict-resolver agent.
+const resolverPrefix = "resolver-"
+
 // resolver runs conflict-resolution agents for the merge service.
 type resolver struct{ e *Engine }
 
@@ -129,13 +132,9 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	}
 	r := &agentRun{e: e, profileName: name, profile: p, taskID: req.TaskID,
 		events: make(chan turnEvent, 64), answers: make(chan string, 1), restart: make(chan struct{}, 1), closed: make(chan struct{})}
-	r.id = "resolver-" + worktree.Slug(req.TaskID)
-	if m := e.cfg.Agents.TimeoutMinutes; m > 0 {
-		// A resolver that never answers must not hold the queue forever.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(m)*time.Minute)
-		defer cancel()
-	}
+	// The merge service bounds the resolver (merge.resolverTimeoutMinutes)
+	// and ends ctx when a person stops it.
+	r.id = resolverPrefix + worktree.Slug(req.TaskID)
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
 	r.size.Store(uint64(e.opt.Cols)<<32 | uint64(e.opt.Rows))

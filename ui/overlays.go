@@ -228,7 +228,11 @@ func (u *UI) showIntervention() {
 		fmt.Fprintf(&b, "\nActions:\n  [p] %s\n  [1-9] Focus agent - view its full output\n", pause)
 		b.WriteString("  [x] Stop agent     - the selected (▶) one\n  [r] Redirect       - assign it to a different task\n")
 		b.WriteString("  [R] Rollback       - revert its commits\n  [a] Answer         - reply to its NEEDS_HELP question\n")
-		b.WriteString("  [t] Retry task     - a failed or blocked task back to pending\n  [Esc] Close\n")
+		b.WriteString("  [t] Retry task     - a failed or blocked task back to pending\n")
+		if m := u.vm.snap.Merge.Stats.Moved; m != nil {
+			fmt.Fprintf(&b, "  [A] Accept target  - it moved outside Chorus (%.10s → %.10s); merges wait\n", m.From, m.To)
+		}
+		b.WriteString("  [Esc] Close\n")
 		tv.SetText(present.Block(b.String()))
 	}
 	render()
@@ -271,6 +275,9 @@ func (u *UI) showIntervention() {
 		case r == 't':
 			u.closeOverlay()
 			u.retryTask()
+		case r == 'A':
+			u.closeOverlay()
+			u.acceptTarget()
 		}
 		return nil
 	}, render)
@@ -319,6 +326,9 @@ func (u *UI) showMerge() {
 		fmt.Fprintf(&b, "%d queued · %d auto merges · %d manual · %d conflicts (%d resolved by agents)", present.MergeQueued(u.vm.snap.Merge), st.MergesAuto, st.MergesManual, st.Conflicts, st.Resolved)
 		if st.Paused {
 			fmt.Fprintf(&b, " · PAUSED: %s", st.PauseReason)
+		}
+		if st.Moved != nil {
+			fmt.Fprintf(&b, "\n[A] accept the target's new tip %.10s and resume merging", st.Moved.To)
 		}
 		b.WriteString("\n\n")
 		if len(items) == 0 {
@@ -389,6 +399,9 @@ func (u *UI) showMerge() {
 			default:
 				u.send(orchestrator.Command{Kind: orchestrator.CmdApprove, TaskID: it.TaskID}, "approved "+it.TaskID, nil)
 			}
+		case r == 'A':
+			u.acceptTarget()
+			return nil
 		case r == 't':
 			if it, ok := current(); ok {
 				u.send(orchestrator.Command{Kind: orchestrator.CmdMergeRetry, TaskID: it.TaskID}, "merge of "+it.TaskID+" tried again", nil)
@@ -791,4 +804,18 @@ func viKeys(ev *tcell.EventKey) *tcell.EventKey {
 		}
 	}
 	return ev
+}
+
+// acceptTarget releases a merge queue held because the target branch moved
+// outside Chorus, after the user confirms the tip they accept.
+func (u *UI) acceptTarget() {
+	m := u.vm.snap.Merge.Stats.Moved
+	if m == nil {
+		u.setFlash("the merge queue is not held for a moved target", present.Warn)
+		return
+	}
+	to := m.To
+	u.confirm(fmt.Sprintf("Accept the target's new tip %.10s (moved from %.10s outside Chorus) and land merges on it?", to, m.From), "Accept", func() {
+		u.send(orchestrator.Command{Kind: orchestrator.CmdMergeAcceptTarget, Text: to}, "target accepted; merges resume", nil)
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/chorus-dev/chorus/taskid"
 )
 
 // Dir is the folder, relative to the repository root, that holds every
@@ -98,22 +100,10 @@ func Slug(s string) string {
 	return out + "-" + h
 }
 
-// safe reports whether s can be used verbatim: ASCII letters, digits, '_',
-// '-', '.', starting with a letter, digit or '_', without "..", not ending
-// in '.' or ".lock", and not too long.
+// safe reports whether s can be used verbatim: a valid task id (the one id
+// rule, taskid.Check) that is short enough for a slug.
 func safe(s string) bool {
-	if s == "" || len(s) > maxSlug {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' ||
-			(i > 0 && (c == '-' || c == '.'))
-		if !ok {
-			return false
-		}
-	}
-	return !strings.Contains(s, "..") && !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, ".lock")
+	return len(s) <= maxSlug && taskid.Check(s) == nil
 }
 
 // checkRel verifies that dir, as produced by Name, is a direct child of Dir.
