@@ -116,9 +116,9 @@ func (u *claudeUsage) tokens() TokenUsage {
 // claudeMessage is an assistant message as both claude stream-json and
 // Claude Code's transcripts carry it.
 type claudeMessage struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Role    string `json:"role"`
+	ID      string       `json:"id"`
+	Model   string       `json:"model"`
+	Role    string       `json:"role"`
 	Content blocks       `json:"content"`
 	Usage   *claudeUsage `json:"usage"`
 }
