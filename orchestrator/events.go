@@ -8,7 +8,7 @@ import (
 )
 
 // eventParser splits a headless profile's output (claude stream-json,
-// codex exec --json) into lines for the matching signal parser and
+// codex exec --json, opencode run --format json) into lines for the matching signal parser and
 // collects the signals and token usage they report. Terminal profiles
 // produce none.
 type eventParser struct {
@@ -16,6 +16,14 @@ type eventParser struct {
 	buf   []byte
 	usage signal.TokenUsage
 	meter usageMeter
+	fails []string // the CLI's own reasons for failing, not yet taken
+}
+
+// failures returns the failure reasons reported since the last call.
+func (p *eventParser) failures() []string {
+	f := p.fails
+	p.fails = nil
+	return f
 }
 
 // usageDelta is the usage reported since the last call: the CLIs report
@@ -31,6 +39,8 @@ func newEventParser(format string) *eventParser {
 		p.parse = (&signal.ClaudeParser{}).Parse
 	case config.FormatCodexJSON:
 		p.parse = (&signal.CodexParser{}).Parse
+	case config.FormatOpenCode:
+		p.parse = (&signal.OpenCodeParser{}).Parse
 	}
 	return p
 }
@@ -69,6 +79,9 @@ func (p *eventParser) line(l []byte) []signal.Signal {
 	for _, ev := range evs {
 		if ev.Kind == signal.Usage || ev.Kind == signal.Completed || ev.Kind == signal.Failed {
 			p.usage = ev.Usage
+		}
+		if ev.Kind == signal.Failed && ev.Text != "" {
+			p.fails = append(p.fails, ev.Text)
 		}
 		out = append(out, ev.Signals...)
 	}
