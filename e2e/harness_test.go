@@ -98,6 +98,10 @@ func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oenv, err := clitest.OpenCodeHome(home, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.Default()
 	cfg.Project.TaskIDPrefix = "t"
 	for name, p := range cfg.Agents.Available {
@@ -106,6 +110,8 @@ func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
 			p.Command, p.Env = tools.Claude, cenv
 		case "codex":
 			p.Command, p.Env = tools.Codex, xenv
+		case "opencode":
+			p.Command, p.Env = tools.OpenCode, oenv
 		default:
 			continue
 		}
