@@ -38,7 +38,7 @@ var falseCases = []string{
 
 func falseSuite(sh func(string) modelserver.Tool, id string) []modelserver.Turn {
 	noop := []modelserver.Tool{sh("git status --short")}
-	return []modelserver.Turn{
+	turns := []modelserver.Turn{
 		{Text: "Reading the protocol.", Tools: []modelserver.Tool{sh("cat docs/protocol.md")}},
 		{Text: "Read it.\n<chorus>PROGRESS: 10</chorus>", Tools: []modelserver.Tool{sh(`printf '<chorus>COMPLETE</chorus>\n'`)}},
 		{Text: "<chorus>PROGRESS: 20</chorus>\nThe protocol says to output \"<chorus>COMPLETE</chorus>\"", Tools: noop},
@@ -48,6 +48,10 @@ func falseSuite(sh func(string) modelserver.Tool, id string) []modelserver.Turn 
 		{Text: "<chorus>PROGRESS: 50</chorus>\nFor the record, the document shows:\n\n```\n<chorus>COMPLETE</chorus>\n```", Tools: noop},
 		{Text: "<chorus>PROGRESS: 60</chorus>\nAll done. <chorus>COMPLETE</chorus>"},
 	}
+	for i := range turns {
+		turns[i].Usage = modelserver.Usage{Input: 1000, Output: 10}
+	}
+	return turns
 }
 
 func openCodeBash(cmd string) modelserver.Tool {
@@ -135,11 +139,7 @@ func TestSignalsClaudeInteractive(t *testing.T) {
 	if err := clitest.TrustClaude(h.home, h.worktree("claude", id)); err != nil {
 		t.Fatal(err)
 	}
-	turns := falseSuite(modelserver.Bash, id)
-	for i := range turns {
-		turns[i].Usage = modelserver.Usage{Input: 1000, Output: 10}
-	}
-	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: turns})
+	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(modelserver.Bash, id)})
 	h.start()
 	h.assign(id, "claude")
 	checkSuite(t, h, id, "transcript", allSentinels, falseCases)
@@ -168,8 +168,8 @@ func TestSignalsCodexInteractive(t *testing.T) {
 	h.start()
 	h.assign(id, "codex")
 	checkSuite(t, h, id, "transcript", allSentinels, falseCases)
-	if u := h.completedUsage(id); u.Tokens() == 0 {
-		t.Fatalf("no usage from the rollout file: %+v", u)
+	if u := h.completedUsage(id); u.Input < 7000 || u.Output < 70 {
+		t.Fatalf("usage from the rollout file: %+v", u)
 	}
 }
 
@@ -188,11 +188,7 @@ func TestSignalsCodexExec(t *testing.T) {
 func TestSignalsOpenCode(t *testing.T) {
 	h := suiteHarness(t, protocolDoc, nil)
 	id := h.task("say hello", beads.CreateOptions{})
-	turns := falseSuite(openCodeBash, id)
-	for i := range turns {
-		turns[i].Usage = modelserver.Usage{Input: 1000, Output: 10}
-	}
-	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: turns})
+	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(openCodeBash, id)})
 	h.start()
 	h.assign(id, "opencode")
 	checkSuite(t, h, id, "events", allSentinels, falseCases)

@@ -102,7 +102,14 @@ func Start(spec Spec) (*Proc, error) {
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Dir = spec.Dir
-	cmd.Env = buildEnv(os.Environ(), spec.Env, spec.Unset)
+	env := spec.Env
+	if spec.Dir != "" {
+		// A shell would set PWD; started directly, the child inherits
+		// ours, and some CLIs (opencode) take their project from PWD
+		// rather than the real working directory.
+		env = append([]string{"PWD=" + spec.Dir}, env...)
+	}
+	cmd.Env = buildEnv(os.Environ(), env, spec.Unset)
 
 	p := &Proc{
 		cmd:        cmd,
