@@ -186,6 +186,13 @@ func (h *harness) stop() {
 
 func (h *harness) assign(id, profile string) {
 	h.t.Helper()
+	if p := h.cfg.Agents.Available[profile]; p.TranscriptKind() == config.TranscriptClaude {
+		// Claude Code asks whether to trust each new working directory,
+		// a trusted parent or not; an exact entry answers it.
+		if err := clitest.TrustClaude(h.home, h.worktree(profile, id)); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	if err := h.eng.Do(context.Background(), orchestrator.Command{Kind: orchestrator.CmdAssign, TaskID: id, Agent: profile}); err != nil {
 		h.t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
-	"github.com/chorus-dev/chorus/internal/clitest"
 	"github.com/chorus-dev/chorus/internal/modelserver"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
@@ -136,9 +135,6 @@ var allSentinels = []int{10, 20, 30, 40, 50, 60}
 func TestSignalsClaudeInteractive(t *testing.T) {
 	h := suiteHarness(t, protocolDoc, nil)
 	id := h.task("say hello", beads.CreateOptions{})
-	if err := clitest.TrustClaude(h.home, h.worktree("claude", id)); err != nil {
-		t.Fatal(err)
-	}
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(modelserver.Bash, id)})
 	h.start()
 	h.assign(id, "claude")
@@ -157,6 +153,7 @@ func TestSignalsClaudeHeadless(t *testing.T) {
 	h.start()
 	h.assign(id, "claude-headless")
 	checkSuite(t, h, id, "events", allSentinels, falseCases)
+	checkUsage(t, h, id, 7000, 70, 0, true)
 }
 
 // Interactive Codex: signals come from its rollout file.
@@ -181,6 +178,7 @@ func TestSignalsCodexExec(t *testing.T) {
 	h.start()
 	h.assign(id, "codex-headless")
 	checkSuite(t, h, id, "events", allSentinels, falseCases)
+	checkUsage(t, h, id, 7000, 70, 0, false)
 }
 
 // `opencode run --format json`: decoded text parts of the assistant;

@@ -17,6 +17,11 @@ type eventParser struct {
 	usage signal.TokenUsage
 	meter usageMeter
 	fails []string // the CLI's own reasons for failing, not yet taken
+	// held are signals read before the run's usage is final: they are
+	// delivered at the turn's end (result, turn.completed) or the end of
+	// the output, so a completion finds its whole cost booked. Progress
+	// goes at once.
+	held []signal.Signal
 }
 
 // failures returns the failure reasons reported since the last call.
@@ -62,11 +67,16 @@ func (p *eventParser) feed(b []byte) []signal.Signal {
 }
 
 func (p *eventParser) flush() []signal.Signal {
-	if p.parse == nil || len(p.buf) == 0 {
+	if p.parse == nil {
 		return nil
 	}
-	out := p.line(p.buf)
-	p.buf = nil
+	var out []signal.Signal
+	if len(p.buf) > 0 {
+		out = p.line(p.buf)
+		p.buf = nil
+	}
+	out = append(out, p.held...)
+	p.held = nil
 	return out
 }
 
@@ -83,7 +93,17 @@ func (p *eventParser) line(l []byte) []signal.Signal {
 		if ev.Kind == signal.Failed && ev.Text != "" {
 			p.fails = append(p.fails, ev.Text)
 		}
-		out = append(out, ev.Signals...)
+		for _, s := range ev.Signals {
+			if s.Type == signal.Progress {
+				out = append(out, s)
+			} else {
+				p.held = append(p.held, s)
+			}
+		}
+		if ev.Kind == signal.Completed || ev.Kind == signal.Failed {
+			out = append(out, p.held...)
+			p.held = nil
+		}
 	}
 	return out
 }

@@ -20,6 +20,11 @@ func Follow(r *Reader, done <-chan struct{}, report func(Update)) {
 			report(up)
 		}
 	}
+	final := func() {
+		if up := r.Final(); !up.IsZero() {
+			report(up)
+		}
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		tick := time.NewTicker(2 * time.Second)
@@ -29,7 +34,7 @@ func Follow(r *Reader, done <-chan struct{}, report func(Update)) {
 			case <-tick.C:
 				read()
 			case <-done:
-				read()
+				final()
 				return
 			}
 		}
@@ -69,7 +74,7 @@ func Follow(r *Reader, done <-chan struct{}, report func(Update)) {
 			watch() // events were lost; the files were not
 			read()
 		case <-done:
-			read()
+			final()
 			return
 		}
 	}

@@ -49,6 +49,7 @@ type Reader struct {
 	src   source
 	since time.Time
 	files map[string]*file
+	final bool // the agent is gone: nothing more will be recorded
 }
 
 // source is what differs between the CLIs.
@@ -63,6 +64,10 @@ type source interface {
 	belongs(first []byte) (yes, ok bool)
 	// relevant is a cheap test for lines worth decoding.
 	relevant(line []byte) bool
+	// usageAfter says a message's usage is recorded after it (Codex's
+	// token_count), so its signals wait for that: a completion must find
+	// its cost booked.
+	usageAfter() bool
 	parser() func([]byte) ([]signal.Event, error)
 }
 
@@ -73,6 +78,7 @@ type file struct {
 	signals bool
 	parse   func([]byte) ([]signal.Event, error)
 	usage   signal.TokenUsage // cumulative, as last reported
+	held    []signal.Signal   // waiting for the usage recorded after them
 }
 
 // New returns a Reader for an agent's records. An unknown kind is an
@@ -113,8 +119,19 @@ func (r *Reader) Read() Update {
 			r.files[p] = f
 		}
 		r.readFile(p, f, &up)
+		if r.final || !r.src.usageAfter() {
+			up.Signals = append(up.Signals, f.held...)
+			f.held = nil
+		}
 	}
 	return up
+}
+
+// Final reads what is left once the agent has exited, signals still
+// waiting for their usage included.
+func (r *Reader) Final() Update {
+	r.final = true
+	return r.Read()
 }
 
 func (r *Reader) readFile(path string, f *file, up *Update) {
@@ -162,11 +179,13 @@ func (r *Reader) readFile(path string, f *file, up *Update) {
 		}
 		for _, ev := range evs {
 			if f.signals {
-				up.Signals = append(up.Signals, ev.Signals...)
+				f.held = append(f.held, ev.Signals...)
 			}
 			if ev.Kind == signal.Usage {
 				up.Usage = add(up.Usage, sub(ev.Usage, f.usage))
 				f.usage = ev.Usage
+				up.Signals = append(up.Signals, f.held...)
+				f.held = nil
 			}
 		}
 	}
@@ -278,6 +297,8 @@ func (c *claude) belongs([]byte) (bool, bool) { return true, true } // the folde
 
 func (c *claude) relevant(line []byte) bool { return bytes.Contains(line, []byte(`"assistant"`)) }
 
+func (c *claude) usageAfter() bool { return false } // on the message's own line
+
 func (c *claude) parser() func([]byte) ([]signal.Event, error) {
 	return (&signal.ClaudeTranscriptParser{}).Parse
 }
@@ -352,6 +373,8 @@ func (c *codex) relevant(line []byte) bool {
 	return bytes.Contains(line, []byte(`"response_item"`)) || bytes.Contains(line, []byte(`"token_count"`)) ||
 		bytes.Contains(line, []byte(`"session_meta"`))
 }
+
+func (c *codex) usageAfter() bool { return true }
 
 func (c *codex) parser() func([]byte) ([]signal.Event, error) {
 	return (&signal.CodexRolloutParser{}).Parse

@@ -119,12 +119,35 @@ func TestCodexRollouts(t *testing.T) {
 	if len(total.Signals) != 0 {
 		t.Fatalf("another directory's session counted: %+v", total)
 	}
-	os.WriteFile(filepath.Join(day, "rollout-b.jsonl"), []byte(mine), 0o644)
+	// The final message is recorded before its token count: its signal
+	// waits for it, so a completion finds its cost booked.
+	cut := strings.LastIndex(mine, `{"timestamp"`)
+	cut = strings.LastIndex(mine[:cut], `{"timestamp"`)
+	os.WriteFile(filepath.Join(day, "rollout-b.jsonl"), []byte(mine[:cut]), 0o644)
 	u := r.Read()
+	if !strings.Contains(mine[cut:], "token_count") || len(u.Signals) != 0 {
+		t.Fatalf("signal before its usage: %+v", u)
+	}
+	total.Usage = add(total.Usage, u.Usage)
+	os.WriteFile(filepath.Join(day, "rollout-b.jsonl"), []byte(mine), 0o644)
+	u = r.Read()
 	total.Signals = append(total.Signals, u.Signals...)
 	total.Usage = add(total.Usage, u.Usage)
 	if sigs(total) != "COMPLETE" || total.Usage != (signal.TokenUsage{Input: 300, CacheRead: 55, Output: 30}) {
 		t.Fatalf("rollout: %+v", total)
+	}
+	// Without a token count after it, the signal is released once the
+	// agent is gone.
+	day2 := filepath.Join(home, "sessions", start.UTC().Format("2006"), start.UTC().Format("01"), start.UTC().Format("02"))
+	os.MkdirAll(day2, 0o755)
+	r2, _ := New(Options{Kind: config.TranscriptCodex, Env: []string{"CODEX_HOME=" + home}, Dir: "/work/repo/.worktrees/codex-t-1", Since: start})
+	os.Remove(filepath.Join(day, "rollout-b.jsonl"))
+	os.WriteFile(filepath.Join(day2, "rollout-c.jsonl"), []byte(mine[:cut]), 0o644)
+	if u := r2.Read(); len(u.Signals) != 0 {
+		t.Fatalf("released early: %+v", u)
+	}
+	if u := r2.Final(); sigs(u) != "COMPLETE" {
+		t.Fatalf("final read: %+v", u)
 	}
 	if _, err := New(Options{Kind: "gemini"}); err == nil || !strings.Contains(err.Error(), "claude or codex") {
 		t.Fatalf("unknown kind: %v", err)
