@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -86,6 +87,15 @@ const (
 	FormatTerminal   = ""                   // plain terminal output
 	FormatClaudeJSON = "claude-stream-json" // claude -p --output-format stream-json
 	FormatCodexJSON  = "codex-json"         // codex exec --json
+	FormatOpenCode   = "opencode-json"      // opencode run --format json
+)
+
+// Session records an interactive profile's structured signals and usage
+// are read from (AgentProfile.Transcript).
+const (
+	TranscriptClaude = "claude" // ~/.claude/projects/<cwd>/<session>.jsonl
+	TranscriptCodex  = "codex"  // $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl
+	TranscriptNone   = "none"   // terminal text only
 )
 
 // AgentProfile says how to start one agent CLI.
@@ -102,9 +112,38 @@ type AgentProfile struct {
 	// empty means end it with SIGTERM.
 	ExitInput string `json:"exitInput,omitempty" mapstructure:"exitinput"`
 	Format    string `json:"format,omitempty" mapstructure:"format"`
+	// Transcript says which session records an interactive (terminal)
+	// profile writes: "claude", "codex", or "none". Empty means: from the
+	// command's name. With a transcript, signals are read from the
+	// assistant's messages there and the terminal's text does not count.
+	Transcript string `json:"transcript,omitempty" mapstructure:"transcript"`
 	// InjectContext adds AGENTS.md, PATTERNS.md and learnings to the prompt,
 	// for CLIs that do not read project context themselves.
 	InjectContext bool `json:"injectContext" mapstructure:"injectcontext"`
+}
+
+// TranscriptKind is the session record an interactive profile's signals
+// and usage are read from: TranscriptClaude, TranscriptCodex, or "" for
+// none (headless profiles, custom agents). Unset, it follows the
+// command's base name (claude…, codex…).
+func (p AgentProfile) TranscriptKind() string {
+	if p.Format != FormatTerminal {
+		return ""
+	}
+	switch p.Transcript {
+	case TranscriptNone:
+		return ""
+	case TranscriptClaude, TranscriptCodex:
+		return p.Transcript
+	}
+	base := strings.ToLower(filepath.Base(p.Command))
+	switch {
+	case strings.HasPrefix(base, "claude"):
+		return TranscriptClaude
+	case strings.HasPrefix(base, "codex"):
+		return TranscriptCodex
+	}
+	return ""
 }
 
 // Completion configures when a task counts as done.
@@ -192,7 +231,7 @@ func BuiltinAgents() map[string]AgentProfile {
 		},
 		"opencode": {
 			Command: "opencode", Args: []string{"run", "--format", "json"},
-			Prompt: PromptArg, ModelFlag: "-m", AllowModelOverride: true, InjectContext: true,
+			Prompt: PromptArg, ModelFlag: "-m", AllowModelOverride: true, InjectContext: true, Format: FormatOpenCode,
 			Env: []string{`OPENCODE_PERMISSION={"*":"allow"}`},
 		},
 	}
@@ -339,9 +378,14 @@ func (c Config) Validate() error {
 			add(f+".prompt", p.Prompt, "arg, stdin, type")
 		}
 		switch p.Format {
-		case FormatTerminal, FormatClaudeJSON, FormatCodexJSON:
+		case FormatTerminal, FormatClaudeJSON, FormatCodexJSON, FormatOpenCode:
 		default:
-			add(f+".format", p.Format, `"" (terminal), claude-stream-json, codex-json`)
+			add(f+".format", p.Format, `"" (terminal), claude-stream-json, codex-json, opencode-json`)
+		}
+		switch p.Transcript {
+		case "", TranscriptClaude, TranscriptCodex, TranscriptNone:
+		default:
+			add(f+".transcript", p.Transcript, `"" (from the command), claude, codex, none`)
 		}
 	}
 	seen := map[string]bool{}

@@ -123,12 +123,37 @@ func TestValidationNamesFieldValueAllowed(t *testing.T) {
 		"quality":  {`{"qualityCommands":[{"name":"t","command":""}]}`, `qualityCommands[0].command`},
 		"string":   {`{"agents":{"maxParallel":"lots"}}`, `maxparallel`},
 		"resolver": {`{"merge":{"resolverTimeoutMinutes":0}}`, `merge.resolverTimeoutMinutes: 0 is not valid; allowed: minutes, 1 or more`},
+		"transcript": {`{"agents":{"available":{"claude":{"command":"claude","transcript":"gemini"}}}}`,
+			`agents.available.claude.transcript: "gemini" is not valid; allowed: "" (from the command), claude, codex, none`},
 	}
 	for name, c := range cases {
 		_, err := load(write(t, dir, name+".json", c.body), "", nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: want %q in error, got %v", name, c.want, err)
 		}
+	}
+}
+
+// Interactive profiles read claude/codex session records, by command name
+// unless the profile says; headless profiles and custom agents read none.
+func TestTranscriptKind(t *testing.T) {
+	for _, tc := range []struct {
+		p    AgentProfile
+		want string
+	}{
+		{AgentProfile{Command: "claude"}, TranscriptClaude},
+		{AgentProfile{Command: "/opt/npm/.bin/codex"}, TranscriptCodex},
+		{AgentProfile{Command: "claude", Format: FormatClaudeJSON}, ""},
+		{AgentProfile{Command: "my-agent"}, ""},
+		{AgentProfile{Command: "my-claude-wrapper", Transcript: TranscriptClaude}, TranscriptClaude},
+		{AgentProfile{Command: "claude", Transcript: TranscriptNone}, ""},
+	} {
+		if got := tc.p.TranscriptKind(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
+		}
+	}
+	if p := BuiltinAgents()["opencode"]; p.Format != FormatOpenCode {
+		t.Errorf("opencode profile format %q", p.Format)
 	}
 }
 

@@ -98,6 +98,10 @@ func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oenv, err := clitest.OpenCodeHome(home, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.Default()
 	cfg.Project.TaskIDPrefix = "t"
 	for name, p := range cfg.Agents.Available {
@@ -106,6 +110,8 @@ func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
 			p.Command, p.Env = tools.Claude, cenv
 		case "codex":
 			p.Command, p.Env = tools.Codex, xenv
+		case "opencode":
+			p.Command, p.Env = tools.OpenCode, oenv
 		default:
 			continue
 		}
@@ -180,6 +186,13 @@ func (h *harness) stop() {
 
 func (h *harness) assign(id, profile string) {
 	h.t.Helper()
+	if p := h.cfg.Agents.Available[profile]; p.TranscriptKind() == config.TranscriptClaude {
+		// Claude Code asks whether to trust each new working directory,
+		// a trusted parent or not; an exact entry answers it.
+		if err := clitest.TrustClaude(h.home, h.worktree(profile, id)); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	if err := h.eng.Do(context.Background(), orchestrator.Command{Kind: orchestrator.CmdAssign, TaskID: id, Agent: profile}); err != nil {
 		h.t.Fatal(err)
 	}

@@ -46,8 +46,9 @@ func TestClaudeInteractiveSignalCommand(t *testing.T) {
 	}
 }
 
-// A <chorus> tag the agent prints completes its task; the same tag in the
-// prompt it echoes never does, even standing alone on its line.
+// A <chorus> tag the agent prints completes its task, read from its
+// transcript; the same tag in the prompt it echoes never does, even
+// standing alone on its line.
 func TestClaudeInteractiveTagNotEcho(t *testing.T) {
 	h := newHarness(t, func(c *config.Config) { c.QualityCommands = quality })
 	id := h.task("say hello", beads.CreateOptions{})
@@ -66,7 +67,7 @@ func TestClaudeInteractiveTagNotEcho(t *testing.T) {
 	h.until("the echoed prompt", func() bool { return strings.Count(h.screen(agent), "<chorus>COMPLETE</chorus>") >= 1 })
 	close(echoed)
 	sig := h.waitFor(kind(orchestrator.EvSignal, id))
-	if sig.Fields["source"] != "output" || sig.Fields["type"] != "COMPLETE" {
+	if sig.Fields["source"] != "transcript" || sig.Fields["type"] != "COMPLETE" {
 		t.Fatalf("signal %+v\n%s", sig, h.report())
 	}
 	if !h.served(script, 1) {

@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/agent/transcript"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
@@ -759,14 +760,34 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		a.PID, a.PStart, a.Status = pid, pstart, AgentRunning
 		r.e.emit(Event{Kind: EvStarted, Agent: r.id, Task: r.taskID, Text: cmd, Fields: map[string]any{"pid": pid, "iteration": it}})
 	})
-	go r.pump(p, gen, det)
-	if isClaudeTerminal(r.profile) {
-		r.meters.Add(1)
-		go func() {
-			defer r.meters.Done()
-			r.meterTranscripts(newTranscriptMeter(claudeConfigDir(r.env(it)), wt.Dir, spawned), p.Done())
-		}()
+	// An interactive Claude Code or Codex records the assistant's messages
+	// and usage in its session files: signals come from there (source
+	// "transcript"), not from its screen. The pump reports the exit only
+	// once the last of them is read.
+	followed := make(chan struct{})
+	if kind := r.profile.TranscriptKind(); kind != "" {
+		rd, err := transcript.New(transcript.Options{Kind: kind, Env: r.env(it), Dir: wt.Dir, Since: spawned})
+		if err != nil {
+			close(followed)
+			r.event(EvError, "reading the agent's transcript: "+err.Error(), nil)
+		} else {
+			r.meters.Add(1)
+			go func() {
+				defer r.meters.Done()
+				defer close(followed)
+				transcript.Follow(rd, p.Done(), func(u transcript.Update) {
+					// Usage first: a completion must find its cost booked.
+					r.reportUsage(fromTokens(u.Usage))
+					for _, s := range u.Signals {
+						r.send(turnEvent{sig: &s, gen: gen, source: "transcript"})
+					}
+				})
+			}()
+		}
+	} else {
+		close(followed)
 	}
+	go r.pump(p, gen, det, followed)
 	if r.profile.Prompt == config.PromptType {
 		if err := r.typeInto(p, arg); err != nil {
 			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
@@ -776,14 +797,22 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 }
 
 // pump feeds output to the screen and the detectors, then reports the exit.
-// Signals found in the output reach the supervisor before the exit does.
-func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
+// Signals found in the output, and in the transcript (followed is closed
+// once it is read to the end), reach the supervisor before the exit does.
+// Screen text is a signal channel only for agents without a transcript or
+// structured events: a structured record tells the assistant's words from
+// the tool output and documents it displays, the screen does not.
+func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed <-chan struct{}) {
 	var from uint64
+	screenSignals := r.profile.TranscriptKind() == "" && r.profile.Format == config.FormatTerminal
 	scan := func() {
 		text, next := r.screen.TextSince(from)
 		from = next
 		if !r.sawBusy.Load() && busyShown(text) {
 			r.sawBusy.Store(true)
+		}
+		if !screenSignals {
+			return
 		}
 		var found []signal.Found
 		r.detect(func() { found = det.Snapshot(text) })
@@ -797,15 +826,20 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 		}
 	}
 	events := newEventParser(r.profile.Format)
-	write := func(b []byte) {
-		_, _ = r.screen.Write(b)
-		sigs := events.feed(b)
+	deliver := func(sigs []signal.Signal) {
 		// Usage first: a completion read from the same event must find
 		// its cost booked.
 		r.reportUsage(events.usageDelta())
+		for _, why := range events.failures() {
+			r.event(EvAlert, r.profile.Command+" reported: "+why, map[string]any{"agentError": why})
+		}
 		for _, s := range sigs {
 			r.send(turnEvent{sig: &s, gen: gen, source: "events"})
 		}
+	}
+	write := func(b []byte) {
+		_, _ = r.screen.Write(b)
+		deliver(events.feed(b))
 	}
 	for chunk := range p.Output() {
 		write(chunk)
@@ -824,13 +858,13 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 		}
 		scan()
 	}
-	sigs := events.flush()
-	r.reportUsage(events.usageDelta())
-	for _, s := range sigs {
-		r.send(turnEvent{sig: &s, gen: gen, source: "events"})
-	}
+	deliver(events.flush())
 	scan()
 	code, _ := p.Wait()
+	select {
+	case <-followed:
+	case <-time.After(10 * time.Second): // a transcript reader stuck on a slow disk must not hold the exit
+	}
 	r.send(turnEvent{exited: true, code: code, gen: gen})
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // eventParser splits a headless profile's output (claude stream-json,
-// codex exec --json) into lines for the matching signal parser and
+// codex exec --json, opencode run --format json) into lines for the matching signal parser and
 // collects the signals and token usage they report. Terminal profiles
 // produce none.
 type eventParser struct {
@@ -16,6 +16,19 @@ type eventParser struct {
 	buf   []byte
 	usage signal.TokenUsage
 	meter usageMeter
+	fails []string // the CLI's own reasons for failing, not yet taken
+	// held are signals read before the run's usage is final: they are
+	// delivered at the turn's end (result, turn.completed) or the end of
+	// the output, so a completion finds its whole cost booked. Progress
+	// goes at once.
+	held []signal.Signal
+}
+
+// failures returns the failure reasons reported since the last call.
+func (p *eventParser) failures() []string {
+	f := p.fails
+	p.fails = nil
+	return f
 }
 
 // usageDelta is the usage reported since the last call: the CLIs report
@@ -31,6 +44,8 @@ func newEventParser(format string) *eventParser {
 		p.parse = (&signal.ClaudeParser{}).Parse
 	case config.FormatCodexJSON:
 		p.parse = (&signal.CodexParser{}).Parse
+	case config.FormatOpenCode:
+		p.parse = (&signal.OpenCodeParser{}).Parse
 	}
 	return p
 }
@@ -52,11 +67,16 @@ func (p *eventParser) feed(b []byte) []signal.Signal {
 }
 
 func (p *eventParser) flush() []signal.Signal {
-	if p.parse == nil || len(p.buf) == 0 {
+	if p.parse == nil {
 		return nil
 	}
-	out := p.line(p.buf)
-	p.buf = nil
+	var out []signal.Signal
+	if len(p.buf) > 0 {
+		out = p.line(p.buf)
+		p.buf = nil
+	}
+	out = append(out, p.held...)
+	p.held = nil
 	return out
 }
 
@@ -70,7 +90,20 @@ func (p *eventParser) line(l []byte) []signal.Signal {
 		if ev.Kind == signal.Usage || ev.Kind == signal.Completed || ev.Kind == signal.Failed {
 			p.usage = ev.Usage
 		}
-		out = append(out, ev.Signals...)
+		if ev.Kind == signal.Failed && ev.Text != "" {
+			p.fails = append(p.fails, ev.Text)
+		}
+		for _, s := range ev.Signals {
+			if s.Type == signal.Progress {
+				out = append(out, s)
+			} else {
+				p.held = append(p.held, s)
+			}
+		}
+		if ev.Kind == signal.Completed || ev.Kind == signal.Failed {
+			out = append(out, p.held...)
+			p.held = nil
+		}
 	}
 	return out
 }

@@ -103,8 +103,15 @@ func Start(spec Spec) (*Proc, error) {
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Dir = spec.Dir
+	env := spec.Env
+	if spec.Dir != "" {
+		// A shell would set PWD; started directly, the child inherits
+		// ours, and some CLIs (opencode) take their project from PWD
+		// rather than the real working directory.
+		env = append([]string{"PWD=" + spec.Dir}, env...)
+	}
 	tag := newTag()
-	cmd.Env = buildEnv(os.Environ(), append(spec.Env, EnvTag+"="+tag), spec.Unset)
+	cmd.Env = buildEnv(os.Environ(), append(env, EnvTag+"="+tag), spec.Unset)
 
 	p := &Proc{
 		cmd:        cmd,

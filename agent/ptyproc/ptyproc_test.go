@@ -136,6 +136,18 @@ func TestOutputEnvExitCode(t *testing.T) {
 	}
 }
 
+// A child started directly (no shell to set it) sees PWD as its working
+// directory, not the parent's: some CLIs take their project from PWD.
+func TestPWDIsTheWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, Spec{Argv: []string{"printenv", "PWD"}, Dir: dir})
+	c := collect(p)
+	if code, err := p.Wait(); err != nil || code != 0 {
+		t.Fatalf("Wait = %d, %v", code, err)
+	}
+	c.waitFor(t, regexp.QuoteMeta(dir))
+}
+
 func TestOwnProcessGroup(t *testing.T) {
 	p := start(t, Spec{Argv: []string{"sh", "-c", `echo "ids:$$:$(ps -o pgid= -p $$ | tr -d ' '):$(ps -o sid= -p $$ | tr -d ' ')"; read x`}})
 	c := collect(p)

@@ -21,13 +21,6 @@ type DetectorOptions struct {
 	// Prompts are the texts sent to the agent. A tag that is part of an
 	// echo of one of them never counts. More can be added with AddPrompt.
 	Prompts []string
-	// Inline also counts tags that share their line with other text
-	// ("Done. <chorus>COMPLETE</chorus>"). By default a tag counts only when
-	// it stands alone on its line, apart from a leading bullet such as ⏺ or
-	// ● and trailing punctuation, so that an agent mentioning the tag
-	// mid-sentence ("I will print <chorus>COMPLETE</chorus> when done") does
-	// not end its task.
-	Inline bool
 	// Context is how many preceding non-blank lines identify an occurrence
 	// (default 2).
 	Context int
@@ -38,7 +31,12 @@ type DetectorOptions struct {
 //
 // It takes plain text (escape sequences already interpreted), either as
 // whole snapshots of scrollback plus screen (Snapshot) or as a stream
-// (Append). Three rules decide what counts:
+// (Append). Four rules decide what counts:
+//
+// Placement. The rule of InMessage: a tag counts when it ends its line
+// (words before it are fine), not when words follow it, inside inline code
+// or quotes, or inside a fenced code block (a displayed file or document).
+// Fences are followed within one Snapshot call, and across Append calls.
 //
 // Echo suppression. Interactive agents echo the prompt, and the prompt
 // names the tags. A tag is ignored when its line begins with an input
@@ -66,7 +64,6 @@ type DetectorOptions struct {
 //
 // A Detector is not safe for concurrent use.
 type Detector struct {
-	inline  bool
 	k       int
 	prompts []string // normalised
 
@@ -79,6 +76,7 @@ type Detector struct {
 	hist    []string // recent complete lines
 	base    int      // stream line number of hist[0]
 	next    int      // first stream line not yet scanned for tags
+	fence   fence    // code fences of the stream, up to next
 }
 
 type occKey struct {
@@ -96,7 +94,7 @@ const (
 
 // NewDetector returns a Detector.
 func NewDetector(opts DetectorOptions) *Detector {
-	d := &Detector{inline: opts.Inline, k: opts.Context, seenSet: map[string]bool{}, turnSeen: map[string]bool{}}
+	d := &Detector{k: opts.Context, seenSet: map[string]bool{}, turnSeen: map[string]bool{}}
 	if d.k <= 0 {
 		d.k = 2
 	}
@@ -127,9 +125,12 @@ func (d *Detector) Reset() { d.turnSeen = map[string]bool{} }
 // tags that had not been counted before.
 func (d *Detector) Snapshot(text string) []Found {
 	lines := splitLines(text)
+	fenced := fencedLines(lines)
 	var out []Found
 	for i := range lines {
-		out = d.scanLine(lines, i, false, true, out)
+		if !fenced[i] {
+			out = d.scanLine(lines, i, false, true, out)
+		}
 	}
 	return out
 }
@@ -162,7 +163,9 @@ func (d *Detector) scanStream(final bool) []Found {
 		if !final && !d.lineReady(d.hist, i) {
 			break
 		}
-		out = d.scanLine(d.hist, i, d.base == 0, false, out)
+		if !d.fence.line(d.hist[i]) {
+			out = d.scanLine(d.hist, i, d.base == 0, false, out)
+		}
 		d.next++
 	}
 	// Keep enough history for context and wrapped tags.
@@ -256,7 +259,7 @@ func (d *Detector) scanLine(lines []string, i int, atStart, lookAhead bool, out 
 		key, complete := d.identity(lines, i, before, content, atStart)
 
 		skip := isInputLine(before) ||
-			(!d.inline && !standalone(before, after)) ||
+			!tagCounts(before, after) ||
 			d.isEcho(lines, i, endLine, lookAhead)
 		if skip || d.alreadySeen(key, complete) || d.turnSeen[content] {
 			d.remember(key)
@@ -422,14 +425,6 @@ func isInputLine(before string) bool {
 		}
 	}
 	return false
-}
-
-func standalone(before, after string) bool {
-	return stripMarkers(before) == "" && strings.TrimFunc(after, trailingJunk) == ""
-}
-
-func trailingJunk(r rune) bool {
-	return unicode.IsSpace(r) || strings.ContainsRune(".,;!", r) || r >= 0x2500 && r <= 0x259f
 }
 
 // stripMarkers drops leading whitespace and UI bullets.

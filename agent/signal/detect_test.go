@@ -114,7 +114,6 @@ func TestDetectorScreens(t *testing.T) {
 		name    string
 		prompt  string
 		agent   []string
-		inline  bool
 		want    []string
 		wantErr error
 	}
@@ -126,9 +125,12 @@ func TestDetectorScreens(t *testing.T) {
 		{name: "message is just the tag", prompt: ownLinePrompt, agent: []string{"⏺ <chorus>COMPLETE</chorus>"}, want: []string{"COMPLETE"}},
 		{name: "bullet variant", prompt: taskPrompt, agent: []string{"● Done.", "", "● <chorus>COMPLETE</chorus>."}, want: []string{"COMPLETE"}},
 		{name: "mention mid-sentence", prompt: taskPrompt, agent: []string{"⏺ Once the tests pass I will print <chorus>COMPLETE</chorus> as asked."}},
-		{name: "mention mid-sentence, inline allowed", prompt: taskPrompt, inline: true,
-			agent: []string{"⏺ Once the tests pass I will print <chorus>COMPLETE</chorus> as asked."}, want: []string{"COMPLETE"}},
-		{name: "inline allowed still ignores echo", prompt: taskPrompt, inline: true},
+		{name: "inline at the end of the line", prompt: taskPrompt,
+			agent: []string{"⏺ All done. <chorus>COMPLETE</chorus>"}, want: []string{"COMPLETE"}},
+		{name: "inline after own-line echo", prompt: ownLinePrompt,
+			agent: []string{"⏺ Tests pass. <chorus>COMPLETE</chorus>"}, want: []string{"COMPLETE"}},
+		{name: "displayed document with a fenced tag", prompt: taskPrompt,
+			agent: []string{"⏺ Bash(cat docs/protocol.md)", "  ⎿  # Protocol", "     ```", "     <chorus>COMPLETE</chorus>", "     ```"}},
 		{name: "blocked with wrapped payload", prompt: taskPrompt,
 			agent: []string{"⏺ I cannot reach the payments sandbox.", "", "  <chorus>BLOCKED: the payments API key is missing from", "  .env</chorus>"},
 			want:  []string{"BLOCKED: the payments API key is missing from .env"}},
@@ -153,7 +155,7 @@ func TestDetectorScreens(t *testing.T) {
 					parts = append(parts, tt.agent)
 				}
 				scr := screen(width, parts...)
-				d := NewDetector(DetectorOptions{Prompts: prompts, Inline: tt.inline})
+				d := NewDetector(DetectorOptions{Prompts: prompts})
 				var got []Found
 				// A TUI repaints the same screen over and over.
 				for i := 0; i < 5; i++ {
@@ -167,7 +169,7 @@ func TestDetectorScreens(t *testing.T) {
 				}
 				// The same text streamed in small pieces gives the same answer.
 				for _, size := range []int{1, 3, 7, 64} {
-					ds := NewDetector(DetectorOptions{Prompts: prompts, Inline: tt.inline})
+					ds := NewDetector(DetectorOptions{Prompts: prompts})
 					var streamed []Found
 					for _, chunk := range chunks(scr, size) {
 						streamed = append(streamed, ds.Append(chunk)...)

@@ -4,17 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 )
 
-// EventKind classifies a headless agent event.
+// EventKind classifies an event of an agent's structured output.
 type EventKind int
 
 // Event kinds.
 const (
-	// Text is assistant text as it arrives.
+	// Text is text the assistant itself wrote (never tool output or user
+	// messages); its Signals are the tags in it that count.
 	Text EventKind = iota + 1
 	// Usage reports the run's usage so far (cumulative, not a delta).
 	Usage
@@ -52,14 +51,15 @@ func (u TokenUsage) add(o TokenUsage) TokenUsage {
 	return TokenUsage{u.Input + o.Input, u.Output + o.Output, u.CacheRead + o.CacheRead, u.CacheWrite + o.CacheWrite, u.CostUSD + o.CostUSD}
 }
 
-// Event is what a headless run reported, in a form common to all CLIs.
+// Event is what an agent's structured output reported (headless events,
+// session transcripts), in a form common to all CLIs.
 type Event struct {
 	Kind      EventKind
 	Text      string
 	Usage     TokenUsage
-	SessionID string // to resume the session (claude session_id, codex thread_id)
-	// Signals are the <chorus> tags in a Completed or Failed event's final
-	// text. A headless run has no echo, so every valid tag counts.
+	SessionID string // to resume the session (claude session_id, codex thread_id, opencode sessionID)
+	// Signals are the tags that count (InMessage) in a Text event: only
+	// text the assistant wrote carries signals, and each message once.
 	Signals []Signal
 }
 
@@ -67,12 +67,36 @@ type Event struct {
 // output); callers skip it.
 var ErrNotJSON = errors.New("not a JSON event")
 
-// ClaudeParser reads `claude -p --output-format stream-json --verbose`
-// output, one line per Parse call.
-type ClaudeParser struct {
-	session string
-	perMsg  map[string]TokenUsage // message id -> latest usage
-	order   []string
+// textEvent is assistant text with the signals it carries.
+func textEvent(text, session string) Event {
+	return Event{Kind: Text, Text: text, SessionID: session, Signals: SignalsIn(text)}
+}
+
+// usageBook sums per-message usage where a CLI repeats a message's usage
+// on every line of it (one line per content block, growing figures):
+// the latest figure of each message counts once.
+type usageBook struct {
+	perMsg map[string]TokenUsage
+	total  TokenUsage
+}
+
+// record notes a message's latest usage and reports whether the total
+// changed.
+func (b *usageBook) record(id string, u TokenUsage) bool {
+	if b.perMsg == nil {
+		b.perMsg = map[string]TokenUsage{}
+	}
+	prev, ok := b.perMsg[id]
+	if ok && prev == u {
+		return false
+	}
+	b.perMsg[id] = u
+	b.total = b.total.add(u).sub(prev)
+	return true
+}
+
+func (u TokenUsage) sub(o TokenUsage) TokenUsage {
+	return TokenUsage{u.Input - o.Input, u.Output - o.Output, u.CacheRead - o.CacheRead, u.CacheWrite - o.CacheWrite, u.CostUSD - o.CostUSD}
 }
 
 type claudeUsage struct {
@@ -89,23 +113,63 @@ func (u *claudeUsage) tokens() TokenUsage {
 	return TokenUsage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
 }
 
+// claudeMessage is an assistant message as both claude stream-json and
+// Claude Code's transcripts carry it.
+type claudeMessage struct {
+	ID      string       `json:"id"`
+	Model   string       `json:"model"`
+	Role    string       `json:"role"`
+	Content blocks       `json:"content"`
+	Usage   *claudeUsage `json:"usage"`
+}
+
+// blocks is message content: a list of typed blocks, or (user messages)
+// a plain string, which holds no assistant text.
+type blocks []struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func (b *blocks) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && data[0] == '"' {
+		*b = nil
+		return nil
+	}
+	type plain blocks
+	return json.Unmarshal(data, (*plain)(b))
+}
+
+// texts returns the message's text blocks as events; tool calls, thinking
+// and the rest are not the assistant talking.
+func (m *claudeMessage) texts(session string) []Event {
+	var evs []Event
+	for _, c := range m.Content {
+		if c.Type == "text" && strings.TrimSpace(c.Text) != "" {
+			evs = append(evs, textEvent(c.Text, session))
+		}
+	}
+	return evs
+}
+
+// ClaudeParser reads `claude -p --output-format stream-json --verbose`
+// output, one line per Parse call. Signals come from the assistant's text
+// blocks only: tool results arrive as user messages, and the final result
+// event repeats the last message's text, so neither is read for tags.
+type ClaudeParser struct {
+	session string
+	book    usageBook
+}
+
 type claudeLine struct {
-	Type      string       `json:"type"`
-	Subtype   string       `json:"subtype"`
-	SessionID string       `json:"session_id"`
-	IsError   bool         `json:"is_error"`
-	Result    *string      `json:"result"`
-	CostUSD   float64      `json:"total_cost_usd"`
-	Usage     *claudeUsage `json:"usage"`
-	Errors    []string     `json:"errors"`
-	Message   *struct {
-		ID      string `json:"id"`
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		Usage *claudeUsage `json:"usage"`
-	} `json:"message"`
+	Type      string         `json:"type"`
+	Subtype   string         `json:"subtype"`
+	SessionID string         `json:"session_id"`
+	IsError   bool           `json:"is_error"`
+	Result    *string        `json:"result"`
+	CostUSD   float64        `json:"total_cost_usd"`
+	Usage     *claudeUsage   `json:"usage"`
+	Errors    []string       `json:"errors"`
+	Message   *claudeMessage `json:"message"`
 }
 
 // Parse turns one line into events (often none).
@@ -122,29 +186,9 @@ func (p *ClaudeParser) Parse(line []byte) ([]Event, error) {
 		if l.Message == nil {
 			return nil, nil
 		}
-		var evs []Event
-		for _, c := range l.Message.Content {
-			if c.Type == "text" && c.Text != "" {
-				evs = append(evs, Event{Kind: Text, Text: c.Text, SessionID: p.session})
-			}
-		}
-		// Each content block arrives as its own line repeating the message's
-		// usage: keep the latest per message, then sum.
-		if u := l.Message.Usage; u != nil && l.Message.ID != "" {
-			if p.perMsg == nil {
-				p.perMsg = map[string]TokenUsage{}
-			}
-			if _, ok := p.perMsg[l.Message.ID]; !ok {
-				p.order = append(p.order, l.Message.ID)
-			}
-			if p.perMsg[l.Message.ID] != u.tokens() {
-				p.perMsg[l.Message.ID] = u.tokens()
-				var sum TokenUsage
-				for _, id := range p.order {
-					sum = sum.add(p.perMsg[id])
-				}
-				evs = append(evs, Event{Kind: Usage, Usage: sum, SessionID: p.session})
-			}
+		evs := l.Message.texts(p.session)
+		if u := l.Message.Usage; u != nil && l.Message.ID != "" && p.book.record(l.Message.ID, u.tokens()) {
+			evs = append(evs, Event{Kind: Usage, Usage: p.book.total, SessionID: p.session})
 		}
 		return evs, nil
 	case "result":
@@ -155,17 +199,66 @@ func (p *ClaudeParser) Parse(line []byte) ([]Event, error) {
 		}
 		if l.IsError || (l.Subtype != "" && l.Subtype != "success") {
 			ev.Kind = Failed
-			if ev.Text == "" {
+			if strings.TrimSpace(ev.Text) == "" {
 				ev.Text = strings.TrimSpace(l.Subtype + " " + strings.Join(l.Errors, "; "))
 			}
 		}
-		ev.Signals = SignalsIn(ev.Text)
 		return []Event{ev}, nil
 	}
 	return nil, nil
 }
 
+// ClaudeTranscriptParser reads an interactive Claude Code session
+// transcript (~/.claude/projects/<cwd>/<session>.jsonl), one line per
+// Parse call: the assistant's text blocks and each message's usage, priced
+// at list price where the line carries no cost. Tool results come back as
+// user entries and are not read; nor are subagents' (sidechain) messages,
+// which are not the agent talking to Chorus.
+type ClaudeTranscriptParser struct {
+	session string
+	book    usageBook
+}
+
+type claudeTranscriptLine struct {
+	Type        string         `json:"type"`
+	SessionID   string         `json:"sessionId"`
+	IsSidechain bool           `json:"isSidechain"`
+	CostUSD     float64        `json:"costUSD"`
+	Message     *claudeMessage `json:"message"`
+}
+
+// Parse turns one line into events (often none).
+func (p *ClaudeTranscriptParser) Parse(line []byte) ([]Event, error) {
+	var l claudeTranscriptLine
+	if err := decodeLine(line, &l); err != nil {
+		return nil, err
+	}
+	if l.SessionID != "" {
+		p.session = l.SessionID
+	}
+	if l.Type != "assistant" || l.Message == nil {
+		return nil, nil
+	}
+	var evs []Event
+	if !l.IsSidechain {
+		evs = l.Message.texts(p.session)
+	}
+	if u := l.Message.Usage; u != nil && l.Message.ID != "" {
+		t := u.tokens()
+		t.CostUSD = l.CostUSD
+		if t.CostUSD == 0 {
+			t.CostUSD = ListPriceUSD(l.Message.Model, t)
+		}
+		if p.book.record(l.Message.ID, t) {
+			evs = append(evs, Event{Kind: Usage, Usage: p.book.total, SessionID: p.session})
+		}
+	}
+	return evs, nil
+}
+
 // CodexParser reads `codex exec --json` output, one line per Parse call.
+// Signals come from agent_message items only (not command output, not the
+// turn's end, which repeats the last message).
 type CodexParser struct {
 	thread string
 	last   string // latest agent message: the final answer at turn end
@@ -208,7 +301,7 @@ func (p *CodexParser) Parse(line []byte) ([]Event, error) {
 		switch t := l.Item.Type + l.Item.ItemType; t {
 		case "agent_message", "assistant_message":
 			p.last = l.Item.Text
-			return []Event{{Kind: Text, Text: l.Item.Text, SessionID: p.thread}}, nil
+			return []Event{textEvent(l.Item.Text, p.thread)}, nil
 		}
 	case "turn.completed":
 		if u := l.Usage; u != nil {
@@ -217,14 +310,166 @@ func (p *CodexParser) Parse(line []byte) ([]Event, error) {
 		}
 		return []Event{
 			{Kind: Usage, Usage: p.total, SessionID: p.thread},
-			{Kind: Completed, Text: p.last, Usage: p.total, SessionID: p.thread, Signals: SignalsIn(p.last)},
+			{Kind: Completed, Text: p.last, Usage: p.total, SessionID: p.thread},
 		}, nil
 	case "turn.failed", "error":
 		msg := l.Message
 		if l.Error != nil && l.Error.Message != "" {
 			msg = l.Error.Message
 		}
-		return []Event{{Kind: Failed, Text: msg, Usage: p.total, SessionID: p.thread, Signals: SignalsIn(p.last)}}, nil
+		return []Event{{Kind: Failed, Text: msg, Usage: p.total, SessionID: p.thread}}, nil
+	}
+	return nil, nil
+}
+
+// CodexRolloutParser reads an interactive Codex session's rollout file
+// ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl), one line per Parse
+// call: the assistant's messages (response_item entries of type message,
+// role assistant, output_text content; not function calls or their
+// output) and the session's running token count.
+type CodexRolloutParser struct {
+	session string
+	total   TokenUsage
+}
+
+type codexRolloutLine struct {
+	Type    string `json:"type"`
+	Payload *struct {
+		Type    string `json:"type"`
+		ID      string `json:"id"`
+		Role    string `json:"role"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		Info *struct {
+			Total *struct {
+				Input     int64 `json:"input_tokens"`
+				CacheRead int64 `json:"cached_input_tokens"`
+				Output    int64 `json:"output_tokens"`
+			} `json:"total_token_usage"`
+		} `json:"info"`
+	} `json:"payload"`
+}
+
+// Parse turns one line into events (often none).
+func (p *CodexRolloutParser) Parse(line []byte) ([]Event, error) {
+	var l codexRolloutLine
+	if err := decodeLine(line, &l); err != nil {
+		return nil, err
+	}
+	pl := l.Payload
+	if pl == nil {
+		return nil, nil
+	}
+	switch {
+	case l.Type == "session_meta":
+		p.session = pl.ID
+	case l.Type == "response_item" && pl.Type == "message" && pl.Role == "assistant":
+		var evs []Event
+		for _, c := range pl.Content {
+			if c.Type == "output_text" && strings.TrimSpace(c.Text) != "" {
+				evs = append(evs, textEvent(c.Text, p.session))
+			}
+		}
+		return evs, nil
+	case l.Type == "event_msg" && pl.Type == "token_count" && pl.Info != nil && pl.Info.Total != nil:
+		u := pl.Info.Total
+		// Cached tokens are counted inside input_tokens.
+		t := TokenUsage{Input: u.Input - u.CacheRead, CacheRead: u.CacheRead, Output: u.Output}
+		if t != p.total {
+			p.total = t
+			return []Event{{Kind: Usage, Usage: t, SessionID: p.session}}, nil
+		}
+	}
+	return nil, nil
+}
+
+// OpenCodeParser reads `opencode run --format json` output, one line per
+// Parse call. Its events are JSON objects whose text parts are JSON
+// strings, so tags are read from the decoded text of the assistant's text
+// parts (never from tool parts, whose output may print anything). Usage
+// and cost come from step_finish events, one per model call.
+type OpenCodeParser struct {
+	session string
+	total   TokenUsage
+	seen    map[string]bool // text part ids already read
+}
+
+type openCodeLine struct {
+	Type      string `json:"type"`
+	SessionID string `json:"sessionID"`
+	Part      *struct {
+		ID        string `json:"id"`
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		Synthetic bool   `json:"synthetic"`
+		Ignored   bool   `json:"ignored"`
+		Time      *struct {
+			End int64 `json:"end"`
+		} `json:"time"`
+		Tokens *struct {
+			Input     int64 `json:"input"`
+			Output    int64 `json:"output"`
+			Reasoning int64 `json:"reasoning"`
+			Cache     struct {
+				Read  int64 `json:"read"`
+				Write int64 `json:"write"`
+			} `json:"cache"`
+		} `json:"tokens"`
+		Cost float64 `json:"cost"`
+	} `json:"part"`
+	Error *struct {
+		Name string `json:"name"`
+		Data *struct {
+			Message string `json:"message"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+// Parse turns one line into events (often none).
+func (p *OpenCodeParser) Parse(line []byte) ([]Event, error) {
+	var l openCodeLine
+	if err := decodeLine(line, &l); err != nil {
+		return nil, err
+	}
+	if l.SessionID != "" {
+		p.session = l.SessionID
+	}
+	pt := l.Part
+	switch l.Type {
+	case "text":
+		if pt == nil || pt.Type != "text" || pt.Synthetic || pt.Ignored || pt.Time == nil || pt.Time.End == 0 {
+			return nil, nil // not the assistant's, or not finished
+		}
+		if p.seen[pt.ID] {
+			return nil, nil
+		}
+		if p.seen == nil {
+			p.seen = map[string]bool{}
+		}
+		p.seen[pt.ID] = true
+		if strings.TrimSpace(pt.Text) == "" {
+			return nil, nil
+		}
+		return []Event{textEvent(pt.Text, p.session)}, nil
+	case "step_finish":
+		if pt == nil || pt.Tokens == nil {
+			return nil, nil
+		}
+		tk := pt.Tokens
+		p.total = p.total.add(TokenUsage{Input: tk.Input, Output: tk.Output + tk.Reasoning,
+			CacheRead: tk.Cache.Read, CacheWrite: tk.Cache.Write, CostUSD: pt.Cost})
+		return []Event{{Kind: Usage, Usage: p.total, SessionID: p.session}}, nil
+	case "error":
+		msg := "opencode reported an error"
+		if e := l.Error; e != nil {
+			msg = e.Name
+			if e.Data != nil && e.Data.Message != "" {
+				msg = e.Data.Message
+			}
+		}
+		return []Event{{Kind: Failed, Text: msg, Usage: p.total, SessionID: p.session}}, nil
 	}
 	return nil, nil
 }
@@ -238,18 +483,4 @@ func decodeLine(line []byte, v any) error {
 		return fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
 	return nil
-}
-
-var tagAnywhere = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<chorus>([^<]{0,1000})</chorus>`) })
-
-// SignalsIn returns the valid signals tagged anywhere in text, in order.
-// For text with no echo to fear, such as a headless run's final answer.
-func SignalsIn(text string) []Signal {
-	var out []Signal
-	for _, m := range tagAnywhere().FindAllStringSubmatch(text, -1) {
-		if s, err := Parse(m[1]); err == nil {
-			out = append(out, s)
-		}
-	}
-	return out
 }

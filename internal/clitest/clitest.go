@@ -154,6 +154,65 @@ func ClaudeHome(home, baseURL string) ([]string, error) {
 	}, nil
 }
 
+// TrustClaude adds an exact trusted entry for each directory to the
+// throwaway HOME's ~/.claude.json: current Claude Code asks its trust
+// question for every new working directory, trusted parent or not, and
+// its default answer exits.
+func TrustClaude(home string, dirs ...string) error {
+	path := filepath.Join(home, ".claude.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	projects, _ := cfg["projects"].(map[string]any)
+	if projects == nil {
+		projects = map[string]any{}
+	}
+	for _, d := range dirs {
+		projects[d] = map[string]any{"hasTrustDialogAccepted": true}
+		if real, err := filepath.EvalSymlinks(filepath.Dir(d)); err == nil {
+			projects[filepath.Join(real, filepath.Base(d))] = map[string]any{"hasTrustDialogAccepted": true}
+		}
+	}
+	cfg["projects"] = projects
+	return writeJSON(path, cfg)
+}
+
+// OpenCodeHome prepares a throwaway home for opencode pointed at the model
+// server's Anthropic Messages API (as provider "fake", model "fake/m",
+// priced $3/$15 per million tokens so cost is reported) and returns the
+// child's environment.
+func OpenCodeHome(home, baseURL string) ([]string, error) {
+	cfg := map[string]any{
+		"model":    "fake/m",
+		"provider": map[string]any{"fake": map[string]any{
+			"npm": "@ai-sdk/anthropic", "name": "fake",
+			"options": map[string]any{"baseURL": baseURL + "/v1", "apiKey": "sk-test"},
+			"models":  map[string]any{"m": map[string]any{"name": "m", "cost": map[string]any{"input": 3, "output": 15}}},
+		}},
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	x := filepath.Join(home, ".opencode-xdg")
+	env := []string{"HOME=" + home, "OPENCODE_CONFIG_CONTENT=" + string(b),
+		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", `OPENCODE_PERMISSION={"*":"allow"}`}
+	for _, d := range []struct{ k, v string }{{"XDG_CONFIG_HOME", "config"}, {"XDG_DATA_HOME", "data"}, {"XDG_CACHE_HOME", "cache"}, {"XDG_STATE_HOME", "state"}} {
+		p := filepath.Join(x, d.v)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, err
+		}
+		env = append(env, d.k+"="+p)
+	}
+	return env, nil
+}
+
 // CodexHome writes a throwaway CODEX_HOME whose default provider is the
 // model server's Responses API, and returns the child's environment.
 func CodexHome(home, baseURL string) ([]string, error) {
