@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command chorus runs several AI coding agents in parallel on one git repository.
 package main
 
