@@ -102,6 +102,20 @@ signal COMPLETE
 	if _, err := os.Stat(filepath.Join(dir, ".chorus/chorus.lock")); !os.IsNotExist(err) {
 		t.Errorf("lock left behind: %v", err)
 	}
+	// The diagnostic log tells the session's story at the default level.
+	diag, err := os.ReadFile(filepath.Join(dir, ".chorus/logs/chorus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`msg="session started"`, "mode=autopilot", "config=" + filepath.Join(dir, ".chorus/config.json"),
+		"kind=agent_started", "kind=agent_finished", "kind=merge_landed", `msg="session ended"`} {
+		if !strings.Contains(string(diag), want) {
+			t.Errorf("chorus.log lacks %q:\n%s", want, diag)
+		}
+	}
+	if strings.Contains(string(diag), "level=DEBUG") {
+		t.Errorf("debug records at the default level:\n%s", diag)
+	}
 }
 
 func TestHeadlessFailureExitsNonZero(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -25,6 +26,7 @@ type session struct {
 	store  beads.Store
 	engine *orchestrator.Engine
 	target string
+	log    *slog.Logger // the diagnostic log, .chorus/logs/chorus.log
 }
 
 // startSession takes the repository lock and builds the engine, recovered
@@ -34,29 +36,45 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	if err != nil {
 		return nil, nil, withCode(ExitLocked, err)
 	}
+	log, closeLog, err := openDiagLog(p, stderr)
+	if err != nil {
+		lock.Release()
+		return nil, nil, err
+	}
+	fail := func(err error) (*session, func(), error) {
+		log.Error("session did not start", "err", err)
+		closeLog()
+		lock.Release()
+		return nil, nil, err
+	}
 	target := p.cfg.Merge.TargetBranch
 	if target == "" {
 		target, _ = gitx.CurrentBranch(ctx, p.root)
 	}
 	if target == "" {
-		lock.Release()
-		return nil, nil, withCode(ExitSetup, errors.New("the main checkout is on a detached HEAD; check out the branch agents should merge into, or set merge.targetBranch in .chorus/config.json"))
+		return fail(withCode(ExitSetup, errors.New("the main checkout is on a detached HEAD; check out the branch agents should merge into, or set merge.targetBranch in .chorus/config.json")))
 	}
 	if _, err := gitx.Git(ctx, p.root, "rev-parse", "--verify", "--quiet", target+"^{commit}"); err != nil {
-		lock.Release()
-		return nil, nil, withCode(ExitSetup, fmt.Errorf("branch %q has no commits yet; make a first commit so agents have something to branch from", target))
+		return fail(withCode(ExitSetup, fmt.Errorf("branch %q has no commits yet; make a first commit so agents have something to branch from", target)))
 	}
+	logSessionStart(log, p, target)
 	exe, _ := os.Executable()
 	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: exe})
 	if err != nil {
-		lock.Release()
-		return nil, nil, err
+		return fail(err)
 	}
+	stopEvents := logEvents(log, eng.Subscribe())
 	if err := eng.Recover(ctx); err != nil {
-		lock.Release()
-		return nil, nil, withCode(ExitSetup, err)
+		stopEvents()
+		return fail(withCode(ExitSetup, err))
 	}
-	return &session{p: p, store: s, engine: eng, target: target}, lock.Release, nil
+	release := func() {
+		stopEvents()
+		log.Info("session ended")
+		closeLog()
+		lock.Release()
+	}
+	return &session{p: p, store: s, engine: eng, target: target, log: log}, release, nil
 }
 
 // routeSignals delivers `chorus signal` messages to the engine and
@@ -117,6 +135,12 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	running := eng.Snapshot().Running
 	cancel()
 	eerr := <-done
+	if uerr != nil {
+		ss.log.Error("full-screen interface failed", "err", uerr)
+	}
+	if eerr != nil {
+		ss.log.Error("engine stopped with an error", "err", eerr)
+	}
 	if uerr != nil {
 		return withCode(ExitFailure, fmt.Errorf("%w (run with --headless where there is no terminal)", uerr))
 	}
@@ -205,7 +229,9 @@ loop:
 		}
 	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		ss.log.Error("engine stopped with an error", "err", err)
+	}
 	for {
 		select {
 		case ev := <-events:

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,9 +22,11 @@ import (
 	"github.com/chorus-dev/chorus/gitx"
 )
 
-// BuildInfo is stamped into the binary at build time.
+// BuildInfo is stamped into the binary at build time with -ldflags; what
+// is left empty comes from the go command's build information (complete).
 type BuildInfo struct {
 	Version, Commit, Date string
+	committed             bool // Date is the commit's time, not the build's
 }
 
 // Exit codes. Documented in the README; scripts may rely on them.
@@ -60,7 +63,7 @@ func withCode(code int, err error) error {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, bi BuildInfo) int {
-	return run(args, bi, os.Stdin, os.Stdout, os.Stderr)
+	return run(args, bi.complete(debug.ReadBuildInfo()), os.Stdin, os.Stdout, os.Stderr)
 }
 
 func run(args []string, bi BuildInfo, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -106,7 +109,7 @@ agent says it is done, and merges finished branches into the target branch.
 Without a subcommand, chorus picks the mode from the project's state: no
 .chorus/ directory → init; otherwise planning or implementation, by the
 planning state and the ready tasks.`,
-		Version:       fmt.Sprintf("%s (commit %s, built %s)", bi.Version, bi.Commit, bi.Date),
+		Version:       bi.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,

@@ -115,6 +115,7 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	p := &project{root: root}
 	if _, err := os.Stat(root + "/.chorus"); err != nil {
 		if !isTTY(cmd.InOrStdin()) || o.headless {
+			//lint:ignore ST1005 Chorus is a name; the message is shown as it is
 			return withCode(ExitSetup, fmt.Errorf("Chorus is not set up in %s; run `chorus init --yes` first", root))
 		}
 		fmt.Fprintln(stderr, "No .chorus/ here yet: starting init.")

@@ -165,10 +165,7 @@ func readFull(f *os.File, b []byte) (int, error) {
 
 func keyOf(st os.FileInfo) fileKey {
 	k := fileKey{ok: true, size: st.Size(), mtimeNanos: st.ModTime().UnixNano()}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		k.dev, k.ino = uint64(sys.Dev), sys.Ino
-		k.ctimeNanos = sys.Ctim.Nano()
-	}
+	k.dev, k.ino, k.ctimeNanos = statIdentity(st)
 	return k
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/chorus-dev/chorus/gitx"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/chorus-dev/chorus/proc"
@@ -698,10 +696,3 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 	s.clearIntegration(ctx)
 	return err
 }
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
-var _ = filepath.Join

@@ -26,10 +26,10 @@ import (
 // agentRun is one agent working on one task: a supervisor goroutine that
 // owns the process and reports every transition to the loop.
 type agentRun struct {
-	e                     *Engine
-	id, profileName, task string
-	taskID                string
-	profile               config.AgentProfile
+	e               *Engine
+	id, profileName string
+	taskID          string
+	profile         config.AgentProfile
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -544,23 +543,12 @@ func (e *Engine) profileFor(t beads.Task, override string) (string, config.Agent
 }
 
 var (
-	errStopped       = errors.New("stopped by the user")
-	errRedirect      = errors.New("redirected to another task")
+	errStopped  = errors.New("stopped by the user")
+	errRedirect = errors.New("redirected to another task")
+	//lint:ignore ST1005 Chorus is a name; the message is shown as it is
 	errShutdown      = errors.New("Chorus is shutting down")
 	errTimeout       = errors.New("task timeout reached")
-	errEdited        = errors.New("task edited")
 	errBudget        = errors.New("budget reached")
 	errKilledAll     = errors.New("all agents killed")
 	errEngineStopped = errors.New("the engine has stopped")
 )
-
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(nil) == nil
-}

@@ -303,20 +303,19 @@ func (d *driver) golden(name string) {
 // fakeEngine serves fixed snapshots and records commands, for screen
 // tests that must not depend on timing.
 type fakeEngine struct {
-	mu       sync.Mutex
-	snap     orchestrator.Snapshot
-	screens  map[string]*term.Emulator
-	inputs   map[string]*bytes.Buffer
-	cmds     []orchestrator.Command
-	resized  map[string][2]int
-	changed  chan struct{}
-	events   chan orchestrator.Event
-	cps      []merge.Checkpoint
-	deps     []string
-	doErr    error
-	onDo     func(c orchestrator.Command)
-	blockDo  chan struct{} // when set, Do waits for it (a slow command)
-	subCount int
+	mu      sync.Mutex
+	snap    orchestrator.Snapshot
+	screens map[string]*term.Emulator
+	inputs  map[string]*bytes.Buffer
+	cmds    []orchestrator.Command
+	resized map[string][2]int
+	changed chan struct{}
+	events  chan orchestrator.Event
+	cps     []merge.Checkpoint
+	deps    []string
+	doErr   error
+	onDo    func(c orchestrator.Command)
+	blockDo chan struct{} // when set, Do waits for it (a slow command)
 }
 
 func newFakeEngine(snap orchestrator.Snapshot) *fakeEngine {

@@ -735,9 +735,7 @@ func (u *UI) taskForm(name, title string, t beads.Task, submit func(title, desc,
 		var deps []string
 		if isNew {
 			prio, _ = f.GetFormItemByLabel("Priority").(*tview.DropDown).GetCurrentOption()
-			for _, d := range strings.FieldsFunc(get("Blocked by (ids)"), func(r rune) bool { return r == ',' || r == ' ' }) {
-				deps = append(deps, d)
-			}
+			deps = strings.FieldsFunc(get("Blocked by (ids)"), func(r rune) bool { return r == ',' || r == ' ' })
 		}
 		u.closeOverlay()
 		submit(ti, get("Description"), get("Acceptance"), prio, deps)

@@ -12,20 +12,17 @@
 package ptyproc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultLogCap is the log size limit when Spec.LogCap is 0.
@@ -153,7 +150,7 @@ func Start(spec Spec) (*Proc, error) {
 	p.pty = pollable(master)
 	p.pid = cmd.Process.Pid
 	p.started = time.Now()
-	// The child cannot be reaped before our Wait, so its /proc entry is
+	// The child cannot be reaped before our Wait, so its start time is
 	// there to read.
 	p.startTime, _ = StartTimeOf(p.pid)
 	go p.readLoop()
@@ -437,9 +434,8 @@ func (p *Proc) Wait() (int, error) {
 // Pid returns the process id, which is also its process group id.
 func (p *Proc) Pid() int { return p.pid }
 
-// StartTime returns the process start time in clock ticks since boot
-// (field 22 of /proc/<pid>/stat); with the pid it identifies the process
-// across a restart of Chorus (see Alive).
+// StartTime returns the process start time (see StartTimeOf); with the pid
+// it identifies the process across a restart of Chorus (see Alive).
 func (p *Proc) StartTime() uint64 { return p.startTime }
 
 // Started returns the wall-clock time Start returned.
@@ -472,71 +468,6 @@ func (p *Proc) Stop(grace time.Duration) {
 	p.killGroup()
 }
 
-// killGroup is safe after the leader is reaped: Linux does not reuse a
-// number while a process group of that id still has members.
+// killGroup is safe after the leader is reaped: POSIX systems do not reuse
+// a number while a process group of that id still has members.
 func (p *Proc) killGroup() { _ = syscall.Kill(-p.pid, syscall.SIGKILL) }
-
-// StartTimeOf reads field 22 (starttime) of /proc/<pid>/stat.
-func StartTimeOf(pid int) (uint64, error) {
-	_, start, err := readStat(pid)
-	return start, err
-}
-
-func readStat(pid int) (state byte, start uint64, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// comm (field 2) may contain spaces and parentheses: fields after it
-	// are counted from the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("ptyproc: malformed stat for pid %d", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); field 22 is f[19].
-	if len(f) < 20 || len(f[0]) == 0 {
-		return 0, 0, fmt.Errorf("ptyproc: short stat for pid %d", pid)
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	return f[0][0], start, err
-}
-
-// Alive reports whether pid is a live (not zombie) process that started at
-// startTime, so a pid reused by an unrelated process reads as dead.
-func Alive(pid int, startTime uint64) bool {
-	if pid <= 0 {
-		return false
-	}
-	state, start, err := readStat(pid)
-	if err != nil {
-		return false
-	}
-	return start == startTime && state != 'Z' && state != 'X'
-}
-
-// StopOrphan ends the process group led by pid — an agent of a Chorus that
-// died, which nobody waits for — if pid is still that process (startTime
-// guards against reuse): SIGTERM, then SIGKILL after grace. It waits on a
-// pidfd, not by polling, and reports whether the process was found.
-func StopOrphan(pid int, startTime uint64, grace time.Duration) bool {
-	if !Alive(pid, startTime) {
-		return false
-	}
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		return true
-	}
-	defer unix.Close(fd)
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	// The pidfd becomes readable when the process exits.
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	if n, _ := unix.Poll(fds, int(grace.Milliseconds())); n == 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_, _ = unix.Poll(fds, 5000)
-	}
-	// Whatever else is left in the group goes too.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	return true
-}

@@ -234,23 +234,6 @@ func nonBlocking(t *testing.T, p *Proc) bool {
 	return fl&unix.O_NONBLOCK != 0
 }
 
-// waitGone blocks until pid has exited, using a pidfd, which works for
-// processes that are not our children.
-func waitGone(t *testing.T, fd int) {
-	t.Helper()
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(failSafe/time.Millisecond))
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || n != 1 {
-			t.Fatalf("process did not exit: n=%d err=%v", n, err)
-		}
-		return
-	}
-}
-
 func TestStopKillsStubbornGroup(t *testing.T) {
 	script := `trap "" TERM HUP
 sh -c 'trap "" TERM HUP; echo "gc:$$"; exec sleep 1000' &
@@ -266,11 +249,7 @@ wait`
 	if !Alive(gc, gcStart) {
 		t.Fatal("grandchild should be alive")
 	}
-	pidfd, err := unix.PidfdOpen(gc, 0)
-	if err != nil {
-		t.Skipf("pidfd_open: %v", err)
-	}
-	defer unix.Close(pidfd)
+	waitGone := watchExit(t, gc)
 
 	p.Stop(100 * time.Millisecond)
 	select {
@@ -284,7 +263,7 @@ wait`
 	if Alive(p.Pid(), p.StartTime()) {
 		t.Error("leader still alive")
 	}
-	waitGone(t, pidfd)
+	waitGone()
 	if Alive(gc, gcStart) {
 		t.Error("grandchild survived Stop")
 	}

@@ -21,16 +21,12 @@ wait`
 	if err != nil {
 		t.Fatal(err)
 	}
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Skipf("pidfd_open: %v", err)
-	}
-	defer unix.Close(pidfd)
+	waitGone := watchExit(t, pid)
 	if pg, _ := unix.Getpgid(pid); pg == p.Pid() {
 		t.Fatalf("the descendant is still in the agent's group %d; the test needs one outside it", pg)
 	}
 	p.Stop(100 * time.Millisecond)
-	waitGone(t, pidfd)
+	waitGone()
 	if Alive(pid, st) {
 		t.Error("setsid descendant survived Stop")
 	}
@@ -39,20 +35,16 @@ wait`
 // After a crash, the orphaned agent's escaped descendants go with it.
 func TestStopOrphanTreeEndsSetsidDescendant(t *testing.T) {
 	script := `setsid sh -c 'echo "escaped:$$"; exec sleep 1000' &
-echo "leader:$$"; wait`
+wait`
 	p := start(t, Spec{Argv: []string{"sh", "-c", script}})
 	c := collect(p)
 	m := c.waitFor(t, `escaped:(\d+)`)
 	pid, _ := strconv.Atoi(m[1])
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Skipf("pidfd_open: %v", err)
-	}
-	defer unix.Close(pidfd)
+	waitGone := watchExit(t, pid)
 	if !StopOrphanTree(p.Pid(), p.StartTime(), 100*time.Millisecond) {
 		t.Fatal("the orphan was not found")
 	}
-	waitGone(t, pidfd)
+	waitGone()
 }
 
 // An agent that exits by itself takes its escaped descendants with it.
@@ -64,11 +56,7 @@ while [ ! -s pid ]; do :; done; echo "escaped:$(cat pid)"; exit 0`
 	c := collect(p)
 	m := c.waitFor(t, `escaped:(\d+)`)
 	pid, _ := strconv.Atoi(m[1])
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Skipf("pidfd_open: %v", err)
-	}
-	defer unix.Close(pidfd)
+	waitGone := watchExit(t, pid)
 	<-p.Done()
-	waitGone(t, pidfd)
+	waitGone()
 }

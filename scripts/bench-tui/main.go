@@ -16,7 +16,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
@@ -92,7 +91,6 @@ type engine struct {
 	snap    orchestrator.Snapshot
 	emus    map[string]*term.Emulator
 	ptys    map[string]*ptyproc.Proc
-	mu      sync.Mutex
 	changed chan struct{}
 }
 

@@ -53,11 +53,11 @@ func TestDrawCellsAndTitle(t *testing.T) {
 	if got := rowText(s, 1, 2, 10); !strings.HasPrefix(got, "中") {
 		t.Errorf("row 2 = %q", got)
 	}
-	_, _, st, _ := s.GetContent(4, 1)
+	_, st, _ := s.Get(4, 1)
 	if fg, _, _ := st.Decompose(); fg != tcell.PaletteColor(1) {
 		t.Errorf("red cell fg = %v", fg)
 	}
-	_, _, st, _ = s.GetContent(1, 1)
+	_, st, _ = s.Get(1, 1)
 	if fg, bg, _ := st.Decompose(); fg != tcell.ColorDefault || bg != tcell.ColorDefault {
 		t.Errorf("default cell = %v/%v, want the default colour kept", fg, bg)
 	}

@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
+)
+
+// openDiagLog opens .chorus/logs/chorus.log for a session. A bad
+// CHORUS_LOG_LEVEL is an error; a log that cannot be written is only a
+// warning, since the session can run without it.
+func openDiagLog(p *project, stderr io.Writer) (*slog.Logger, func(), error) {
+	if _, err := chorusdir.ParseLogLevel(os.Getenv(chorusdir.LogLevelEnv)); err != nil {
+		return nil, nil, withCode(ExitUsage, err)
+	}
+	log, c, err := p.dir.OpenDiagLog()
+	if err == nil {
+		return log, func() { _ = c.Close() }, nil
+	}
+	fmt.Fprintf(stderr, "chorus: no diagnostic log (%v); continuing without it\n", err)
+	return slog.New(slog.DiscardHandler), func() {}, nil
+}
+
+// logSessionStart records what this session is: enough to tell runs apart
+// when reading the log after a problem.
+func logSessionStart(log *slog.Logger, p *project, target string) {
+	cfgPath, userPath := p.dir.Config(), ""
+	if p.loaded != nil {
+		cfgPath, userPath = p.loaded.Path, p.loaded.UserPath
+	}
+	log.Info("session started",
+		"args", strings.Join(os.Args, " "), "pid", os.Getpid(), "version", buildVersion(),
+		"os", runtime.GOOS+"/"+runtime.GOARCH, "root", p.root, "mode", p.cfg.Mode,
+		"maxAgents", p.cfg.Agents.MaxParallel, "target", target,
+		"config", cfgPath, "userConfig", userPath)
+	if p.loaded != nil {
+		for _, w := range p.loaded.Warnings {
+			log.Warn("config", "warning", w)
+		}
+	}
+}
+
+// logEvents copies engine events into the diagnostic log until the
+// returned function is called; that function returns once what was
+// already delivered is written.
+func logEvents(log *slog.Logger, events <-chan orchestrator.Event) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	write := func(ev orchestrator.Event) {
+		attrs := []any{"kind", ev.Kind}
+		if ev.Agent != "" {
+			attrs = append(attrs, "agent", ev.Agent)
+		}
+		if ev.Task != "" {
+			attrs = append(attrs, "task", ev.Task)
+		}
+		if ev.Text != "" {
+			attrs = append(attrs, "text", ev.Text)
+		}
+		for k, v := range ev.Fields {
+			attrs = append(attrs, k, v)
+		}
+		log.Log(context.Background(), eventLevel(ev.Kind), "event", attrs...)
+	}
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case ev := <-events:
+				write(ev)
+			case <-quit:
+				for {
+					select {
+					case ev := <-events:
+						write(ev)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// eventLevel: what a person debugging a run looks for first is at info
+// and above; the rest (iterations, signals, quality runs) at debug.
+func eventLevel(kind string) slog.Level {
+	switch kind {
+	case orchestrator.EvError:
+		return slog.LevelError
+	case orchestrator.EvFailed, orchestrator.EvBlocked, orchestrator.EvAlert, orchestrator.EvNeedsHelp,
+		mergeKind(merge.EventFailed), mergeKind(merge.EventConflict), mergeKind(merge.EventQualityFailed),
+		mergeKind(merge.EventWaitingHuman), mergeKind(merge.EventHeld), mergeKind(merge.EventPaused):
+		return slog.LevelWarn
+	case orchestrator.EvAssigned, orchestrator.EvStarted, orchestrator.EvAgentExit, orchestrator.EvFinished,
+		orchestrator.EvCompleted, orchestrator.EvReleased, orchestrator.EvMode, orchestrator.EvPaused,
+		orchestrator.EvResumed, orchestrator.EvRecovered, orchestrator.EvCheckpoint, orchestrator.EvRollback,
+		orchestrator.EvMergeQueued, mergeKind(merge.EventLanded), mergeKind(merge.EventResolved):
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// mergeKind is the engine's event kind for a merge service event (see
+// orchestrator's merge link: "merge_" and the kind with underscores).
+func mergeKind(k merge.EventKind) string {
+	return "merge_" + strings.ReplaceAll(string(k), "-", "_")
+}
