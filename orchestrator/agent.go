@@ -407,7 +407,10 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		if p != nil && res.typed == "" && !res.crashed && r.interactive() && res.failure != "" {
 			// A live interactive agent gets the failure typed in.
 			text := feedback(res.failure)
-			r.detect(func() { det.AddPrompt(text) })
+			// The next turn starts as the text goes in, not when typing
+			// returns: a quick agent may answer, and signal again, before
+			// the input is confirmed.
+			r.detect(func() { det.AddPrompt(text); det.Reset() })
 			if err := r.typeInto(p, text); err != nil {
 				r.event(EvAlert, "could not deliver feedback, restarting the agent: "+err.Error(), nil)
 				r.stopProc(p)

@@ -114,6 +114,12 @@ func (h *harness) report() string {
 	for _, ev := range h.events.Log {
 		fmt.Fprintf(&b, "  %s %s %s %s\n", ev.Kind, ev.Agent, ev.Task, ev.Text)
 	}
+	// What the agents' screens showed, for a test that waited in vain.
+	for id := range h.eng.Snapshot().Agents {
+		if sc := h.eng.Screen(id); sc != nil {
+			fmt.Fprintf(&b, "screen of %s:\n%s\n", id, strings.TrimRight(sc.Text(), " \n"))
+		}
+	}
 	return b.String()
 }
 
