@@ -66,6 +66,11 @@ type Manager struct {
 
 	// mu serialises changes to worktree registrations and refs; git takes
 	// its own locks but fails rather than waits when they are held.
+	//
+	// Lock order: mu first, then gitx.WorktreeMu. Every method that needs
+	// both takes them in this order; the reverse order deadlocks against a
+	// concurrent Ensure (one holds mu and waits for WorktreeMu while the
+	// other holds WorktreeMu and waits for mu).
 	mu       sync.Mutex
 	excluded bool // info/exclude checked (under mu)
 }
@@ -191,6 +196,7 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 
 // attach makes sure the worktree is registered and on disk, under the lock.
 func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, error) {
+	// Lock order: m.mu, then gitx.WorktreeMu (see Manager.mu).
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	gitx.WorktreeMu.Lock()
@@ -448,8 +454,6 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	if err := m.check(); err != nil {
 		return err
 	}
-	gitx.WorktreeMu.Lock()
-	defer gitx.WorktreeMu.Unlock()
 	if target == "" {
 		target = m.Target
 	}
@@ -463,8 +467,11 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	if _, _, ok := ParseBranch(wt.Branch); !ok {
 		return fmt.Errorf("worktree: %q is not an agent branch", wt.Branch)
 	}
+	// Lock order: m.mu, then gitx.WorktreeMu (see Manager.mu).
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	gitx.WorktreeMu.Lock()
+	defer gitx.WorktreeMu.Unlock()
 
 	present := false
 	if _, err := os.Stat(wt.Dir); err == nil {
