@@ -9,9 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,8 +62,11 @@ func Main(args []string, bi BuildInfo) int {
 	return run(args, bi, os.Stdin, os.Stdout, os.Stderr)
 }
 
+// lastResortExit ends the process when shutdown overran its grace period.
+var lastResortExit = os.Exit
+
 func run(args []string, bi BuildInfo, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := watchStopSignals(stderr, lastResortExit)
 	defer stop()
 	root := newRootCmd(bi)
 	root.SetArgs(args)
@@ -189,6 +191,7 @@ func (g *globals) loadProject(ctx context.Context, stderr io.Writer, required bo
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	p.cfg, p.loaded = l.Config, l
+	setShutdown(time.Duration(p.cfg.Completion.ShutdownGraceSeconds)*time.Second, p.dir.Path)
 	return p, nil
 }
 
