@@ -287,6 +287,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 	var p *ptyproc.Proc
 	pending := "" // failure text for the next respawn
 	changes := ""
+	recorded := run.IterationBase // the tip Chorus last recorded
 	for {
 		run.Iterations++
 		it := run.Iterations
@@ -296,6 +297,10 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		base := wt.Head // known from Ensure on the first iteration
 		if it > 1 || base == "" {
 			base, _ = e.wt.HeadCommit(context.Background(), wt)
+		}
+		if base != "" {
+			r.keepRewound(recorded, base)
+			recorded = base
 		}
 		first := gen == 0 // this run's first spawn records where it works
 		record := func(s *State, a *AgentState) {

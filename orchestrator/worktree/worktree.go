@@ -464,7 +464,8 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	if err := checkRel(rel); err != nil {
 		return err
 	}
-	if _, _, ok := ParseBranch(wt.Branch); !ok {
+	_, task, ok := ParseBranch(wt.Branch)
+	if !ok {
 		return fmt.Errorf("worktree: %q is not an agent branch", wt.Branch)
 	}
 	// Lock order: m.mu, then gitx.WorktreeMu (see Manager.mu).
@@ -501,6 +502,15 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 		default:
 			return fmt.Errorf("worktree: cannot compare %s with %q (git exit %d)", wt.Branch, target, code)
 		}
+	}
+	// Belt and braces: the checks above found nothing to lose, but whatever
+	// git would drop now is kept under refs/chorus/kept/ first.
+	keepDir := ""
+	if present {
+		keepDir = wt.Dir
+	}
+	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: m.RepoDir, Task: task, Branch: wt.Branch, Worktree: keepDir, Target: target, Why: "removing its worktree"}); err != nil {
+		return fmt.Errorf("worktree: not removing %s: %w", rel, err)
 	}
 	if present {
 		// --force only because cleanliness was checked above; what remains
