@@ -20,9 +20,9 @@ import (
 var errSlow = errors.New("slow path")
 
 type scanner struct {
-	b    []byte
-	i    int
-	strs map[string]string // interned labels and the like, shared per file
+	b     []byte
+	i     int
+	strs  map[string]string // interned labels and the like, shared per file
 	depth int
 }
 
