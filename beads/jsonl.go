@@ -693,16 +693,12 @@ func decodeWith(s *scanner, r *record, full bool) error {
 					case "type":
 						d.Type, err = s.itext()
 					case "created_at":
-						if full {
-							d.CreatedAt, err = s.time()
-						} else {
-							err = s.skip()
-						}
+						d.CreatedAt, err = s.time()
 					case "created_by":
 						if full {
 							d.CreatedBy, err = s.text()
 						} else {
-							err = s.skip()
+							err = s.checkText()
 						}
 					default:
 						err = s.skip()
@@ -714,7 +710,7 @@ func decodeWith(s *scanner, r *record, full bool) error {
 			})
 		default:
 			if !full {
-				return s.skip()
+				return s.check(k)
 			}
 			switch string(k) {
 			case "title":
@@ -762,6 +758,47 @@ func decodeWith(s *scanner, r *record, full bool) error {
 		r.task = t
 	}
 	return nil
+}
+
+// check consumes the value of a field the index pass does not keep,
+// making sure encoding/json could still decode it into the task: a title
+// that is a number, or a time that does not parse, makes the line bad
+// even though this pass never looks at it again.
+func (s *scanner) check(k []byte) error {
+	var err error
+	switch string(k) {
+	case "title", "description", "acceptance_criteria", "notes", "created_by", "close_reason":
+		err = s.checkText()
+	case "updated_at":
+		_, err = s.time()
+	case "started_at", "closed_at":
+		_, err = s.ptime()
+	case "metadata":
+		s.ws()
+		if s.isNull() {
+			return nil
+		}
+		if s.peek() != '{' {
+			return errSlow
+		}
+		err = s.skip()
+	default:
+		err = s.skip()
+	}
+	return err
+}
+
+// checkText consumes a string (or null, which encoding/json ignores for a
+// string field) without keeping it.
+func (s *scanner) checkText() error {
+	if s.isNull() {
+		return nil
+	}
+	raw, esc, err := s.str()
+	if err != nil {
+		return err
+	}
+	return checkString(raw, esc)
 }
 
 func (s *scanner) ptime() (*time.Time, error) {
