@@ -34,9 +34,19 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	if err != nil {
 		return nil, nil, withCode(ExitLocked, err)
 	}
+	// Temp files a killed run left behind; only now, holding the lock, is
+	// no other Chorus writing them.
+	if removed, err := p.dir.CleanTemps(time.Now()); err != nil {
+		fmt.Fprintf(stderr, "warning: cleaning temp files in %s: %v\n", p.dir.Path, err)
+	} else if len(removed) > 0 {
+		p.logEvent(stderr, "startup", "temp_files_removed", map[string]any{"paths": removed})
+	}
 	target := p.cfg.Merge.TargetBranch
 	if target == "" {
-		target, _ = gitx.CurrentBranch(ctx, p.root)
+		if target, err = gitx.CurrentBranch(ctx, p.root); err != nil {
+			lock.Release()
+			return nil, nil, withCode(ExitSetup, fmt.Errorf("finding the checked-out branch: %w", err))
+		}
 	}
 	if target == "" {
 		lock.Release()

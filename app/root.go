@@ -158,6 +158,12 @@ func (g *globals) repoRoot(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", withCode(ExitSetup, err)
 	}
+	if err := gitx.LookGit(); err != nil {
+		return "", withCode(ExitSetup, err)
+	}
+	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
+		return "", withCode(ExitSetup, fmt.Errorf("%s does not exist or is not a directory (deleted, or a typo in -C?)", wd))
+	}
 	root, err := gitx.MainRoot(ctx, wd)
 	if err != nil {
 		return "", withCode(ExitSetup, err)

@@ -2,6 +2,7 @@ package gitx
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,5 +161,24 @@ func TestPruneKept(t *testing.T) {
 	}
 	if gone, err := PruneKept(ctx, repo, 0, now); err != nil || len(gone) != 1 {
 		t.Fatalf("prune all: %+v %v", gone, err)
+	}
+}
+
+func TestMainRootBareRepository(t *testing.T) {
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "--bare", "b.git")
+	_, err := MainRoot(context.Background(), filepath.Join(dir, "b.git"))
+	if !errors.Is(err, ErrBare) || !strings.Contains(err.Error(), "git clone") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNoGitOnPath(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if err := LookGit(); !errors.Is(err, ErrNoGit) {
+		t.Fatalf("LookGit: %v", err)
+	}
+	if _, err := CurrentBranch(context.Background(), t.TempDir()); err == nil {
+		t.Fatal("CurrentBranch without git reported no error (would read as a detached HEAD)")
 	}
 }

@@ -117,7 +117,7 @@ func (m *Manager) timeout() time.Duration {
 func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, error) {
 	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: m.timeout(), Grace: time.Second})
 	if err != nil {
-		return "", fmt.Errorf("git %s: %w", args[0], err)
+		return "", m.runErr(dir, args, err)
 	}
 	if res.ExitCode != 0 {
 		msg := strings.TrimSpace(string(res.Stderr))
@@ -134,9 +134,18 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, 
 func (m *Manager) gitCode(ctx context.Context, dir string, args ...string) (int, error) {
 	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: m.timeout(), Grace: time.Second})
 	if err != nil {
-		return -1, fmt.Errorf("git %s: %w", args[0], err)
+		return -1, m.runErr(dir, args, err)
 	}
 	return res.ExitCode, nil
+}
+
+// runErr words a git that could not run; a worktree deleted under an
+// agent is the usual reason, and its commits are still on the branch.
+func (m *Manager) runErr(dir string, args []string, err error) error {
+	if errors.Is(err, proc.ErrNoDir) && underDir(dir, filepath.Join(m.RepoDir, Dir)) {
+		return fmt.Errorf("worktree %s was deleted while in use (git %s could not run); its committed work is still on its branch, and the next start of the task recreates the worktree: %w", dir, args[0], err)
+	}
+	return fmt.Errorf("git %s: %w", args[0], err)
 }
 
 // identity returns -c options supplying a committer identity for whatever

@@ -456,3 +456,21 @@ func TestEnsureRemoveNoDeadlock(t *testing.T) {
 		t.Fatalf("worktrees left: %v %v", list, err)
 	}
 }
+
+// A worktree deleted behind Chorus's back is named as such, not as a
+// failure to start git.
+func TestDeletedWorktreeSaysSo(t *testing.T) {
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	wt, err := m.Ensure(context.Background(), "claude", "ch-1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(wt.Dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.CommitWIP(context.Background(), wt, "wip")
+	if !errors.Is(err, proc.ErrNoDir) || !strings.Contains(err.Error(), "was deleted while in use") || strings.Contains(err.Error(), "fork/exec") {
+		t.Fatalf("got %v", err)
+	}
+}
