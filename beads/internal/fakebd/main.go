@@ -3,7 +3,8 @@
 // commands Chorus uses: output shapes (objects carry schema_version, show
 // returns an array with full dependency objects, create echoes no labels or
 // deps), exit codes, stderr texts, compare-and-swap claims, and dependency
-// failures that are only warnings with exit 0. Data lives in
+// failures that are only warnings with exit 0, and bd 1.0.5's `label
+// add|remove` on a missing id (error on stderr, `[]`, exit 0). Data lives in
 // $BEADS_DIR/fakebd.json; every command holds an flock on
 // $BEADS_DIR/fakebd.lock, as bd v1.0.x does on its database.
 //
@@ -793,7 +794,10 @@ func label(d *db, f flags) {
 	for _, id := range ids {
 		is := d.get(id)
 		if is == nil {
-			fatal("Error resolving %s: no issue found matching %q", id, id)
+			// As bd 1.0.5: the error on stderr, the id left out of the
+			// answer, and exit 0 all the same.
+			fmt.Fprintf(os.Stderr, "Error resolving %s: no issue found matching %q\n", id, id)
+			continue
 		}
 		switch op {
 		case "add":
