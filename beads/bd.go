@@ -685,8 +685,21 @@ func (s *bdStore) Claim(ctx context.Context, id, actor string) (Task, error) {
 		if err != nil {
 			return err
 		}
-		out, err = firstIssue(res, id)
-		return err
+		if out, err = firstIssue(res, id); err != nil {
+			return err
+		}
+		// Concurrent claims have been seen to hand one issue to two
+		// callers, each told it won: believe what bd stores, not what it
+		// answered.
+		t, _, err := s.show(ctx, id)
+		if err != nil {
+			return fmt.Errorf("claiming %s: reading the claim back: %w", id, err)
+		}
+		if t.Assignee != actor || t.Status != StatusInProgress {
+			return fmt.Errorf("claiming %s: %w by %s (bd reported the claim as ours, but stores %s, %s)", id, ErrClaimed, t.Assignee, t.Assignee, t.Status)
+		}
+		out = t
+		return nil
 	})
 	s.applyPatch(patch{apply: without(id), exact: true})
 	return out, err

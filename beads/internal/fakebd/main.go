@@ -11,7 +11,8 @@
 // Test hooks: FAKEBD_COUNT=<file> appends one line per invocation;
 // FAKEBD_HANG=<fifo> starts a child in the same process group, writes its
 // pid to the fifo and hangs; FAKEBD_QUIET=1 drops the stderr warning every
-// call otherwise prints.
+// call otherwise prints; FAKEBD_CLAIM_RACE=<actor> makes `update --claim`
+// report success while storing <actor> as the assignee.
 package main
 
 import (
@@ -669,6 +670,11 @@ func update(d *db, f flags) {
 		}
 		is.UpdatedAt = sec(now)
 		res = append(res, listItem(d, is))
+		if other := os.Getenv("FAKEBD_CLAIM_RACE"); other != "" && f.has("claim") {
+			// The double hand-out seen with real bd: this caller is told it
+			// won while the stored claim is another's.
+			is.Assignee = other
+		}
 	}
 	if len(res) == 0 {
 		os.Exit(1)
