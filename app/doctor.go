@@ -86,9 +86,17 @@ func diagnose(ctx context.Context, g *globals) doctorReport {
 		r.add("git repository", levelFail, "%v", err)
 		return r
 	}
+	if err := gitx.LookGit(); err != nil {
+		r.add("git", levelFail, "%v", err)
+		return r
+	}
 	root, err := gitx.MainRoot(ctx, wd)
 	if err != nil {
-		r.add("git repository", levelFail, "%s is not inside a git repository; run `git init`", wd)
+		if errors.Is(err, gitx.ErrNotRepo) || strings.Contains(err.Error(), "not a git repository") {
+			r.add("git repository", levelFail, "%s is not inside a git repository; run `git init`", wd)
+		} else {
+			r.add("git repository", levelFail, "%v", err)
+		}
 		return r
 	}
 	r.Root = root

@@ -47,9 +47,18 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 		lock.Release()
 		return nil, nil, err
 	}
+	// Temp files a killed run left behind; only now, holding the lock, is
+	// no other Chorus writing them.
+	if removed, err := p.dir.CleanTemps(time.Now()); err != nil {
+		fmt.Fprintf(stderr, "warning: cleaning temp files in %s: %v\n", p.dir.Path, err)
+	} else if len(removed) > 0 {
+		p.logEvent(stderr, "startup", "temp_files_removed", map[string]any{"paths": removed})
+	}
 	target := p.cfg.Merge.TargetBranch
 	if target == "" {
-		target, _ = gitx.CurrentBranch(ctx, p.root)
+		if target, err = gitx.CurrentBranch(ctx, p.root); err != nil {
+			return fail(withCode(ExitSetup, fmt.Errorf("finding the checked-out branch: %w", err)))
+		}
 	}
 	if target == "" {
 		return fail(withCode(ExitSetup, errors.New("the main checkout is on a detached HEAD; check out the branch agents should merge into, or set merge.targetBranch in .chorus/config.json")))

@@ -9,10 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -66,8 +65,11 @@ func Main(args []string, bi BuildInfo) int {
 	return run(args, bi.complete(debug.ReadBuildInfo()), os.Stdin, os.Stdout, os.Stderr)
 }
 
+// lastResortExit ends the process when shutdown overran its grace period.
+var lastResortExit = os.Exit
+
 func run(args []string, bi BuildInfo, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := watchStopSignals(stderr, lastResortExit)
 	defer stop()
 	root := newRootCmd(bi)
 	root.SetArgs(args)
@@ -132,7 +134,7 @@ planning state and the ready tasks.`,
 	f.StringSliceVar(&ro.tasks, "task", nil, "with --headless in semi-auto: the task ids to run (repeatable)")
 	_ = root.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(config.Modes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newScriptedAgentCmd(), newMergeDriverCmd(), newMergeUserCmd(g), newMergeCmd(g), newDemoCmd(g))
+	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newScriptedAgentCmd(), newMergeDriverCmd(), newMergeUserCmd(g), newMergeCmd(g), newDemoCmd(g), newPruneCmd(g))
 	root.AddCommand(newReplayCmd())
 	return root
 }
@@ -158,6 +160,12 @@ func (g *globals) repoRoot(ctx context.Context) (string, error) {
 	wd, err := g.workDir()
 	if err != nil {
 		return "", withCode(ExitSetup, err)
+	}
+	if err := gitx.LookGit(); err != nil {
+		return "", withCode(ExitSetup, err)
+	}
+	if st, err := os.Stat(wd); err != nil || !st.IsDir() {
+		return "", withCode(ExitSetup, fmt.Errorf("%s does not exist or is not a directory (deleted, or a typo in -C?)", wd))
 	}
 	root, err := gitx.MainRoot(ctx, wd)
 	if err != nil {
@@ -192,6 +200,7 @@ func (g *globals) loadProject(ctx context.Context, stderr io.Writer, required bo
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	p.cfg, p.loaded = l.Config, l
+	setShutdown(time.Duration(p.cfg.Completion.ShutdownGraceSeconds)*time.Second, p.dir.Path)
 	return p, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/gitx"
 )
 
 type statusReport struct {
@@ -21,6 +22,9 @@ type statusReport struct {
 	Config   configSummary  `json:"config"`
 	Running  *runningInfo   `json:"running"`
 	Planning string         `json:"planningState"`
+	// Kept is work Chorus saved before removing a worktree or branch, or
+	// when an agent rewound its branch; it stays until `chorus prune --kept`.
+	Kept []gitx.Kept `json:"kept"`
 }
 
 type backendInfo struct {
@@ -92,6 +96,13 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 					r.Running = &runningInfo{PID: st.Holder.PID, Host: st.Holder.Host}
 				}
 			}
+			r.Kept, err = gitx.ListKept(ctx, p.root)
+			if err != nil {
+				return withCode(ExitFailure, fmt.Errorf("listing kept work: %w", err))
+			}
+			if r.Kept == nil {
+				r.Kept = []gitx.Kept{}
+			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
@@ -131,5 +142,11 @@ func printStatus(w io.Writer, r statusReport) {
 	fmt.Fprintf(w, "Quality     %s\n", q)
 	if r.Planning != "" {
 		fmt.Fprintf(w, "Planning    %s\n", r.Planning)
+	}
+	if len(r.Kept) > 0 {
+		fmt.Fprintf(w, "Kept        %d ref(s) of saved work (restore with `git switch -c NAME REF`; delete with `chorus prune --kept`):\n", len(r.Kept))
+		for _, k := range r.Kept {
+			fmt.Fprintf(w, "            %s  %s  %s %s\n", k.Time.Local().Format("2006-01-02 15:04"), k.Commit[:min(12, len(k.Commit))], line(k.Kind), line(k.Ref))
+		}
 	}
 }

@@ -685,8 +685,21 @@ func (s *bdStore) Claim(ctx context.Context, id, actor string) (Task, error) {
 		if err != nil {
 			return err
 		}
-		out, err = firstIssue(res, id)
-		return err
+		if out, err = firstIssue(res, id); err != nil {
+			return err
+		}
+		// Concurrent claims have been seen to hand one issue to two
+		// callers, each told it won: believe what bd stores, not what it
+		// answered.
+		t, _, err := s.show(ctx, id)
+		if err != nil {
+			return fmt.Errorf("claiming %s: reading the claim back: %w", id, err)
+		}
+		if t.Assignee != actor || t.Status != StatusInProgress {
+			return fmt.Errorf("claiming %s: %w by %s (bd reported the claim as ours, but stores %s, %s)", id, ErrClaimed, t.Assignee, t.Assignee, t.Status)
+		}
+		out = t
+		return nil
 	})
 	s.applyPatch(patch{apply: without(id), exact: true})
 	return out, err
@@ -803,18 +816,55 @@ func (s *bdStore) AddLabel(ctx context.Context, id, label string) error {
 	if label == "" {
 		return errors.New("beads: empty label")
 	}
-	return s.simple(ctx, patch{apply: relabel(id, func(ls []string) []string {
+	return s.labelOp(ctx, "add", id, label, patch{apply: relabel(id, func(ls []string) []string {
 		if !hasLabel(ls, label) {
 			ls = append(ls, label)
 		}
 		return ls
-	}), exact: true}, "label", "add", "--json", "--", id, label)
+	}), exact: true})
 }
 
 func (s *bdStore) RemoveLabel(ctx context.Context, id, label string) error {
-	return s.simple(ctx, patch{apply: relabel(id, func(ls []string) []string {
+	return s.labelOp(ctx, "remove", id, label, patch{apply: relabel(id, func(ls []string) []string {
 		return slices.DeleteFunc(ls, func(l string) bool { return l == label })
-	}), exact: true}, "label", "remove", "--json", "--", id, label)
+	}), exact: true})
+}
+
+// labelOp runs `bd label add|remove` and believes it only when bd's
+// answer lists the issue: bd 1.0.5 exits 0 for an id it cannot find,
+// printing `[]` and the error on stderr.
+func (s *bdStore) labelOp(ctx context.Context, op, id, label string, p patch) error {
+	args := []string{"label", op, "--json", "--", id, label}
+	err := s.write(ctx, func() error {
+		res, err := s.run(ctx, "", args...)
+		if err != nil {
+			return err
+		}
+		var got []struct {
+			IssueID string `json:"issue_id"`
+		}
+		if err := json.Unmarshal(unwrapJSON(res.Stdout), &got); err != nil {
+			return &BdError{Args: args, Msg: fmt.Sprintf("unreadable answer %q: %v", bytes.TrimSpace(res.Stdout), err)}
+		}
+		for _, g := range got {
+			if g.IssueID == id {
+				return nil
+			}
+		}
+		// Exit 0 but nothing done: the reason is on stderr.
+		f := bdFailure(args, res).(*BdError)
+		if f.kind == nil {
+			f.kind = ErrNotFound
+		}
+		if f.Msg == "exit status 0" {
+			f.Msg = "bd reported no label change for " + id
+		}
+		return f
+	})
+	if err == nil {
+		s.applyPatch(p)
+	}
+	return err
 }
 
 func (s *bdStore) Update(ctx context.Context, id string, u Update) (Task, error) {

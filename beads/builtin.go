@@ -447,7 +447,7 @@ func (s *builtinStore) write(sn *snapshot) error {
 		if r.dirty {
 			line, err := encodeRecord(r.task, r.raw, r.drop)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w: %s:%d: %v — fix or remove that line", ErrMalformed, s.path, r.line, err)
 			}
 			r.raw, r.dirty, r.drop = line, false, nil
 		}

@@ -385,3 +385,25 @@ func TestDetectBackend(t *testing.T) {
 		t.Fatalf("metadata.json + bd: %+v %v", info, err)
 	}
 }
+
+// Lines encoding/json rejects make the file malformed at load, with file
+// and line, so doctor reports them and writes refuse with the same words.
+func TestBuiltinLaxLinesAreMalformed(t *testing.T) {
+	for _, bad := range []string{
+		`{"_type":"issue","id":"ch-b","title":"B","status":"open","priority":1,"x":+}`,
+		`{"_type":"issue","id":"ch-b","title":"B","status":"open","priority":007}`,
+		"{\"_type\":\"issue\",\"id\":\"ch-b\",\"title\":\"B\x01\",\"status\":\"open\",\"priority\":1}",
+	} {
+		repo := initRepo(t)
+		good := `{"_type":"issue","id":"ch-a","title":"A","status":"open","priority":1,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}`
+		p := writeJSONL(t, repo, good, bad)
+		s := builtin(t, repo)
+		le := s.(interface{ LoadError() error }).LoadError()
+		if !errors.Is(le, beads.ErrMalformed) || !strings.Contains(le.Error(), p+":2:") {
+			t.Errorf("%q: LoadError = %v", bad, le)
+		}
+		if err := s.AddLabel(bg, "ch-a", "x"); !errors.Is(err, beads.ErrMalformed) || !strings.Contains(err.Error(), p+":2:") {
+			t.Errorf("%q: write: %v", bad, err)
+		}
+	}
+}

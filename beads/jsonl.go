@@ -20,9 +20,10 @@ import (
 var errSlow = errors.New("slow path")
 
 type scanner struct {
-	b    []byte
-	i    int
-	strs map[string]string // interned labels and the like, shared per file
+	b     []byte
+	i     int
+	strs  map[string]string // interned labels and the like, shared per file
+	depth int
 }
 
 func (s *scanner) ws() {
@@ -176,13 +177,26 @@ func unescape(raw []byte) (string, error) {
 	return string(out), nil
 }
 
-// skip skips one value of any kind.
+// maxDepth bounds nesting in skipped values; deeper input goes to
+// encoding/json, which has its own limit and words the error.
+const maxDepth = 1000
+
+// skip skips one value of any kind, checking it as strictly as
+// encoding/json would: whatever it accepts, encoding/json accepts.
 func (s *scanner) skip() error {
+	s.depth++
+	defer func() { s.depth-- }()
+	if s.depth > maxDepth {
+		return errSlow
+	}
 	s.ws()
 	switch c := s.peek(); c {
 	case '"':
-		_, _, err := s.str()
-		return err
+		raw, esc, err := s.str()
+		if err != nil {
+			return err
+		}
+		return checkString(raw, esc)
 	case '{', '[':
 		close := byte('}')
 		if c == '[' {
@@ -197,7 +211,11 @@ func (s *scanner) skip() error {
 		for {
 			if c == '{' {
 				s.ws()
-				if _, _, err := s.str(); err != nil {
+				raw, esc, err := s.str()
+				if err != nil {
+					return err
+				}
+				if err := checkString(raw, esc); err != nil {
 					return err
 				}
 				s.ws()
@@ -227,15 +245,88 @@ func (s *scanner) skip() error {
 	case 'n':
 		return s.lit("null")
 	default:
-		start := s.i
-		for s.i < len(s.b) && bytes.IndexByte([]byte("+-0123456789.eE"), s.b[s.i]) >= 0 {
-			s.i++
+		return s.number()
+	}
+}
+
+// number consumes one number of JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() error {
+	b := s.b
+	i := s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
 		}
-		if s.i == start {
+	default:
+		return errSlow
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
 			return errSlow
 		}
-		return nil
 	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return errSlow
+		}
+	}
+	s.i = i
+	return nil
+}
+
+// checkString accepts the raw body of a string exactly when encoding/json
+// does: no raw control bytes, only JSON's escapes. (encoding/json accepts
+// invalid UTF-8 and lone surrogates, replacing them, so they pass here.)
+func checkString(raw []byte, esc bool) error {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c < 0x20 {
+			return errSlow
+		}
+		if c != '\\' || !esc {
+			continue
+		}
+		i++
+		if i >= len(raw) {
+			return errSlow
+		}
+		switch raw[i] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if i+5 > len(raw) {
+				return errSlow
+			}
+			for _, h := range raw[i+1 : i+5] {
+				if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+					return errSlow
+				}
+			}
+			i += 4
+		default:
+			return errSlow
+		}
+	}
+	return nil
 }
 
 func (s *scanner) lit(w string) error {
@@ -266,8 +357,8 @@ func (s *scanner) int() (int, error) {
 		n = n*10 + int(s.b[s.i]-'0')
 		s.i++
 	}
-	if s.i == start {
-		return 0, errSlow
+	if s.i == start || (s.b[start] == '0' && s.i-start > 1) {
+		return 0, errSlow // no digits, or a leading zero JSON forbids
 	}
 	if c := s.peek(); c == '.' || c == 'e' || c == 'E' || (c >= '0' && c <= '9') {
 		return 0, errSlow
@@ -302,7 +393,7 @@ func (s *scanner) object(f func(key []byte) error) error {
 	for {
 		s.ws()
 		k, esc, err := s.str()
-		if err != nil || esc {
+		if err != nil || esc || !valid(k) {
 			return errSlow
 		}
 		s.ws()
@@ -358,11 +449,21 @@ func (s *scanner) array(f func() error) error {
 	}
 }
 
-// timeOf parses RFC 3339 quickly for the common shapes, else via time.Parse.
-func (s *scanner) time() (time.Time, error) {
+// time parses RFC 3339 quickly for the common shapes, else as
+// encoding/json would (time.Time's UnmarshalJSON, which is stricter than
+// time.Parse). null is the zero time only where the field is a pointer:
+// encoding/json leaves a time.Time unchanged on null, so that goes to the
+// slow path.
+func (s *scanner) time() (time.Time, error) { return s.timeOrNull(false) }
+
+func (s *scanner) timeOrNull(nullOK bool) (time.Time, error) {
 	if s.isNull() {
+		if !nullOK {
+			return time.Time{}, errSlow
+		}
 		return time.Time{}, nil
 	}
+	start := s.i
 	raw, esc, err := s.str()
 	if err != nil || esc {
 		return time.Time{}, errSlow
@@ -370,8 +471,8 @@ func (s *scanner) time() (time.Time, error) {
 	if t, ok := fastTime(raw); ok {
 		return t, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(raw))
-	if err != nil {
+	var t time.Time
+	if err := t.UnmarshalJSON(s.b[start:s.i]); err != nil {
 		return time.Time{}, errSlow
 	}
 	return t.UTC(), nil
@@ -486,13 +587,55 @@ func decodeLine(line []byte, r *record, full bool) error {
 	return decodeWith(&scanner{b: line}, r, full)
 }
 
+// topKeys and depKeys are the fields encoding/json fills in a record and
+// in a dependency, numbered for the duplicate check.
+var (
+	topKeys = index("_type", "id", "title", "description", "acceptance_criteria", "notes", "status", "priority",
+		"issue_type", "assignee", "created_at", "created_by", "updated_at", "started_at", "closed_at",
+		"close_reason", "labels", "dependencies", "metadata", "defer_until", "ephemeral")
+	depKeys = index("issue_id", "depends_on_id", "type", "created_at", "created_by")
+)
+
+func index(keys ...string) map[string]uint {
+	m := make(map[string]uint, len(keys))
+	for i, k := range keys {
+		m[k] = uint(i)
+	}
+	return m
+}
+
+// fieldKey checks a key against the fields of keys. encoding/json matches
+// keys case-insensitively and, for a repeated key, merges maps and ignores
+// null for some types; rather than copy those rules, a key that is not
+// plain lowercase ASCII, or a field seen twice, sends the line to
+// encoding/json. (All field names are lowercase ASCII, so another key
+// cannot match one.)
+func fieldKey(keys map[string]uint, k []byte, seen *uint32) error {
+	for _, c := range k {
+		if c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return errSlow
+		}
+	}
+	if i, ok := keys[string(k)]; ok {
+		if *seen&(1<<i) != 0 {
+			return errSlow
+		}
+		*seen |= 1 << i
+	}
+	return nil
+}
+
 func decodeWith(s *scanner, r *record, full bool) error {
 	var t *Task
 	if full {
 		t = new(Task)
 	}
 	r.kind = "issue"
+	var seen uint32
 	err := s.object(func(k []byte) error {
+		if err := fieldKey(topKeys, k, &seen); err != nil {
+			return err
+		}
 		var err error
 		switch string(k) {
 		case "_type":
@@ -513,7 +656,7 @@ func decodeWith(s *scanner, r *record, full bool) error {
 			r.created = tm
 		case "defer_until":
 			var tm time.Time
-			tm, err = s.time()
+			tm, err = s.timeOrNull(true)
 			r.deferUntil = tm
 		case "ephemeral":
 			r.ephemeral, err = s.bool()
@@ -528,15 +671,20 @@ func decodeWith(s *scanner, r *record, full bool) error {
 			r.deps = r.deps[:0]
 			err = s.array(func() error {
 				var d Dependency
+				var dseen uint32
 				err := s.object(func(k []byte) error {
+					if err := fieldKey(depKeys, k, &dseen); err != nil {
+						return err
+					}
 					var err error
 					switch string(k) {
 					case "issue_id":
+						start := s.i
 						raw, esc, e := s.str()
-						if e == nil && !esc && string(raw) == r.id {
+						if e == nil && !esc && string(raw) == r.id && valid(raw) {
 							d.IssueID = r.id // usually the record's own id
 						} else {
-							s.i -= len(raw) + 2
+							s.i = start
 							d.IssueID, e = s.text()
 						}
 						err = e
@@ -545,16 +693,12 @@ func decodeWith(s *scanner, r *record, full bool) error {
 					case "type":
 						d.Type, err = s.itext()
 					case "created_at":
-						if full {
-							d.CreatedAt, err = s.time()
-						} else {
-							err = s.skip()
-						}
+						d.CreatedAt, err = s.time()
 					case "created_by":
 						if full {
 							d.CreatedBy, err = s.text()
 						} else {
-							err = s.skip()
+							err = s.checkText()
 						}
 					default:
 						err = s.skip()
@@ -566,7 +710,7 @@ func decodeWith(s *scanner, r *record, full bool) error {
 			})
 		default:
 			if !full {
-				return s.skip()
+				return s.check(k)
 			}
 			switch string(k) {
 			case "title":
@@ -616,8 +760,49 @@ func decodeWith(s *scanner, r *record, full bool) error {
 	return nil
 }
 
+// check consumes the value of a field the index pass does not keep,
+// making sure encoding/json could still decode it into the task: a title
+// that is a number, or a time that does not parse, makes the line bad
+// even though this pass never looks at it again.
+func (s *scanner) check(k []byte) error {
+	var err error
+	switch string(k) {
+	case "title", "description", "acceptance_criteria", "notes", "created_by", "close_reason":
+		err = s.checkText()
+	case "updated_at":
+		_, err = s.time()
+	case "started_at", "closed_at":
+		_, err = s.ptime()
+	case "metadata":
+		s.ws()
+		if s.isNull() {
+			return nil
+		}
+		if s.peek() != '{' {
+			return errSlow
+		}
+		err = s.skip()
+	default:
+		err = s.skip()
+	}
+	return err
+}
+
+// checkText consumes a string (or null, which encoding/json ignores for a
+// string field) without keeping it.
+func (s *scanner) checkText() error {
+	if s.isNull() {
+		return nil
+	}
+	raw, esc, err := s.str()
+	if err != nil {
+		return err
+	}
+	return checkString(raw, esc)
+}
+
 func (s *scanner) ptime() (*time.Time, error) {
-	t, err := s.time()
+	t, err := s.timeOrNull(true)
 	if err != nil || t.IsZero() {
 		return nil, err
 	}

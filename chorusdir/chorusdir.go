@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -122,4 +123,53 @@ func (d Dir) AppendLog(mode, event string, details map[string]any) error {
 		return fmt.Errorf("session log: %w", err)
 	}
 	return nil
+}
+
+// staleSignalAge is how old a signal's temp file must be before a start
+// removes it: `chorus signal` (from an agent that may outlive a crashed
+// Chorus) writes and renames one within milliseconds.
+const staleSignalAge = time.Minute
+
+// CleanTemps removes temp files a killed process left in .chorus/: the
+// ".NAME.tmp…" files of WriteAtomic anywhere in it, and signal temp files
+// (signals/.tmp-…) older than a minute. Call it holding the lock, so no
+// other Chorus is writing. It returns the paths removed.
+func (d Dir) CleanTemps(now time.Time) ([]string, error) {
+	var removed []string
+	err := filepath.WalkDir(d.Path, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if e.IsDir() {
+			if p != d.Path && filepath.Base(filepath.Dir(p)) == ".chorus" && e.Name() == "logs" {
+				return filepath.SkipDir // agent output, no temps of ours
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		name := e.Name()
+		stale := false
+		switch {
+		case filepath.Base(filepath.Dir(p)) == "signals" && strings.HasPrefix(name, ".tmp-"):
+			if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) >= staleSignalAge {
+				stale = true
+			}
+		case strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp"):
+			stale = true
+		}
+		if stale {
+			if err := os.Remove(p); err == nil {
+				removed = append(removed, p)
+			} else if !os.IsNotExist(err) {
+				return err
+			}
+		}
+		return nil
+	})
+	return removed, err
 }

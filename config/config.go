@@ -155,6 +155,10 @@ type Completion struct {
 	StuckIterations  int `json:"stuckIterations" mapstructure:"stuckiterations"`
 	MaxAgentErrors   int `json:"maxConsecutiveErrors" mapstructure:"maxconsecutiveerrors"`
 	StopGraceSeconds int `json:"stopGraceSeconds" mapstructure:"stopgraceseconds"`
+	// ShutdownGraceSeconds bounds the whole shutdown after SIGINT or
+	// SIGTERM (agents stopped, work committed, tasks released); past it
+	// Chorus exits anyway and the next start recovers, as after a crash.
+	ShutdownGraceSeconds int `json:"shutdownGraceSeconds" mapstructure:"shutdowngraceseconds"`
 }
 
 // Merge configures the background merge service.
@@ -250,7 +254,7 @@ func Default() Config {
 		},
 		Completion: Completion{
 			Signal: "<chorus>COMPLETE</chorus>", MaxIterations: 50, TaskTimeout: 30,
-			StuckIterations: 5, MaxAgentErrors: 3, StopGraceSeconds: 10,
+			StuckIterations: 5, MaxAgentErrors: 3, StopGraceSeconds: 10, ShutdownGraceSeconds: 60,
 		},
 		Merge:       Merge{TargetBranch: "", AutoResolve: true, AgentResolve: true, MaxAttempts: 3, ResolverTimeoutMinutes: 10},
 		Worktree:    Worktree{Copy: []string{}, Setup: []string{}},
@@ -418,6 +422,9 @@ func (c Config) Validate() error {
 	}
 	if c.Completion.StopGraceSeconds < 0 {
 		add("completion.stopGraceSeconds", c.Completion.StopGraceSeconds, "seconds, 0 or more")
+	}
+	if c.Completion.ShutdownGraceSeconds <= c.Completion.StopGraceSeconds {
+		add("completion.shutdownGraceSeconds", c.Completion.ShutdownGraceSeconds, "seconds, more than completion.stopGraceSeconds (agents get that long to stop, then work is committed and tasks released)")
 	}
 	if c.Merge.MaxAttempts < 1 {
 		add("merge.maxAttempts", c.Merge.MaxAttempts, "an integer of 1 or more")

@@ -121,7 +121,7 @@ func TestValidationNamesFieldValueAllowed(t *testing.T) {
 		"default":  {`{"agents":{"default":"nobody"}}`, `agents.default: "nobody" is not valid; allowed: one of agents.available`},
 		"grid":     {`{"tui":{"agentGrid":"big"}}`, `tui.agentGrid: "big"`},
 		"quality":  {`{"qualityCommands":[{"name":"t","command":""}]}`, `qualityCommands[0].command`},
-		"string":   {`{"agents":{"maxParallel":"lots"}}`, `maxparallel`},
+		"string":   {`{"agents":{"maxParallel":"lots"}}`, `agents.maxParallel must be a whole number`},
 		"resolver": {`{"merge":{"resolverTimeoutMinutes":0}}`, `merge.resolverTimeoutMinutes: 0 is not valid; allowed: minutes, 1 or more`},
 		"transcript": {`{"agents":{"available":{"claude":{"command":"claude","transcript":"gemini"}}}}`,
 			`agents.available.claude.transcript: "gemini" is not valid; allowed: "" (from the command), claude, codex, none`},
@@ -245,5 +245,59 @@ func TestInstallIdempotentKeepsEdits(t *testing.T) {
 	gi, _ := os.ReadFile(filepath.Join(root, ".gitignore"))
 	if strings.Count(string(gi), ".worktrees/") != 1 || !strings.HasPrefix(string(gi), "node_modules/\n") {
 		t.Errorf(".gitignore: %q", gi)
+	}
+}
+
+// Values of the wrong type are errors naming the field and its place,
+// never coerced.
+func TestLoadStrictTypes(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]struct{ body, want string }{
+		"bool-for-int":   {`{"agents":{"maxParallel":true}}`, `:1:30: agents.maxParallel must be a whole number such as 3 (no quotes, no fraction), found bool`},
+		"float-for-int":  {`{"agents":{"maxParallel":2.5}}`, `agents.maxParallel must be a whole number such as 3 (no quotes, no fraction), found number 2.5`},
+		"hex-string":     {`{"agents":{"maxParallel":"0x2"}}`, `agents.maxParallel must be a whole number such as 3 (no quotes, no fraction), found string`},
+		"int-for-bool":   {"{\n  \"merge\": {\"autoResolve\": 1}}", `:2:29: merge.autoResolve must be true or false (no quotes), found number`},
+		"int-for-string": {`{"mode":1}`, `mode must be a string in double quotes, found number`},
+		"list-for-obj":   {`{"budget":[]}`, `budget must be an object in { }, found array`},
+	}
+	for name, c := range cases {
+		_, err := load(write(t, dir, name+".json", c.body), "", nil)
+		var se *SyntaxError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: want %q in error, got %v", name, c.want, err)
+		}
+	}
+	// The user-level file is checked the same way.
+	user := write(t, dir, "user.json", `{"completion":{"maxIterations":"9"}}`)
+	if _, err := load(write(t, dir, "ok.json", `{}`), user, nil); err == nil || !strings.Contains(err.Error(), user+":1:") ||
+		!strings.Contains(err.Error(), "completion.maxIterations must be a whole number") {
+		t.Errorf("user file: %v", err)
+	}
+	// Environment overrides: text that is a whole number is fine, 2.5 or
+	// words are not.
+	p := write(t, dir, "env.json", `{}`)
+	if l, err := load(p, "", []string{"CHORUS_AGENTS_MAXPARALLEL=4", "CHORUS_MERGE_AUTORESOLVE=false"}); err != nil || l.Agents.MaxParallel != 4 || l.Merge.AutoResolve {
+		t.Errorf("env overrides: %v %+v", err, l)
+	}
+	for env, want := range map[string]string{
+		"CHORUS_AGENTS_MAXPARALLEL=2.5":  "agents.maxParallel must be a whole number",
+		"CHORUS_AGENTS_MAXPARALLEL=lots": "CHORUS_AGENTS_MAXPARALLEL=\"lots\": expected a number",
+		"CHORUS_MERGE_AUTORESOLVE=1x":    "CHORUS_MERGE_AUTORESOLVE=\"1x\": expected true or false",
+	} {
+		if _, err := load(p, "", []string{env}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: want %q, got %v", env, want, err)
+		}
+	}
+}
+
+// A UTF-8 byte order mark, as some editors write, is accepted.
+func TestLoadAcceptsBOM(t *testing.T) {
+	p := write(t, t.TempDir(), "config.json", "\xEF\xBB\xBF{\"mode\":\"autopilot\"}")
+	l, err := load(p, "", nil)
+	if err != nil || l.Mode != ModeAutopilot {
+		t.Fatalf("BOM: %v %+v", err, l)
+	}
+	if _, err := ReadJSONObject(p); err != nil {
+		t.Fatalf("ReadJSONObject with BOM: %v", err)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/chorus-dev/chorus/chorusdir"
@@ -76,6 +78,9 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 		case err != nil:
 			return nil, err
 		default:
+			if err := checkTypes(userPath); err != nil {
+				return nil, err
+			}
 			out.UserPath, user = userPath, m
 		}
 	}
@@ -84,6 +89,9 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 		return nil, fmt.Errorf("%s: %w (run `chorus init` to create it)", path, ErrNotFound)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTypes(path); err != nil {
 		return nil, err
 	}
 	out.Path = path
@@ -106,15 +114,31 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 			continue
 		}
 		key := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, EnvPrefix+"_"), "_", "."))
-		if v.IsSet(key) && !isMapOrSlice(v.Get(key)) {
-			v.Set(key, val)
+		if cur := v.Get(key); v.IsSet(key) && !isMapOrSlice(cur) {
+			typed, err := envValue(k, val, cur)
+			if err != nil {
+				return nil, err
+			}
+			v.Set(key, typed)
+		}
+	}
+	// The files were checked field by field above; this catches what an
+	// environment override brought in (2.5 for a whole number).
+	if b, err := json.Marshal(v.AllSettings()); err == nil {
+		if err := json.Unmarshal(b, &Config{}); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, fmt.Errorf("environment override for %s: %s", te.Field, typeMsg(te))
+			}
+			return nil, fmt.Errorf("environment overrides: %v", err)
 		}
 	}
 	var md mapstructure.Metadata
 	cfg := Config{}
+	// Not weakly typed: true is not 1 and "0x2" is not 2. Types were
+	// checked strictly above, so this only moves values into place.
 	if err := v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
 		dc.Metadata = &md
-		dc.WeaklyTypedInput = true
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
@@ -131,6 +155,76 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 	}
 	return out, nil
 }
+
+// envValue turns an environment override into the type of the value it
+// replaces, so it is checked like a value in the file.
+func envValue(name, val string, cur any) (any, error) {
+	switch cur.(type) {
+	case bool:
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return nil, fmt.Errorf("environment variable %s=%q: expected true or false", name, val)
+		}
+		return b, nil
+	case float64, int, int64:
+		if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+			return n, nil
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			return nil, fmt.Errorf("environment variable %s=%q: expected a number", name, val)
+		}
+		return f, nil
+	}
+	return val, nil
+}
+
+// checkTypes decodes the file strictly into Config, so that a value of the
+// wrong type is an error naming the field and its position instead of
+// being coerced (true → 1, 2.5 → 2, "0x2" → 2). Unknown keys are left to
+// the loader's warnings.
+func checkTypes(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	data = bytes.TrimPrefix(data, utf8BOM)
+	err = json.Unmarshal(data, &Config{})
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		line, col := position(data, te.Offset)
+		return &SyntaxError{File: path, Line: line, Column: col, Msg: typeMsg(te)}
+	}
+	return nil // syntax errors were reported by readJSON
+}
+
+// typeMsg words a type mismatch for a person editing the file.
+func typeMsg(te *json.UnmarshalTypeError) string {
+	want := "a " + te.Type.String()
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		want = "a whole number such as 3 (no quotes, no fraction)"
+	case reflect.Float64, reflect.Float32:
+		want = "a number such as 2.5 (no quotes)"
+	case reflect.Bool:
+		want = "true or false (no quotes)"
+	case reflect.String:
+		want = "a string in double quotes"
+	case reflect.Slice:
+		want = "a list in [ ]"
+	case reflect.Struct, reflect.Map:
+		want = "an object in { }"
+	}
+	field := te.Field
+	if field == "" {
+		field = "the value"
+	}
+	return fmt.Sprintf("%s must be %s, found %s", field, want, te.Value)
+}
+
+// utf8BOM is what some Windows editors put at the start of a UTF-8 file;
+// JSON forbids it, but it carries no meaning, so it is skipped.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 func isMapOrSlice(x any) bool {
 	switch x.(type) {
@@ -157,6 +251,7 @@ func readJSON(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	data = bytes.TrimPrefix(data, utf8BOM)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &SyntaxError{File: path, Line: 1, Column: 1, Msg: "file is empty; it must hold a JSON object (delete it and run `chorus init` to recreate it)"}
 	}

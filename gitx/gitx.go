@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -20,6 +21,21 @@ import (
 
 // ErrNotRepo means the directory is not inside a git repository.
 var ErrNotRepo = errors.New("not a git repository")
+
+// ErrNoGit means there is no git executable on PATH.
+var ErrNoGit = errors.New("git was not found on PATH")
+
+// ErrBare means the repository has no working tree.
+var ErrBare = errors.New("bare repository")
+
+// LookGit checks that git can be run at all, so that its absence is
+// reported as such rather than as whatever the first git query returns.
+func LookGit() error {
+	if _, err := exec.LookPath("git"); err != nil {
+		return fmt.Errorf("%w: Chorus needs git %d.%d or newer; install it (e.g. `apt install git`) or add its directory to PATH", ErrNoGit, MinVersion[0], MinVersion[1])
+	}
+	return nil
+}
 
 const timeout = 30 * time.Second
 
@@ -58,6 +74,9 @@ func MainRoot(ctx context.Context, dir string) (string, error) {
 	if filepath.Base(common) == ".git" {
 		return filepath.Dir(common), nil
 	}
+	if bare, err := Git(ctx, dir, "rev-parse", "--is-bare-repository"); err == nil && bare == "true" {
+		return "", fmt.Errorf("%s is a %w: it has no working tree for agents to branch from; clone it (`git clone %s work`) and run chorus in the clone", common, ErrBare, common)
+	}
 	// A bare repository or an unusual layout: fall back to the worktree top.
 	top, err := Git(ctx, dir, "rev-parse", "--show-toplevel")
 	if err != nil {
@@ -70,6 +89,11 @@ func MainRoot(ctx context.Context, dir string) (string, error) {
 func CurrentBranch(ctx context.Context, dir string) (string, error) {
 	out, err := Git(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil {
+		// Only git's own "not a symbolic ref" means detached; git that
+		// could not run at all must not read as a detached HEAD.
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, proc.ErrNoDir) || errors.Is(err, proc.ErrTimeout) {
+			return "", err
+		}
 		return "", nil
 	}
 	return out, nil

@@ -206,3 +206,30 @@ func sortLines(s string) string {
 	sort.Strings(l)
 	return strings.Join(l, "\n")
 }
+
+// TestCleanupKeepsUncommittedWork lands a branch whose worktree still holds
+// an uncommitted edit and an untracked file: the worktree goes, the work is
+// kept on a refs/chorus/kept/ ref.
+func TestCleanupKeepsUncommittedWork(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	branch, wt := r.agentBranch("ch-1", "main", map[string]string{"new.txt": "new\n"}, true)
+	r.writeIn(wt, "notes/untracked.md", "late idea\n")
+	r.writeIn(wt, "new.txt", "edited after the commit\n")
+	h := start(t, r, nil, nil)
+	h.enqueue(Request{TaskID: "ch-1", Branch: branch, Title: "add new", Agent: "a", Worktree: wt})
+	h.waitFor("cleanup", func(s Snapshot) bool { it, ok := item(s, "ch-1"); return ok && it.Cleaned })
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatalf("worktree still there: %v", err)
+	}
+	refs := strings.Fields(r.git("for-each-ref", "--format=%(refname)", "refs/chorus/kept/ch-1/"))
+	if len(refs) != 1 || !strings.HasSuffix(refs[0], "-wip") {
+		t.Fatalf("kept refs %v", refs)
+	}
+	if got := r.show(refs[0], "notes/untracked.md"); got != "late idea" {
+		t.Fatalf("untracked file kept as %q", got)
+	}
+	if got := r.show(refs[0], "new.txt"); got != "edited after the commit" {
+		t.Fatalf("edit kept as %q", got)
+	}
+}

@@ -490,7 +490,10 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 		if it.Worktree != "" && dirExists(it.Worktree) {
 			head, err := git(ctx, it.Worktree, "rev-parse", "HEAD")
 			if err == nil {
-				if in, _ := isAncestor(ctx, s.opt.RepoDir, head, target); in {
+				// The branch is in; uncommitted files (an agent's last edits,
+				// untracked files) are kept under refs/chorus/kept/ first, and
+				// the worktree stays if they cannot be.
+				if in, _ := isAncestor(ctx, s.opt.RepoDir, head, target); in && s.keep(ctx, id, it.Worktree, "") {
 					gitx.WorktreeMu.Lock()
 					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
 					gitx.WorktreeMu.Unlock()
@@ -511,6 +514,9 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 			}
 			if in, _ := isAncestor(ctx, s.opt.RepoDir, h, target); in {
 				if b == resolveBranch(id) {
+					if !s.keep(ctx, id, s.resolveDir(id), "") {
+						continue
+					}
 					gitx.WorktreeMu.Lock()
 					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
 					gitx.WorktreeMu.Unlock()
@@ -521,6 +527,17 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 	}
 	_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", candidateRef(id))
 	s.step(id, func(it *Item, _ *Stats) { it.Cleaned = true })
+}
+
+// keep saves what removing worktree (and moving branch) would lose under
+// refs/chorus/kept/ and reports whether removal may go ahead.
+func (s *Service) keep(ctx context.Context, id, worktree, branch string) bool {
+	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: worktree, Branch: branch,
+		Target: "refs/heads/" + s.opt.Target, Why: "removing a worktree"}); err != nil {
+		s.emit(Event{Kind: EventHeld, TaskID: id, Message: "left " + worktree + " in place: " + err.Error()})
+		return false
+	}
+	return true
 }
 
 // hold parks a tested candidate that cannot land now, with what to do.

@@ -373,6 +373,12 @@ func (s *Service) worktreeReady(ctx context.Context, wt, branch string) bool {
 // prepareResolver makes a fresh throwaway branch at the task's tip, checked
 // out in Chorus's resolver worktree for this task.
 func (s *Service) prepareResolver(ctx context.Context, id, wt, branch, head string) error {
+	// An earlier resolver's worktree and branch may hold work: keep it
+	// under refs/chorus/kept/ before both are replaced.
+	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: wt, Branch: branch,
+		Target: head, Why: "starting a new resolver"}); err != nil {
+		return fmt.Errorf("merge: could not keep the earlier resolver's work in %s, so it stays: %w", wt, err)
+	}
 	if dirExists(wt) {
 		gitx.WorktreeMu.Lock()
 		if _, err := git(ctx, s.opt.RepoDir, "worktree", "remove", "--force", wt); err != nil {

@@ -306,6 +306,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 	var p *ptyproc.Proc
 	pending := "" // failure text for the next respawn
 	changes := ""
+	recorded := run.IterationBase // the tip Chorus last recorded
 	if run.CompleteSignalled {
 		// A previous run signalled COMPLETE and was interrupted (a crash)
 		// during its check: check again, without spending an iteration.
@@ -324,6 +325,10 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		base := wt.Head // known from Ensure on the first iteration
 		if it > 1 || base == "" {
 			base, _ = e.wt.HeadCommit(context.Background(), wt)
+		}
+		if base != "" {
+			r.keepRewound(recorded, base)
+			recorded = base
 		}
 		first := gen == 0 // this run's first spawn records where it works
 		record := func(s *State, a *AgentState) {
@@ -541,7 +546,9 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 // is the next iteration's feedback.
 func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string) {
 	r.event(EvAlert, "re-running the quality check for a COMPLETE signalled before an interruption", nil)
-	r.update(func(st *State, a *AgentState) { a.Status, a.Title, a.Worktree, a.Branch = AgentChecking, t.Title, wt.Dir, wt.Branch })
+	r.update(func(st *State, a *AgentState) {
+		a.Status, a.Title, a.Worktree, a.Branch = AgentChecking, t.Title, wt.Dir, wt.Branch
+	})
 	ok, results := runQuality(r.ctx, wt.Dir, r.e.cfg.SortedQuality(), r.env(0))
 	for _, q := range results {
 		r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, map[bool]string{true: "passed", false: "failed"}[q.Passed]),

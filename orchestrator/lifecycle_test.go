@@ -273,3 +273,28 @@ func TestRecoverReleasesDeadAgentsTask(t *testing.T) {
 		t.Fatalf("agents: %+v", s.Agents)
 	}
 }
+
+// An agent that resets its branch behind the tip Chorus recorded: the old
+// tip is kept under refs/chorus/kept/ so its commit stays reachable.
+func TestRewoundBranchTipKept(t *testing.T) {
+	script := `
+run "m=$(git rev-parse --git-dir)/chorus-test-second; if [ -f $m ]; then git reset -q --hard HEAD~1; else touch $m; echo x > a.txt; git add a.txt; git -c user.name=a -c user.email=a@a commit -q -m 'work to lose'; fi"
+exit 0
+`
+	h := newHarness(t, script, func(c *config.Config) {
+		c.Completion.MaxIterations = 3
+	})
+	id := h.task("rewinds", beads.CreateOptions{})
+	h.start()
+	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: id})
+	h.waitFor(func(ev Event) bool {
+		return ev.Kind == EvAlert && ev.Task == id && strings.Contains(ev.Text, "refs/chorus/kept/")
+	})
+	refs := strings.Fields(git(t, h.root, "for-each-ref", "--format=%(refname)", "refs/chorus/kept/"+id+"/"))
+	if len(refs) != 1 || !strings.HasSuffix(refs[0], "-rewound") {
+		t.Fatalf("kept refs: %v", refs)
+	}
+	if got := git(t, h.root, "log", "-1", "--format=%s", refs[0]); got != "work to lose" {
+		t.Fatalf("kept %q", got)
+	}
+}

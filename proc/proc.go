@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -39,6 +40,9 @@ type Result struct {
 	Duration time.Duration
 	TimedOut bool
 }
+
+// ErrNoDir is wrapped by Run's error when Spec.Dir does not exist.
+var ErrNoDir = errors.New("working directory does not exist")
 
 // ErrTimeout is wrapped by Run's error when the deadline killed the command.
 var ErrTimeout = errors.New("timed out")
@@ -75,6 +79,16 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	cmd.WaitDelay = time.Second
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		// A missing working directory shows up as "fork/exec …: no such
+		// file or directory", which blames the program.
+		if s.Dir != "" {
+			if _, serr := os.Stat(s.Dir); serr != nil {
+				return Result{ExitCode: -1}, fmt.Errorf("cannot run %s in %s: that directory no longer exists (deleted or moved?): %w", s.Argv[0], s.Dir, ErrNoDir)
+			}
+		}
+		if errors.Is(err, exec.ErrNotFound) {
+			return Result{ExitCode: -1}, fmt.Errorf("%s was not found on PATH; install it or add its directory to PATH: %w", s.Argv[0], err)
+		}
 		return Result{ExitCode: -1}, fmt.Errorf("start %s: %w", s.Argv[0], err)
 	}
 	done := make(chan error, 1)

@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,13 @@ func TestOutputCapped(t *testing.T) {
 	}
 	if len(r.Stdout) != 1000 {
 		t.Fatalf("len %d", len(r.Stdout))
+	}
+}
+
+func TestRunMissingDirSaysSo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	_, err := Run(context.Background(), Spec{Argv: []string{"true"}, Dir: dir})
+	if !errors.Is(err, ErrNoDir) || !strings.Contains(err.Error(), "no longer exists") {
+		t.Fatalf("got %v", err)
 	}
 }

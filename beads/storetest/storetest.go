@@ -198,6 +198,7 @@ func testNotFound(t *testing.T, e Env) {
 	wantErr(t, s.Close(ctx(t), missing, "done"), beads.ErrNotFound, "Close")
 	wantErr(t, s.Release(ctx(t), missing), beads.ErrNotFound, "Release")
 	wantErr(t, s.AddLabel(ctx(t), missing, "x"), beads.ErrNotFound, "AddLabel")
+	wantErr(t, s.RemoveLabel(ctx(t), missing, "x"), beads.ErrNotFound, "RemoveLabel")
 }
 
 func testReadyOrder(t *testing.T, e Env) {

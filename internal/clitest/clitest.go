@@ -188,7 +188,7 @@ func TrustClaude(home string, dirs ...string) error {
 // child's environment.
 func OpenCodeHome(home, baseURL string) ([]string, error) {
 	cfg := map[string]any{
-		"model":    "fake/m",
+		"model": "fake/m",
 		"provider": map[string]any{"fake": map[string]any{
 			"npm": "@ai-sdk/anthropic", "name": "fake",
 			"options": map[string]any{"baseURL": baseURL + "/v1", "apiKey": "sk-test"},

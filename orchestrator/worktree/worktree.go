@@ -66,6 +66,11 @@ type Manager struct {
 
 	// mu serialises changes to worktree registrations and refs; git takes
 	// its own locks but fails rather than waits when they are held.
+	//
+	// Lock order: mu first, then gitx.WorktreeMu. Every method that needs
+	// both takes them in this order; the reverse order deadlocks against a
+	// concurrent Ensure (one holds mu and waits for WorktreeMu while the
+	// other holds WorktreeMu and waits for mu).
 	mu       sync.Mutex
 	excluded bool // info/exclude checked (under mu)
 }
@@ -112,7 +117,7 @@ func (m *Manager) timeout() time.Duration {
 func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, error) {
 	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: m.timeout(), Grace: time.Second})
 	if err != nil {
-		return "", fmt.Errorf("git %s: %w", args[0], err)
+		return "", m.runErr(dir, args, err)
 	}
 	if res.ExitCode != 0 {
 		msg := strings.TrimSpace(string(res.Stderr))
@@ -129,9 +134,18 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, 
 func (m *Manager) gitCode(ctx context.Context, dir string, args ...string) (int, error) {
 	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: m.timeout(), Grace: time.Second})
 	if err != nil {
-		return -1, fmt.Errorf("git %s: %w", args[0], err)
+		return -1, m.runErr(dir, args, err)
 	}
 	return res.ExitCode, nil
+}
+
+// runErr words a git that could not run; a worktree deleted under an
+// agent is the usual reason, and its commits are still on the branch.
+func (m *Manager) runErr(dir string, args []string, err error) error {
+	if errors.Is(err, proc.ErrNoDir) && underDir(dir, filepath.Join(m.RepoDir, Dir)) {
+		return fmt.Errorf("worktree %s was deleted while in use (git %s could not run); its committed work is still on its branch, and the next start of the task recreates the worktree: %w", dir, args[0], err)
+	}
+	return fmt.Errorf("git %s: %w", args[0], err)
 }
 
 // identity returns -c options supplying a committer identity for whatever
@@ -191,6 +205,7 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 
 // attach makes sure the worktree is registered and on disk, under the lock.
 func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, error) {
+	// Lock order: m.mu, then gitx.WorktreeMu (see Manager.mu).
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	gitx.WorktreeMu.Lock()
@@ -448,8 +463,6 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	if err := m.check(); err != nil {
 		return err
 	}
-	gitx.WorktreeMu.Lock()
-	defer gitx.WorktreeMu.Unlock()
 	if target == "" {
 		target = m.Target
 	}
@@ -460,11 +473,15 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	if err := checkRel(rel); err != nil {
 		return err
 	}
-	if _, _, ok := ParseBranch(wt.Branch); !ok {
+	_, task, ok := ParseBranch(wt.Branch)
+	if !ok {
 		return fmt.Errorf("worktree: %q is not an agent branch", wt.Branch)
 	}
+	// Lock order: m.mu, then gitx.WorktreeMu (see Manager.mu).
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	gitx.WorktreeMu.Lock()
+	defer gitx.WorktreeMu.Unlock()
 
 	present := false
 	if _, err := os.Stat(wt.Dir); err == nil {
@@ -494,6 +511,15 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 		default:
 			return fmt.Errorf("worktree: cannot compare %s with %q (git exit %d)", wt.Branch, target, code)
 		}
+	}
+	// Belt and braces: the checks above found nothing to lose, but whatever
+	// git would drop now is kept under refs/chorus/kept/ first.
+	keepDir := ""
+	if present {
+		keepDir = wt.Dir
+	}
+	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: m.RepoDir, Task: task, Branch: wt.Branch, Worktree: keepDir, Target: target, Why: "removing its worktree"}); err != nil {
+		return fmt.Errorf("worktree: not removing %s: %w", rel, err)
 	}
 	if present {
 		// --force only because cleanliness was checked above; what remains

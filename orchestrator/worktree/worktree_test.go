@@ -3,10 +3,13 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chorus-dev/chorus/proc"
 )
@@ -401,5 +404,73 @@ func TestCommitWIPIdentity(t *testing.T) {
 		if cfg, _ := proc.Run(ctx, proc.Spec{Argv: []string{"git", "config", "user.name"}, Dir: repo}); !withIdentity && cfg.ExitCode == 0 {
 			t.Error("fallback identity was written to the repository config")
 		}
+	}
+}
+
+// TestEnsureRemoveNoDeadlock runs the engine's pattern for claims lost after
+// the worktree exists: several tasks at once, each Ensure followed by a
+// Remove, while the others Ensure. With Remove taking the two locks in the
+// opposite order to attach, this froze within a few rounds.
+func TestEnsureRemoveNoDeadlock(t *testing.T) {
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	ctx := context.Background()
+	const workers, rounds = 3, 6
+	done := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func(w int) {
+			for r := 0; r < rounds; r++ {
+				wt, err := m.Ensure(ctx, "claude", fmt.Sprintf("ch-%d-%d", w, r), Options{})
+				if err != nil {
+					done <- err
+					return
+				}
+				if err := m.Remove(ctx, wt, ""); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}(w)
+	}
+	// A deadlock never returns: give up well before the test binary's own
+	// timeout so the failure shows where every goroutine was stuck.
+	limit := 3 * time.Minute
+	if d, ok := t.Deadline(); ok && time.Until(d)/2 < limit {
+		limit = time.Until(d) / 2
+	}
+	watchdog := time.NewTimer(limit)
+	defer watchdog.Stop()
+	for w := 0; w < workers; w++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-watchdog.C:
+			buf := make([]byte, 1<<20)
+			t.Fatalf("Ensure/Remove deadlocked:\n%s", buf[:runtime.Stack(buf, true)])
+		}
+	}
+	if list, err := m.List(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("worktrees left: %v %v", list, err)
+	}
+}
+
+// A worktree deleted behind Chorus's back is named as such, not as a
+// failure to start git.
+func TestDeletedWorktreeSaysSo(t *testing.T) {
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	wt, err := m.Ensure(context.Background(), "claude", "ch-1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(wt.Dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.CommitWIP(context.Background(), wt, "wip")
+	if !errors.Is(err, proc.ErrNoDir) || !strings.Contains(err.Error(), "was deleted while in use") || strings.Contains(err.Error(), "fork/exec") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -3,14 +3,16 @@
 // commands Chorus uses: output shapes (objects carry schema_version, show
 // returns an array with full dependency objects, create echoes no labels or
 // deps), exit codes, stderr texts, compare-and-swap claims, and dependency
-// failures that are only warnings with exit 0. Data lives in
+// failures that are only warnings with exit 0, and bd 1.0.5's `label
+// add|remove` on a missing id (error on stderr, `[]`, exit 0). Data lives in
 // $BEADS_DIR/fakebd.json; every command holds an flock on
 // $BEADS_DIR/fakebd.lock, as bd v1.0.x does on its database.
 //
 // Test hooks: FAKEBD_COUNT=<file> appends one line per invocation;
 // FAKEBD_HANG=<fifo> starts a child in the same process group, writes its
 // pid to the fifo and hangs; FAKEBD_QUIET=1 drops the stderr warning every
-// call otherwise prints.
+// call otherwise prints; FAKEBD_CLAIM_RACE=<actor> makes `update --claim`
+// report success while storing <actor> as the assignee.
 package main
 
 import (
@@ -668,6 +670,11 @@ func update(d *db, f flags) {
 		}
 		is.UpdatedAt = sec(now)
 		res = append(res, listItem(d, is))
+		if other := os.Getenv("FAKEBD_CLAIM_RACE"); other != "" && f.has("claim") {
+			// The double hand-out seen with real bd: this caller is told it
+			// won while the stored claim is another's.
+			is.Assignee = other
+		}
 	}
 	if len(res) == 0 {
 		os.Exit(1)
@@ -793,7 +800,10 @@ func label(d *db, f flags) {
 	for _, id := range ids {
 		is := d.get(id)
 		if is == nil {
-			fatal("Error resolving %s: no issue found matching %q", id, id)
+			// As bd 1.0.5: the error on stderr, the id left out of the
+			// answer, and exit 0 all the same.
+			fmt.Fprintf(os.Stderr, "Error resolving %s: no issue found matching %q\n", id, id)
+			continue
 		}
 		switch op {
 		case "add":

@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// defaultShutdownGrace bounds shutdown before a config is loaded.
+const defaultShutdownGrace = 30 * time.Second
+
+// errStopSignal is the cancel cause when SIGINT or SIGTERM arrived.
+var errStopSignal = errors.New("stop signal received")
+
+var (
+	// shutdownGrace is how long a stop signal may take to end the process
+	// (nanoseconds); set from completion.shutdownGraceSeconds once the
+	// project's config is loaded.
+	shutdownGrace atomic.Int64
+	// shutdownDump is the .chorus directory where the goroutine dump of a
+	// shutdown that overran goes ("" before a project is known).
+	shutdownDump atomic.Value
+)
+
+// setShutdown records the grace period and dump directory of the project
+// this process runs for.
+func setShutdown(grace time.Duration, chorusDir string) {
+	if grace > 0 {
+		shutdownGrace.Store(int64(grace))
+	}
+	shutdownDump.Store(chorusDir)
+}
+
+func graceNow() time.Duration {
+	if g := shutdownGrace.Load(); g > 0 {
+		return time.Duration(g)
+	}
+	return defaultShutdownGrace
+}
+
+// watchStopSignals cancels ctx on the first SIGINT or SIGTERM, which starts
+// the normal shutdown (agents stopped, work committed, tasks released). If
+// that has not ended the process within the grace period, or a second
+// signal arrives, the process exits anyway: a stop signal must always stop
+// Chorus, even when the engine is stuck. Agents that were still running are
+// found and reconciled by the next start, as after a crash. The returned
+// function ends the watch once the command has returned.
+func watchStopSignals(stderr io.Writer, exit func(int)) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	finished := make(chan struct{})
+	go func() {
+		var first os.Signal
+		select {
+		case first = <-sigs:
+		case <-finished:
+			return
+		}
+		cancel(errStopSignal)
+		grace := graceNow()
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		var why string
+		select {
+		case <-finished:
+			return
+		case s := <-sigs:
+			why = fmt.Sprintf("second stop signal (%v) while shutting down", s)
+		case <-timer.C:
+			why = fmt.Sprintf("shutdown did not finish within %s of %v", grace, first)
+		}
+		msg := "chorus: " + why + "; exiting now without finishing it."
+		if p := dumpStacks(); p != "" {
+			msg += " What every goroutine was doing is in " + p + "."
+		}
+		msg += " Agents may still be running and tasks may still show in progress: run chorus again in this repository to recover them (or `chorus doctor`)."
+		fmt.Fprintln(stderr, msg)
+		exit(ExitInterrupted)
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(finished)
+		cancel(nil)
+	}
+}
+
+// dumpStacks writes every goroutine's stack to .chorus/shutdown-stacks.txt,
+// for finding out why shutdown hung; it returns the path, or "" when there
+// is no project directory or writing failed.
+func dumpStacks() string {
+	dir, _ := shutdownDump.Load().(string)
+	if dir == "" {
+		return ""
+	}
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	p := filepath.Join(dir, "shutdown-stacks.txt")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		return ""
+	}
+	return p
+}

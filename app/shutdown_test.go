@@ -1,0 +1,94 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestStopSignalEndsStuckShutdown stops the real binary while its shutdown
+// cannot finish: git hangs when the engine commits the stopped agent's
+// work. SIGTERM must still end the process once completion.shutdownGraceSeconds
+// has passed, with exit code 130 and a message saying what happened.
+func TestStopSignalEndsStuckShutdown(t *testing.T) {
+	dir := scriptedProject(t, `
+write wip.txt "work nobody committed"
+signal PROGRESS 10
+hang
+`, func(cfg map[string]any) {
+		c := cfg["completion"].(map[string]any)
+		c["stopGraceSeconds"] = 1
+		c["shutdownGraceSeconds"] = 3
+	})
+	if r := chorus(t, dir, "task", "create", "stuck at shutdown"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	// A git that never finishes the engine's WIP commit (the only
+	// `commit --no-verify` before anything merges).
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := t.TempDir()
+	pids := filepath.Join(shim, "pids")
+	script := "#!/bin/sh\ncase \" $* \" in *\" commit \"*\"--no-verify\"*) echo $$ >> " + pids + "; exec sleep 600;; esac\nexec " + realGit + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+
+	// Without the last-resort exit the process would sit in git's own
+	// 2-minute timeout: kill it well before that and fail.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chorusBinary(t), "-C", dir, "--autopilot", "--headless", "--max-agents", "1")
+	cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	var transcript []string
+	for sc.Scan() {
+		transcript = append(transcript, sc.Text())
+		if strings.Contains(sc.Text(), "PROGRESS") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		transcript = append(transcript, sc.Text())
+	}
+	err = cmd.Wait()
+	all := strings.Join(transcript, "\n")
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("exit: %v (want code %d)\n%s", err, ExitInterrupted, all)
+	}
+	if !strings.Contains(all, "shutdown did not finish within 3s") || !strings.Contains(all, "run chorus again") {
+		t.Fatalf("no last-resort message:\n%s", all)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".chorus", "shutdown-stacks.txt")); err != nil {
+		t.Fatalf("no goroutine dump: %v", err)
+	}
+}
