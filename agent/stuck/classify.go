@@ -34,7 +34,7 @@ type Finding struct {
 	Status int    // HTTP status when the CLI shows one
 	// Retrying: the CLI is still retrying (spinner line); otherwise the
 	// turn has ended on the error or a dialog waits.
-	Retrying         bool
+	Retrying          bool
 	Attempt, Attempts int // "attempt 3/10" while retrying, when shown
 }
 
