@@ -58,6 +58,8 @@ type agentRun struct {
 	// meters are the transcript readers of this run's processes; their
 	// last reading is booked before the run finishes.
 	meters sync.WaitGroup
+	// stuck notices an agent waiting for a person (see stuck.go).
+	stuck stuckWatch
 }
 
 // busyMarker is on Claude Code's and Codex's screen while a turn runs
@@ -74,6 +76,7 @@ type turnEvent struct {
 	code   int
 	gen    int // process generation, so a stale exit is ignored
 	source string
+	reason string // with exited: the CLI's own failure report, if any
 }
 
 // outcome is how a run ended, applied to State by the loop.
@@ -416,8 +419,11 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			ev := *exitEv
 			*pp = nil
 			r.update(func(s *State, a *AgentState) { a.PID = 0 })
-			r.event(EvAgentExit, "", map[string]any{"exitCode": ev.code})
+			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
 			if ev.code != 0 {
+				if ev.reason != "" {
+					return turnResult{failure: fmt.Sprintf("The agent process exited with code %d: %s", ev.code, ev.reason), crashed: true}
+				}
 				return turnResult{failure: fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code), crashed: true}
 			}
 			return turnResult{failure: "The agent exited without signalling COMPLETE."}
@@ -695,6 +701,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		r.e.emit(Event{Kind: EvStarted, Agent: r.id, Task: r.taskID, Text: cmd, Fields: map[string]any{"pid": pid, "iteration": it}})
 	})
 	go r.pump(p, gen, det)
+	go r.watchStuck(p)
 	if isClaudeTerminal(r.profile) {
 		r.meters.Add(1)
 		go func() {
@@ -730,6 +737,7 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 			s := f.Signal
 			r.send(turnEvent{sig: &s, gen: gen, source: "output"})
 		}
+		r.stuck.poke()
 	}
 	events := newEventParser(r.profile.Format)
 	write := func(b []byte) {
@@ -766,7 +774,7 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector) {
 	}
 	scan()
 	code, _ := p.Wait()
-	r.send(turnEvent{exited: true, code: code, gen: gen})
+	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure})
 }
 
 // typeInto delivers text to a live agent and verifies it arrived.

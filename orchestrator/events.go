@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/config"
@@ -16,6 +17,9 @@ type eventParser struct {
 	buf   []byte
 	usage signal.TokenUsage
 	meter usageMeter
+	// failure is the CLI's own report of why its run failed (the last
+	// Failed event's text), to name the cause when the process exits.
+	failure string
 }
 
 // usageDelta is the usage reported since the last call: the CLIs report
@@ -69,6 +73,9 @@ func (p *eventParser) line(l []byte) []signal.Signal {
 	for _, ev := range evs {
 		if ev.Kind == signal.Usage || ev.Kind == signal.Completed || ev.Kind == signal.Failed {
 			p.usage = ev.Usage
+		}
+		if ev.Kind == signal.Failed && strings.TrimSpace(ev.Text) != "" {
+			p.failure = strings.TrimSpace(ev.Text)
 		}
 		out = append(out, ev.Signals...)
 	}
