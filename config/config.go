@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -105,6 +106,10 @@ type AgentProfile struct {
 	// InjectContext adds AGENTS.md, PATTERNS.md and learnings to the prompt,
 	// for CLIs that do not read project context themselves.
 	InjectContext bool `json:"injectContext" mapstructure:"injectcontext"`
+	// TrustWorktrees: before an interactive Claude Code agent starts, its
+	// worktree (exactly that path) is marked trusted in Claude Code's config,
+	// so its first-run trust dialog, whose default answer exits, is not shown.
+	TrustWorktrees bool `json:"trustWorktrees,omitempty" mapstructure:"trustworktrees"`
 }
 
 // Completion configures when a task counts as done.
@@ -332,6 +337,9 @@ func (c Config) Validate() error {
 		case FormatTerminal, FormatClaudeJSON, FormatCodexJSON:
 		default:
 			add(f+".format", p.Format, `"" (terminal), claude-stream-json, codex-json`)
+		}
+		if p.TrustWorktrees && (p.Format != FormatTerminal || !strings.HasPrefix(filepath.Base(p.Command), "claude")) {
+			add(f+".trustWorktrees", true, "only for an interactive Claude Code agent (command claude, format \"\"), the one that asks to trust a folder; remove it here")
 		}
 	}
 	seen := map[string]bool{}

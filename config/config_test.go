@@ -117,6 +117,8 @@ func TestValidationNamesFieldValueAllowed(t *testing.T) {
 		"grid":     {`{"tui":{"agentGrid":"big"}}`, `tui.agentGrid: "big"`},
 		"quality":  {`{"qualityCommands":[{"name":"t","command":""}]}`, `qualityCommands[0].command`},
 		"string":   {`{"agents":{"maxParallel":"lots"}}`, `maxparallel`},
+		"trust":    {`{"agents":{"available":{"codex":{"command":"codex","trustWorktrees":true}}}}`, `agents.available.codex.trustWorktrees: true is not valid; allowed: only for an interactive Claude Code agent`},
+		"trusthl":  {`{"agents":{"available":{"claude-headless":{"command":"claude","format":"claude-stream-json","trustWorktrees":true}}}}`, `agents.available.claude-headless.trustWorktrees`},
 	}
 	for name, c := range cases {
 		_, err := load(write(t, dir, name+".json", c.body), "", nil)
@@ -214,5 +216,21 @@ func TestInstallIdempotentKeepsEdits(t *testing.T) {
 	gi, _ := os.ReadFile(filepath.Join(root, ".gitignore"))
 	if strings.Count(string(gi), ".worktrees/") != 1 || !strings.HasPrefix(string(gi), "node_modules/\n") {
 		t.Errorf(".gitignore: %q", gi)
+	}
+}
+
+// trustWorktrees is off unless asked for, and loads for the Claude Code
+// terminal profile.
+func TestTrustWorktrees(t *testing.T) {
+	if p, _ := Default().Profile("claude"); p.TrustWorktrees {
+		t.Fatal("trustWorktrees must default to off")
+	}
+	dir := t.TempDir()
+	l, err := load(write(t, dir, "c.json", `{"agents":{"available":{"claude":{"command":"claude","trustWorktrees":true}}}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := l.Profile("claude"); !p.TrustWorktrees {
+		t.Fatalf("profile %+v", p)
 	}
 }

@@ -132,6 +132,11 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	if !h.untrusted {
+		if err := clitest.TrustDirs(h.home, h.worktree("claude", tk.ID)); err != nil {
+			h.t.Fatal(err)
+		}
+	}
 	return tk.ID
 }
 

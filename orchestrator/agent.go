@@ -684,6 +684,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		return nil, err
 	}
 	spawned := time.Now()
+	r.trustWorktree(wt.Dir, r.env(it))
 	p, err := ptyproc.Start(ptyproc.Spec{
 		Argv: r.argv(t, prompt), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/claudetrust"
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/stuck"
 )
@@ -112,3 +113,15 @@ const (
 	EvNeedsHuman        = "needs_human"
 	EvNeedsHumanCleared = "needs_human_cleared"
 )
+
+// trustWorktree marks an interactive Claude Code agent's worktree, exactly
+// that path, trusted in the CLI's config when its profile asks for it, so
+// the first-run trust dialog does not stop it. env is the agent's.
+func (r *agentRun) trustWorktree(dir string, env []string) {
+	if !r.profile.TrustWorktrees || !isClaudeTerminal(r.profile) || dir == "" {
+		return
+	}
+	if err := claudetrust.Trust(claudetrust.ConfigFile(env), dir); err != nil {
+		r.event(EvAlert, "could not mark the worktree trusted for Claude Code: "+err.Error(), nil)
+	}
+}

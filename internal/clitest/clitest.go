@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/chorus-dev/chorus/agent/claudetrust"
 )
 
 // Pinned versions, verified offline against internal/modelserver.
@@ -121,14 +123,14 @@ func executable(p string) bool {
 const APIKey = "sk-ant-test-0123456789abcdefghijklmnop"
 
 // ClaudeHome writes a throwaway HOME for Claude Code with its first-run
-// dialogs answered (onboarding, trust for every directory, the custom API
-// key, the bypass-permissions warning) and returns the environment for a
-// child pointed at baseURL.
+// dialogs answered (onboarding, the custom API key, the bypass-permissions
+// warning) and returns the environment for a child pointed at baseURL.
+// No folder is trusted: the interactive CLI asks before working in one
+// unless TrustDirs named it (or Chorus's trustWorktrees did).
 func ClaudeHome(home, baseURL string) ([]string, error) {
 	key := APIKey[len(APIKey)-20:]
 	cfg := map[string]any{
 		"hasCompletedOnboarding": true,
-		"projects":               map[string]any{"/": map[string]any{"hasTrustDialogAccepted": true}},
 		"customApiKeyResponses":  map[string]any{"approved": []string{key}, "rejected": []string{}},
 		"autoUpdates":            false,
 	}
@@ -152,6 +154,17 @@ func ClaudeHome(home, baseURL string) ([]string, error) {
 		"IS_SANDBOX=1",
 		"CLAUDE_CODE_TMPDIR=" + tmp,
 	}, nil
+}
+
+// TrustDirs marks exactly these folders trusted in the Claude Code home
+// that ClaudeHome wrote, as a user who answered its trust dialog there.
+func TrustDirs(home string, dirs ...string) error {
+	for _, d := range dirs {
+		if err := claudetrust.Trust(filepath.Join(home, ".claude.json"), d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CodexHome writes a throwaway CODEX_HOME whose default provider is the
