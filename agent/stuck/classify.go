@@ -96,14 +96,19 @@ func Classify(screen string) Finding {
 	return codex(lines)
 }
 
-// dialog finds a first-run or permission dialog: Claude Code draws it in
-// place of the input box, ending with "Enter to confirm · Esc to …".
+// dialogFooters end the dialogs the CLIs draw in place of their input:
+// Claude Code's "Enter to confirm · Esc to cancel", Codex's "enter
+// continue · esc back".
+var dialogFooters = []string{"Enter to confirm · Esc to", "enter continue · esc"}
+
+// dialog finds a first-run or permission dialog at the bottom of the screen.
 func dialog(lines []string) Finding {
 	footer := -1
-	for i := len(lines) - 1; i >= 0 && i >= len(lines)-8; i-- {
-		if strings.Contains(lines[i], "Enter to confirm · Esc to") {
-			footer = i
-			break
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-8 && footer < 0; i-- {
+		for _, f := range dialogFooters {
+			if strings.Contains(lines[i], f) {
+				footer = i
+			}
 		}
 	}
 	if footer < 0 {
@@ -126,6 +131,23 @@ func dialog(lines []string) Finding {
 				d += " " + path
 			}
 			return Finding{Cause: Dialog, Detail: d + " (its default answer, \"No, exit\", ends the agent)"}
+		}
+	}
+	for i, l := range area {
+		if strings.Contains(l, "Trust this folder?") {
+			path := ""
+			for j, m := range area[:i] {
+				if strings.TrimSpace(m) == "Folder access" {
+					if next := lastNonEmpty(area[j+1:i], 100); len(next) > 0 {
+						path = strings.TrimSpace(next[0])
+					}
+				}
+			}
+			d := "Codex asks whether to trust the folder"
+			if path != "" {
+				d += " " + path
+			}
+			return Finding{Cause: Dialog, Detail: d}
 		}
 	}
 	// Any other confirmation: name its question.

@@ -39,6 +39,7 @@ func TestClassifyRecordedScreens(t *testing.T) {
 		{"codex-500-retry.txt", APIError, 0, true, "experiencing high demand"},
 		{"codex-dead-retry.txt", Unreachable, 0, true, "error sending request"},
 		{"codex-login.txt", Login, 0, false, "Missing environment variable: `FAKE_KEY`"},
+		{"codex-trust-dialog.txt", Dialog, 0, false, "Codex asks whether to trust the folder /tmp/rec-cwd1182622591/sub"},
 		// Look-alikes: a busy agent, a finished one, and an answer that
 		// talks about "API Error: 500" and "Not logged in" in code it wrote.
 		{"claude-busy.txt", None, 0, false, ""},

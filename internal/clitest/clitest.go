@@ -193,6 +193,23 @@ stream_max_retries = 0
 	return []string{"HOME=" + home, "CODEX_HOME=" + ch, "FAKE_KEY=sk-test"}, nil
 }
 
+// TrustCodexDirs marks folders trusted in the Codex home CodexHome wrote
+// (for a folder in a git repository, Codex asks about the repository's
+// root), as a user who answered its trust dialog there.
+func TrustCodexDirs(home string, dirs ...string) error {
+	f, err := os.OpenFile(filepath.Join(home, ".codex", "config.toml"), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, d := range dirs {
+		if _, err := fmt.Fprintf(f, "\n[projects.%q]\ntrust_level = \"trusted\"\n", d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
