@@ -418,7 +418,12 @@ func estimateCost(model string, u Usage) float64 {
 // when a transcript is written, so an idle agent costs nothing; without
 // inotify it falls back to reading every few seconds.
 func (r *agentRun) meterTranscripts(m *transcriptMeter, done <-chan struct{}) {
-	followTranscripts(m, done, r.reportUsage)
+	followTranscripts(m, done, func(u Usage) {
+		if !u.IsZero() {
+			r.stuck.noteActivity(time.Now()) // the record moved: the agent works
+		}
+		r.reportUsage(u)
+	})
 }
 
 func followTranscripts(m *transcriptMeter, done <-chan struct{}, report func(Usage)) {
