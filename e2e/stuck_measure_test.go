@@ -63,6 +63,7 @@ func TestMeasureStuckLatency(t *testing.T) {
 				h.assign(id, c.profile)
 				got = append(got, h.stuckLatency(c.profile+"-"+id))
 				h.stop()
+				h.killCodexDaemons()
 			}
 			slices.Sort(got)
 			t.Logf("%s: median %v over %d runs (min %v, max %v) %v", c.name, got[len(got)/2].Round(time.Millisecond), n,

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/chorus-dev/chorus/agent/claudetrust"
@@ -148,6 +151,7 @@ func TestCodexAPIErrorNeedsHuman(t *testing.T) {
 	h := newHarness(t, nil)
 	id := h.task("say hello", beads.CreateOptions{})
 	h.srv.Add(modelserver.Script{Match: []string{id}, After: &modelserver.Turn{Status: 500}})
+	t.Cleanup(h.killCodexDaemons) // after h.stop, registered by start
 	h.start()
 	h.assign(id, "codex")
 	if got := h.needsHuman(id, stuck.APIError); !strings.Contains(got, "high demand") {
@@ -181,9 +185,27 @@ func TestCodexTrustDialogNeedsHuman(t *testing.T) {
 	h := newHarness(t, nil)
 	h.untrusted = true
 	id := h.task("say hello", beads.CreateOptions{})
+	t.Cleanup(h.killCodexDaemons) // after h.stop, registered by start
 	h.start()
 	h.assign(id, "codex")
 	if got := h.needsHuman(id, stuck.Dialog); !strings.Contains(got, "Codex asks whether to trust the folder "+h.worktree("codex", id)) {
 		t.Fatalf("cause %q", got)
+	}
+}
+
+// killCodexDaemons ends the app-server Codex leaves running from the
+// test's home after the CLI exits (it detaches from the agent's process
+// group), so tests do not leak it.
+func (h *harness) killCodexDaemons() {
+	dir := filepath.Join(h.home, ".codex") + string(filepath.Separator)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.HasPrefix(string(b), dir) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func TestRecordScreens(t *testing.T) {
 		name string
 		dur  time.Duration
 	}{
-		{"claude-login", 20 * time.Second}, {"claude-notrust", 20 * time.Second}, {"claude-talk", 20 * time.Second},
+		{"claude-login", 45 * time.Second}, {"claude-notrust", 45 * time.Second}, {"claude-talk", 45 * time.Second},
 		{"claude-500", 4 * time.Minute}, {"claude-429", 4 * time.Minute}, {"claude-dead", 4 * time.Minute},
 		{"codex-500", 60 * time.Second}, {"codex-retry500", 60 * time.Second}, {"codex-dead", 60 * time.Second},
 		{"codex-login", 60 * time.Second}, {"codex-trust", 60 * time.Second},
