@@ -237,3 +237,36 @@ func TestDemoHeadless(t *testing.T) {
 		t.Fatalf("both sides of the conflict not kept: %q", b)
 	}
 }
+
+// An interactive agent whose screen shows it cannot go on (here the shape
+// of Claude Code's "Not logged in" screen) gets its task blocked with that
+// cause in a headless run, in seconds rather than at the task timeout.
+func TestHeadlessStuckAgentBlocksWithCause(t *testing.T) {
+	dir := scriptedProject(t, `
+print "❯ say hello please"
+print "  ⎿  Not logged in · Please run /login"
+print "────────────────────────────────────────"
+print "❯ Once fixed, resend your message"
+print "────────────────────────────────────────"
+print "  ⏵⏵ bypass permissions on"
+hang
+`, nil)
+	r := chorus(t, dir, "task", "create", "say hello")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	_, out := runBinary(t, dir, "--headless", "--autopilot")
+	for _, want := range []string{
+		"needs_human: not logged in: Not logged in · Please run /login",
+		"needs a human: " + id + ": not logged in: Not logged in · Please run /login",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("no %q in:\n%s", want, out)
+		}
+	}
+	show := chorus(t, dir, "task", "show", id)
+	if !strings.Contains(show.stdout, "blocked") || !strings.Contains(show.stdout, "Not logged in") {
+		t.Fatalf("task after the run:\n%s%s", show.stdout, show.stderr)
+	}
+}

@@ -224,8 +224,10 @@ loop:
 		case ev := <-events:
 			printEvent(out, ev)
 			sum.add(ev)
-			if ev.Kind == orchestrator.EvNeedsHelp {
-				// Nobody is here to answer: the task waits for a human.
+			// Nobody is here to answer (or to log in, or to pass a dialog):
+			// the task waits for a human. Errors the CLI still retries may
+			// yet pass; it reports again when it gives up.
+			if ev.Kind == orchestrator.EvNeedsHelp || (ev.Kind == orchestrator.EvNeedsHuman && ev.Fields["retrying"] != true) {
 				go eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdBlock, TaskID: ev.Task, Text: "needs a human: " + ev.Text})
 			}
 		case <-eng.Changed():
@@ -330,7 +332,7 @@ func (s *summary) add(ev orchestrator.Event) {
 		s.blocked++
 	case orchestrator.EvReleased:
 		s.released++
-	case orchestrator.EvNeedsHelp:
+	case orchestrator.EvNeedsHelp, orchestrator.EvNeedsHuman:
 		s.needsHuman = append(s.needsHuman, ev.Task+": "+ev.Text)
 	case orchestrator.EvError:
 		s.errors++

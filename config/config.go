@@ -120,6 +120,10 @@ type AgentProfile struct {
 	// InjectContext adds AGENTS.md, PATTERNS.md and learnings to the prompt,
 	// for CLIs that do not read project context themselves.
 	InjectContext bool `json:"injectContext" mapstructure:"injectcontext"`
+	// TrustWorktrees: before an interactive Claude Code agent starts, its
+	// worktree (exactly that path) is marked trusted in Claude Code's config,
+	// so its first-run trust dialog, whose default answer exits, is not shown.
+	TrustWorktrees bool `json:"trustWorktrees,omitempty" mapstructure:"trustworktrees"`
 }
 
 // TranscriptKind is the session record an interactive profile's signals
@@ -390,6 +394,9 @@ func (c Config) Validate() error {
 		case "", TranscriptClaude, TranscriptCodex, TranscriptNone:
 		default:
 			add(f+".transcript", p.Transcript, `"" (from the command), claude, codex, none`)
+		}
+		if p.TrustWorktrees && (p.Format != FormatTerminal || !strings.HasPrefix(filepath.Base(p.Command), "claude")) {
+			add(f+".trustWorktrees", true, "only for an interactive Claude Code agent (command claude, format \"\"), the one that asks to trust a folder; remove it here")
 		}
 	}
 	seen := map[string]bool{}

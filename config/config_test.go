@@ -125,6 +125,8 @@ func TestValidationNamesFieldValueAllowed(t *testing.T) {
 		"resolver": {`{"merge":{"resolverTimeoutMinutes":0}}`, `merge.resolverTimeoutMinutes: 0 is not valid; allowed: minutes, 1 or more`},
 		"transcript": {`{"agents":{"available":{"claude":{"command":"claude","transcript":"gemini"}}}}`,
 			`agents.available.claude.transcript: "gemini" is not valid; allowed: "" (from the command), claude, codex, none`},
+		"trust":   {`{"agents":{"available":{"codex":{"command":"codex","trustWorktrees":true}}}}`, `agents.available.codex.trustWorktrees: true is not valid; allowed: only for an interactive Claude Code agent`},
+		"trusthl": {`{"agents":{"available":{"claude-headless":{"command":"claude","format":"claude-stream-json","trustWorktrees":true}}}}`, `agents.available.claude-headless.trustWorktrees`},
 	}
 	for name, c := range cases {
 		_, err := load(write(t, dir, name+".json", c.body), "", nil)
@@ -299,5 +301,21 @@ func TestLoadAcceptsBOM(t *testing.T) {
 	}
 	if _, err := ReadJSONObject(p); err != nil {
 		t.Fatalf("ReadJSONObject with BOM: %v", err)
+	}
+}
+
+// trustWorktrees is off unless asked for, and loads for the Claude Code
+// terminal profile.
+func TestTrustWorktrees(t *testing.T) {
+	if p, _ := Default().Profile("claude"); p.TrustWorktrees {
+		t.Fatal("trustWorktrees must default to off")
+	}
+	dir := t.TempDir()
+	l, err := load(write(t, dir, "c.json", `{"agents":{"available":{"claude":{"command":"claude","trustWorktrees":true}}}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := l.Profile("claude"); !p.TrustWorktrees {
+		t.Fatalf("profile %+v", p)
 	}
 }

@@ -62,6 +62,11 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	log    []orchestrator.Event
+
+	// untrusted: tasks' worktrees are not marked trusted for interactive
+	// Claude Code ahead of time (they are by default, exactly each path),
+	// nor the repository for Codex.
+	untrusted, codexTrusted bool
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -137,6 +142,18 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 	tk, err := h.store.Create(context.Background(), title, opt)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if !h.untrusted {
+		if err := clitest.TrustDirs(h.home, h.worktree("claude", tk.ID)); err != nil {
+			h.t.Fatal(err)
+		}
+		if !h.codexTrusted {
+			// Codex asks about the repository's root for a worktree in it.
+			if err := clitest.TrustCodexDirs(h.home, h.root); err != nil {
+				h.t.Fatal(err)
+			}
+			h.codexTrusted = true
+		}
 	}
 	return tk.ID
 }

@@ -59,6 +59,8 @@ type agentRun struct {
 	// meters are the transcript readers of this run's processes; their
 	// last reading is booked before the run finishes.
 	meters sync.WaitGroup
+	// stuck notices an agent waiting for a person (see stuck.go).
+	stuck stuckWatch
 }
 
 // busyMarker is on Claude Code's and Codex's screen while a turn runs
@@ -75,6 +77,7 @@ type turnEvent struct {
 	code   int
 	gen    int // process generation, so a stale exit is ignored
 	source string
+	reason string // with exited: the CLI's own failure report, if any
 }
 
 // outcomeKind says how a run ended.
@@ -452,8 +455,11 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			ev := *exitEv
 			*pp = nil
 			r.update(func(s *State, a *AgentState) { a.PID = 0 })
-			r.event(EvAgentExit, "", map[string]any{"exitCode": ev.code})
+			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
 			if ev.code != 0 {
+				if ev.reason != "" {
+					return turnResult{failure: fmt.Sprintf("The agent process exited with code %d: %s", ev.code, ev.reason), crashed: true}
+				}
 				return turnResult{failure: fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code), crashed: true}
 			}
 			return turnResult{failure: "The agent exited without signalling COMPLETE."}
@@ -753,6 +759,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	if err != nil {
 		return nil, fmt.Errorf("writing the prompt file: %w", err)
 	}
+	r.trustWorktree(wt.Dir, r.env(it))
 	p, err := ptyproc.Start(ptyproc.Spec{
 		Argv: r.argv(t, arg), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),
@@ -786,6 +793,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 				defer r.meters.Done()
 				defer close(followed)
 				transcript.Follow(rd, p.Done(), func(u transcript.Update) {
+					r.stuck.noteActivity(time.Now()) // the record moved: the agent works
 					// Usage first: a completion must find its cost booked.
 					r.reportUsage(fromTokens(u.Usage))
 					for _, s := range u.Signals {
@@ -798,6 +806,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		close(followed)
 	}
 	go r.pump(p, gen, det, followed)
+	go r.watchStuck(p)
 	if r.profile.Prompt == config.PromptType {
 		if err := r.typeInto(p, arg); err != nil {
 			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
@@ -834,6 +843,7 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 			s := f.Signal
 			r.send(turnEvent{sig: &s, gen: gen, source: "output"})
 		}
+		r.stuck.poke()
 	}
 	events := newEventParser(r.profile.Format)
 	deliver := func(sigs []signal.Signal) {
@@ -875,7 +885,7 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 	case <-followed:
 	case <-time.After(10 * time.Second): // a transcript reader stuck on a slow disk must not hold the exit
 	}
-	r.send(turnEvent{exited: true, code: code, gen: gen})
+	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure})
 }
 
 // typeInto delivers text to a live agent and verifies it arrived.

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/config"
@@ -17,6 +18,9 @@ type eventParser struct {
 	usage signal.TokenUsage
 	meter usageMeter
 	fails []string // the CLI's own reasons for failing, not yet taken
+	// failure is the CLI's own report of why its run failed (the last
+	// Failed event's text), to name the cause when the process exits.
+	failure string
 	// held are signals read before the run's usage is final: they are
 	// delivered at the turn's end (result, turn.completed) or the end of
 	// the output, so a completion finds its whole cost booked. Progress
@@ -90,8 +94,9 @@ func (p *eventParser) line(l []byte) []signal.Signal {
 		if ev.Kind == signal.Usage || ev.Kind == signal.Completed || ev.Kind == signal.Failed {
 			p.usage = ev.Usage
 		}
-		if ev.Kind == signal.Failed && ev.Text != "" {
+		if ev.Kind == signal.Failed && strings.TrimSpace(ev.Text) != "" {
 			p.fails = append(p.fails, ev.Text)
+			p.failure = strings.TrimSpace(ev.Text)
 		}
 		for _, s := range ev.Signals {
 			if s.Type == signal.Progress {

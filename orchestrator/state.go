@@ -20,7 +20,10 @@ const (
 	AgentRunning   = "running"
 	AgentChecking  = "checking"   // quality commands running
 	AgentNeedsHelp = "needs-help" // waiting for a human answer
-	AgentStopping  = "stopping"
+	// AgentNeedsHuman: its screen shows it cannot go on without a person
+	// (login, a dialog, persistent API errors, a dead endpoint).
+	AgentNeedsHuman = "needs-human"
+	AgentStopping   = "stopping"
 )
 
 // State is .chorus/state.json: everything needed to recover after a crash.
@@ -57,7 +60,10 @@ type AgentState struct {
 	Progress  int       `json:"progress"`
 	Question  string    `json:"question,omitempty"`
 	Alert     string    `json:"alert,omitempty"`
-	Usage     Usage     `json:"usage"`
+	// Stuck is why the agent's screen says it waits for a person (also its
+	// alert while it lasts); empty when it does not.
+	Stuck string `json:"stuck,omitempty"`
+	Usage Usage  `json:"usage"`
 }
 
 // TaskRun is what Chorus remembers about a task across iterations and

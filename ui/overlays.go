@@ -216,7 +216,9 @@ func (u *UI) showIntervention() {
 			if a.Question != "" {
 				fmt.Fprintf(&b, "\n     NEEDS HELP: %s", a.Question)
 			}
-			if a.Alert != "" {
+			if a.Stuck != "" {
+				fmt.Fprintf(&b, "\n     NEEDS HUMAN: %s\n     (focus it with its number and answer in its terminal)", a.Stuck)
+			} else if a.Alert != "" {
 				fmt.Fprintf(&b, "\n     ⚠ %s", a.Alert)
 			}
 			b.WriteString("\n")

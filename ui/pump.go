@@ -309,8 +309,8 @@ func (u *UI) onEvent(ev orchestrator.Event, apply func(func())) {
 		u.loadTasks()
 	}
 	switch ev.Kind {
-	case orchestrator.EvNeedsHelp, orchestrator.EvBlocked, orchestrator.EvFailed:
-		what := map[string]string{orchestrator.EvNeedsHelp: "NEEDS HELP", orchestrator.EvBlocked: "BLOCKED", orchestrator.EvFailed: "FAILED"}[ev.Kind]
+	case orchestrator.EvNeedsHelp, orchestrator.EvNeedsHuman, orchestrator.EvBlocked, orchestrator.EvFailed:
+		what := map[string]string{orchestrator.EvNeedsHelp: "NEEDS HELP", orchestrator.EvNeedsHuman: "NEEDS HUMAN", orchestrator.EvBlocked: "BLOCKED", orchestrator.EvFailed: "FAILED"}[ev.Kind]
 		msg := fmt.Sprintf("%s %s: %s", ev.Task, what, ev.Text)
 		apply(func() {
 			u.setFlash(msg, present.Err)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/chorus-dev/chorus/agent/claudetrust"
 )
 
 // Pinned versions, verified offline against internal/modelserver.
@@ -121,14 +123,14 @@ func executable(p string) bool {
 const APIKey = "sk-ant-test-0123456789abcdefghijklmnop"
 
 // ClaudeHome writes a throwaway HOME for Claude Code with its first-run
-// dialogs answered (onboarding, trust for every directory, the custom API
-// key, the bypass-permissions warning) and returns the environment for a
-// child pointed at baseURL.
+// dialogs answered (onboarding, the custom API key, the bypass-permissions
+// warning) and returns the environment for a child pointed at baseURL.
+// No folder is trusted: the interactive CLI asks before working in one
+// unless TrustDirs named it (or Chorus's trustWorktrees did).
 func ClaudeHome(home, baseURL string) ([]string, error) {
 	key := APIKey[len(APIKey)-20:]
 	cfg := map[string]any{
 		"hasCompletedOnboarding": true,
-		"projects":               map[string]any{"/": map[string]any{"hasTrustDialogAccepted": true}},
 		"customApiKeyResponses":  map[string]any{"approved": []string{key}, "rejected": []string{}},
 		"autoUpdates":            false,
 	}
@@ -213,6 +215,17 @@ func OpenCodeHome(home, baseURL string) ([]string, error) {
 	return env, nil
 }
 
+// TrustDirs marks exactly these folders trusted in the Claude Code home
+// that ClaudeHome wrote, as a user who answered its trust dialog there.
+func TrustDirs(home string, dirs ...string) error {
+	for _, d := range dirs {
+		if err := claudetrust.Trust(filepath.Join(home, ".claude.json"), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CodexHome writes a throwaway CODEX_HOME whose default provider is the
 // model server's Responses API, and returns the child's environment.
 func CodexHome(home, baseURL string) ([]string, error) {
@@ -237,6 +250,23 @@ stream_max_retries = 0
 		return nil, err
 	}
 	return []string{"HOME=" + home, "CODEX_HOME=" + ch, "FAKE_KEY=sk-test"}, nil
+}
+
+// TrustCodexDirs marks folders trusted in the Codex home CodexHome wrote
+// (for a folder in a git repository, Codex asks about the repository's
+// root), as a user who answered its trust dialog there.
+func TrustCodexDirs(home string, dirs ...string) error {
+	f, err := os.OpenFile(filepath.Join(home, ".codex", "config.toml"), os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, d := range dirs {
+		if _, err := fmt.Fprintf(f, "\n[projects.%q]\ntrust_level = \"trusted\"\n", d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeJSON(path string, v any) error {

@@ -216,6 +216,8 @@ func taskRow(t beads.Task, st TaskState, a *orchestrator.AgentState, status map[
 			text := fmt.Sprintf("%s %s | iter %d", IconRunning, a.Type, a.Iteration)
 			if a.Status == orchestrator.AgentNeedsHelp {
 				sub = Line{{text, Accent}, {" | NEEDS HELP", Err}}
+			} else if a.Stuck != "" {
+				sub = Line{{text, Accent}, {" | NEEDS HUMAN: " + Clean(a.Stuck), Err}}
 			} else {
 				sub = Line{{text, Accent}}
 			}
@@ -495,6 +497,8 @@ func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
 	switch a.Status {
 	case orchestrator.AgentNeedsHelp:
 		s = "NEEDS HELP · "
+	case orchestrator.AgentNeedsHuman:
+		s = "NEEDS HUMAN: " + Clean(a.Stuck) + " · "
 	case orchestrator.AgentChecking:
 		s = "checking · "
 	case orchestrator.AgentStopping:
@@ -533,5 +537,5 @@ func AgentIDs(snap orchestrator.Snapshot) []string {
 // Attention reports whether an agent should be highlighted: it asked for
 // help or raised an alert.
 func Attention(a orchestrator.AgentState) bool {
-	return a.Status == orchestrator.AgentNeedsHelp || a.Alert != ""
+	return a.Status == orchestrator.AgentNeedsHelp || a.Status == orchestrator.AgentNeedsHuman || a.Alert != ""
 }

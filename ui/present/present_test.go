@@ -101,3 +101,23 @@ func TestTaskRowsReasons(t *testing.T) {
 		t.Errorf("blocked task: %q", r.Lines[1].Text())
 	}
 }
+
+// An agent stuck on its screen shows the cause in its tile title and in
+// its task's row, and is highlighted.
+func TestNeedsHumanShown(t *testing.T) {
+	now := time.Now()
+	cause := "not logged in: Not logged in · Please run /login"
+	a := orchestrator.AgentState{ID: "claude-t-1", Type: "claude", TaskID: "t-1", Iteration: 1, StartedAt: now,
+		Status: orchestrator.AgentNeedsHuman, Stuck: cause, Alert: cause}
+	if got := TileTitle(a, 5, now); !strings.Contains(got, "NEEDS HUMAN: "+cause) {
+		t.Errorf("tile title %q", got)
+	}
+	if !Attention(a) {
+		t.Error("a stuck agent is not highlighted")
+	}
+	snap := orchestrator.Snapshot{State: orchestrator.State{Agents: map[string]*orchestrator.AgentState{"claude-t-1": &a}}}
+	rows := TaskRows([]beads.Task{{ID: "t-1", Title: "x", Status: beads.StatusInProgress}}, snap, now)
+	if len(rows) != 1 || !strings.Contains(rows[0].Lines[1].Text(), "NEEDS HUMAN: "+cause) {
+		t.Errorf("task row %+v", rows)
+	}
+}

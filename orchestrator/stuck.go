@@ -1,0 +1,128 @@
+package orchestrator
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/claudetrust"
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/stuck"
+	"github.com/chorus-dev/chorus/config"
+)
+
+// stuckWatch notices an interactive agent that waits for a person (a login
+// prompt, a dialog, model API errors that persist, a dead endpoint): the
+// output pump pokes it after each burst, and it looks again by itself when
+// a verdict falls due without new output (a dialog sits still).
+type stuckWatch struct {
+	once sync.Once
+	c    chan struct{}
+	// activity is when the agent's structured record (its transcript) last
+	// moved, in Unix nanoseconds; 0 while nobody reports it.
+	activity atomic.Int64
+}
+
+func (w *stuckWatch) wake() chan struct{} {
+	w.once.Do(func() { w.c = make(chan struct{}, 1) })
+	return w.c
+}
+
+// poke asks for a look at the screen; it never blocks.
+func (w *stuckWatch) poke() {
+	select {
+	case w.wake() <- struct{}{}:
+	default:
+	}
+}
+
+// noteActivity records that the agent's transcript moved at t.
+func (w *stuckWatch) noteActivity(t time.Time) { w.activity.Store(t.UnixNano()) }
+
+// watchStuck judges the screen of process p until it exits. Headless
+// agents print JSON, not a screen: their failures come from their events.
+func (r *agentRun) watchStuck(p *ptyproc.Proc) {
+	if !r.interactive() {
+		return
+	}
+	w := stuck.NewWatcher(stuck.Options{})
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-r.stuck.wake():
+		case <-timer.C:
+		case <-p.Done():
+			if w.Verdict().Cause != stuck.None {
+				r.setStuck(stuck.Verdict{}) // the process is gone; so is what it showed
+			}
+			return
+		case <-r.closed:
+			return
+		}
+		var act time.Time
+		if n := r.stuck.activity.Load(); n != 0 {
+			act = time.Unix(0, n)
+		}
+		if v, changed := w.Observe(time.Now(), r.screen.Text(), act); changed {
+			r.setStuck(v)
+		}
+		timer.Stop()
+		if due := w.Due(); !due.IsZero() {
+			timer.Reset(time.Until(due))
+		}
+	}
+}
+
+// setStuck shows a verdict on the agent (status NEEDS_HUMAN, the cause as
+// its alert, an event), or clears it.
+func (r *agentRun) setStuck(v stuck.Verdict) {
+	text := v.Finding.String()
+	_ = r.e.do(r.ctx, func() {
+		a := r.e.st.Agents[r.id]
+		if a == nil {
+			return
+		}
+		if v.Cause == stuck.None {
+			if a.Stuck == "" {
+				return
+			}
+			if a.Status == AgentNeedsHuman {
+				a.Status = AgentRunning
+			}
+			if a.Alert == a.Stuck {
+				a.Alert = ""
+			}
+			r.e.emit(Event{Kind: EvNeedsHumanCleared, Agent: r.id, Task: r.taskID, Text: "no longer " + a.Stuck})
+			a.Stuck = ""
+			return
+		}
+		if a.Status == AgentRunning || a.Status == AgentStarting {
+			a.Status = AgentNeedsHuman
+		}
+		a.Stuck, a.Alert = text, text
+		r.e.emit(Event{Kind: EvNeedsHuman, Agent: r.id, Task: r.taskID, Text: text,
+			Fields: map[string]any{"cause": string(v.Cause), "status": v.Status, "retrying": v.Retrying, "since": v.Since}})
+	})
+}
+
+// Events of a stuck agent: EvNeedsHuman when its screen shows it cannot
+// go on without a person (Text says why, Fields["cause"] the kind),
+// EvNeedsHumanCleared when the screen recovered.
+const (
+	EvNeedsHuman        = "needs_human"
+	EvNeedsHumanCleared = "needs_human_cleared"
+)
+
+// trustWorktree marks an interactive Claude Code agent's worktree, exactly
+// that path, trusted in the CLI's config when its profile asks for it, so
+// the first-run trust dialog does not stop it. env is the agent's.
+func (r *agentRun) trustWorktree(dir string, env []string) {
+	if !r.profile.TrustWorktrees || r.profile.TranscriptKind() != config.TranscriptClaude || dir == "" {
+		return
+	}
+	if err := claudetrust.Trust(claudetrust.ConfigFile(env), dir); err != nil {
+		r.event(EvAlert, "could not mark the worktree trusted for Claude Code: "+err.Error(), nil)
+	}
+}
