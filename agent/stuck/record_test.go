@@ -1,4 +1,4 @@
-package stuck
+package stuck_test
 
 import (
 	"fmt"
