@@ -22,24 +22,7 @@ target branch. Your branch is kept. Runs until the merge lands or needs you;
 when another Chorus is running in this repository, it says so instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			out := cmd.ErrOrStderr()
-			p, err := g.loadProject(ctx, out, true)
-			if err != nil {
-				return err
-			}
-			s, err := p.store(ctx)
-			if err != nil {
-				return err
-			}
-			p.cfg.Mode = config.ModeSemiAuto
-			return runHeadlessWith(ctx, p, s, &runOptions{headless: true}, out, func(eng *orchestrator.Engine) error {
-				if err := eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdMergeUser, Text: args[0]}); err != nil {
-					return withCode(ExitFailure, err)
-				}
-				fmt.Fprintf(out, "queued %s for merging\n", args[0])
-				return nil
-			})
+			return runQueueCommand(cmd, g, orchestrator.Command{Kind: orchestrator.CmdMergeUser, Text: args[0]}, "queued "+args[0]+" for merging")
 		},
 	}
 }
@@ -65,28 +48,11 @@ command makes it the baseline and lands what is queued. TIP, when given
 While Chorus runs in the full-screen view, press A in its merge view instead.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			out := cmd.ErrOrStderr()
-			p, err := g.loadProject(ctx, out, true)
-			if err != nil {
-				return err
-			}
-			s, err := p.store(ctx)
-			if err != nil {
-				return err
-			}
 			tip := ""
 			if len(args) == 1 {
 				tip = args[0]
 			}
-			p.cfg.Mode = config.ModeSemiAuto
-			err = runHeadlessWith(ctx, p, s, &runOptions{headless: true}, out, func(eng *orchestrator.Engine) error {
-				if err := eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdMergeAcceptTarget, Text: tip}); err != nil {
-					return withCode(ExitFailure, err)
-				}
-				fmt.Fprintln(out, "target accepted; merging resumes")
-				return nil
-			})
+			err := runQueueCommand(cmd, g, orchestrator.Command{Kind: orchestrator.CmdMergeAcceptTarget, Text: tip}, "target accepted; merging resumes")
 			var ee *exitError
 			if errors.As(err, &ee) && ee.code == ExitLocked {
 				return withCode(ExitLocked, fmt.Errorf("%w\nIn the running Chorus, open the merge view (M) and press A to accept the target", err))
@@ -94,4 +60,27 @@ While Chorus runs in the full-screen view, press A in its merge view instead.`,
 			return err
 		},
 	}
+}
+
+// runQueueCommand starts a semi-auto headless session, gives its engine c,
+// says done, and runs until the merge queue is idle or needs a person.
+func runQueueCommand(cmd *cobra.Command, g *globals, c orchestrator.Command, done string) error {
+	ctx := cmd.Context()
+	out := cmd.ErrOrStderr()
+	p, err := g.loadProject(ctx, out, true)
+	if err != nil {
+		return err
+	}
+	s, err := p.store(ctx)
+	if err != nil {
+		return err
+	}
+	p.cfg.Mode = config.ModeSemiAuto
+	return runHeadlessWith(ctx, p, s, &runOptions{headless: true}, out, func(eng *orchestrator.Engine) error {
+		if err := eng.Do(ctx, c); err != nil {
+			return withCode(ExitFailure, err)
+		}
+		fmt.Fprintln(out, done)
+		return nil
+	})
 }
