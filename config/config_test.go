@@ -45,7 +45,7 @@ func TestLoadLayers(t *testing.T) {
 	if c.Agents.TimeoutMinutes != 7 || c.Completion.MaxIterations != 9 {
 		t.Errorf("env override lost: %d %d", c.Agents.TimeoutMinutes, c.Completion.MaxIterations)
 	}
-	if c.Agents.Default != "claude" || c.Completion.TaskTimeout != 30 {
+	if c.Agents.Default != "claude" || c.Completion.TaskTimeout != 30 || c.Planning.MaxReviewIterations != 3 {
 		t.Errorf("built-in defaults lost: %+v", c.Completion)
 	}
 	if _, ok := c.Profile("claude"); !ok {
@@ -117,6 +117,7 @@ func TestValidationNamesFieldValueAllowed(t *testing.T) {
 		"grid":     {`{"tui":{"agentGrid":"big"}}`, `tui.agentGrid: "big"`},
 		"quality":  {`{"qualityCommands":[{"name":"t","command":""}]}`, `qualityCommands[0].command`},
 		"string":   {`{"agents":{"maxParallel":"lots"}}`, `maxparallel`},
+		"review":   {`{"planning":{"maxReviewIterations":-1}}`, `planning.maxReviewIterations: -1 is not valid; allowed: an integer from 0 (validate only) to 20`},
 	}
 	for name, c := range cases {
 		_, err := load(write(t, dir, name+".json", c.body), "", nil)
