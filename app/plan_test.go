@@ -52,7 +52,9 @@ func TestPlanHeadless(t *testing.T) {
 	r := chorus(t, dir, "task", "list", "--json")
 	var ts []struct {
 		ID, Title    string
-		Dependencies []struct{ DependsOnID string `json:"depends_on_id"` }
+		Dependencies []struct {
+			DependsOnID string `json:"depends_on_id"`
+		}
 	}
 	json.Unmarshal([]byte(r.stdout), &ts)
 	if len(ts) != 2 || len(ts[1].Dependencies) != 1 || ts[1].Dependencies[0].DependsOnID != ts[0].ID {

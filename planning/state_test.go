@@ -34,7 +34,7 @@ func TestStateRoundTripAndErrors(t *testing.T) {
 	for body, msg := range map[string]string{
 		`{"status":"thinking"}`:                   `status "thinking" is not valid`,
 		`{"status":"ready","chosenMode":"turbo"}`: `chosenMode "turbo" is not valid`,
-		`{"status":`:                              "fix the JSON or delete the file",
+		`{"status":`: "fix the JSON or delete the file",
 	} {
 		os.WriteFile(path, []byte(body), 0o644)
 		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), msg) {
