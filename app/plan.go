@@ -129,6 +129,7 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, goal string) error 
 	loop := &planning.Loop{
 		Engine: ps.engine, Store: s, Rules: p.loadRules, StatePath: p.dir.PlanningState(),
 		Max: p.cfg.Planning.MaxReviewIterations, Agent: o.agent,
+		TurnTimeout: time.Duration(p.cfg.Planning.TimeoutMinutes) * time.Minute,
 	}
 	if !o.headless {
 		return ps.runUI(ctx, loop, req, prompt, resume && st.Status == planning.StatusReviewing, stderr)

@@ -130,3 +130,20 @@ func TestPlanBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A ready plan run headless with a mode goes to implementation and records
+// the choice in planning-state.json.
+func TestReadyPlanRecordsChosenMode(t *testing.T) {
+	dir := scriptedProject(t, "signal COMPLETE\n", nil)
+	if r := chorus(t, dir, "task", "create", "Add a", "--acceptance", "a returns 1"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	code, out := runBinary(t, dir, "--headless", "--autopilot")
+	if code != 0 && code != ExitUnfinished {
+		t.Fatalf("run: %d\n%s", code, out)
+	}
+	st := loadPlanState(t, dir)
+	if st.Status != planning.StatusImplementation || st.Mode() != "autopilot" {
+		t.Fatalf("state: %+v", st)
+	}
+}

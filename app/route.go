@@ -26,8 +26,6 @@ type runOptions struct {
 	maxAgents int
 	headless  bool
 	tasks     []string
-	// chooseMode: the plan is ready and no mode was given; the UI asks.
-	chooseMode bool
 }
 
 // Route is where `chorus` without a subcommand goes.
@@ -206,16 +204,17 @@ func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *ru
 			fmt.Fprintln(stderr, "planning-state.json says the plan is under review; set its status to \"ready\" once the tasks are final.")
 		}
 		return nil
-	case RouteModeChoice:
-		o.chooseMode = true
-		return runImplementation(ctx, p, s, o, ready, stderr)
-	case RouteImplement:
-		// The mode is chosen now (given, from the state, or the config's).
-		if _, err := planning.Update(p.dir.PlanningState(), func(st *planning.State) {
-			mode := p.cfg.Mode
-			st.Status, st.ChosenMode = planning.StatusImplementation, &mode
-		}); err != nil {
-			return withCode(ExitSetup, err)
+	case RouteModeChoice, RouteImplement:
+		// A ready plan whose mode nobody gave starts in the configured mode
+		// (semi-auto by default: nothing starts until the person assigns
+		// work or switches to autopilot in the UI).
+		if o.headless || (isTTY(os.Stdin) && isTTY(os.Stdout)) {
+			if _, err := planning.Update(p.dir.PlanningState(), func(st *planning.State) {
+				mode := p.cfg.Mode
+				st.Status, st.ChosenMode = planning.StatusImplementation, &mode
+			}); err != nil {
+				return withCode(ExitSetup, err)
+			}
 		}
 		return runImplementation(ctx, p, s, o, ready, stderr)
 	}

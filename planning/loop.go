@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/orchestrator"
@@ -91,6 +92,9 @@ type Loop struct {
 	StatePath string
 	Max       int    // review iterations
 	Agent     string // profile; "" for the default
+	// TurnTimeout bounds one Plan Agent turn (0: none): an agent that ends
+	// its turn without signalling would otherwise be waited for forever.
+	TurnTimeout time.Duration
 	// Progress reports each step (optional).
 	Progress func(Progress)
 
@@ -117,6 +121,9 @@ type Result struct {
 // ErrPlanAgent: the Plan Agent ended (stopped, crashed) before the plan
 // was done.
 var ErrPlanAgent = errors.New("the Plan Agent stopped")
+
+// ErrTurnTimeout: a Plan Agent turn took longer than allowed.
+var ErrTurnTimeout = errors.New("the Plan Agent did not finish its turn")
 
 func (l *Loop) report(p Progress) {
 	p.Max = l.Max
@@ -156,10 +163,18 @@ func (l *Loop) turn(ctx context.Context, text string) error {
 	} else if err := l.Engine.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdType, AgentID: l.agentID, Text: text}); err != nil {
 		return err
 	}
+	var timeout <-chan time.Time
+	if l.TurnTimeout > 0 {
+		t := time.NewTimer(l.TurnTimeout)
+		defer t.Stop()
+		timeout = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-timeout:
+			return fmt.Errorf("%w: no COMPLETE within %s (planning.timeoutMinutes); its terminal is in .chorus/logs/%s.log", ErrTurnTimeout, l.TurnTimeout, l.agentID)
 		case ev := <-l.events:
 			if ev.Agent != l.agentID {
 				continue
