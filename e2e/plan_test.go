@@ -91,17 +91,16 @@ func TestPlanFromSpecWithClaude(t *testing.T) {
 	if !strings.Contains(string(out), "review 1/3: 1 violation(s) handed to the Plan Agent") || !strings.Contains(string(out), "The plan is ready: 2 task(s)") {
 		t.Fatalf("output:\n%s", report())
 	}
-	served := 0
+	// The review reached the same Claude session as its third turn: typed
+	// in, not a new process.
+	reviewed := false
 	for _, r := range srv.Requests() {
-		if r.Script == script && r.Kind == "turn" {
-			served++
-			if r.Index == 2 && !strings.Contains(r.LastUser, "[vague_criteria]") {
-				t.Errorf("the review turn did not carry the violation: %q", r.LastUser)
-			}
+		if r.Script == script && r.Kind == "turn" && r.Index == 2 {
+			reviewed = strings.Contains(r.LastUser, "Task review 1/3") && strings.Contains(r.LastUser, "[vague_criteria]")
 		}
 	}
-	if served < 4 {
-		t.Fatalf("%d turns served, want 4 (one Claude session, review typed into it)\n%s", served, report())
+	if !reviewed {
+		t.Fatalf("no review turn carrying the violation in the Plan Agent's session\n%s", report())
 	}
 	st, err := planning.Load(filepath.Join(dir, ".chorus", "planning-state.json"))
 	if err != nil || st.Status != planning.StatusReady || st.PlanSummary.From != "SPEC.md" ||
