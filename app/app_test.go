@@ -297,22 +297,31 @@ func TestRootRouting(t *testing.T) {
 
 func TestDecideRoute(t *testing.T) {
 	for _, c := range []struct {
-		init   bool
-		status string
-		ready  int
-		want   Route
+		in   routeInput
+		want Route
 	}{
-		{false, "", 3, RouteInit},
-		{true, PlanPlanning, 3, RoutePlanning},
-		{true, PlanReviewing, 3, RouteReview},
-		{true, PlanReady, 0, RoutePlanning},
-		{true, PlanReady, 2, RouteImplement},
-		{true, PlanImplementation, 1, RouteImplement},
+		{routeInput{initialised: false, ready: 3, tasks: 3}, RouteInit},
+		{routeInput{initialised: false, status: PlanImplementation}, RouteInit},
+		{routeInput{initialised: true, status: PlanPlanning, tasks: 3, ready: 3}, RoutePlanning},
+		{routeInput{initialised: true, status: PlanPlanning}, RoutePlanning},
+		{routeInput{initialised: true, status: PlanReviewing, tasks: 3, ready: 3, forced: true}, RouteReview},
+		{routeInput{initialised: true, status: PlanReady}, RoutePlanning},
+		{routeInput{initialised: true, status: PlanReady, tasks: 2}, RoutePlanning},
+		{routeInput{initialised: true, status: PlanReady, tasks: 2, ready: 2}, RouteModeChoice},
+		{routeInput{initialised: true, status: PlanReady, tasks: 2, ready: 2, forced: true}, RouteImplement},
+		{routeInput{initialised: true, status: PlanReady, tasks: 2, ready: 2, headless: true}, RouteImplement},
+		{routeInput{initialised: true, status: "", tasks: 2, ready: 2}, RouteModeChoice},
+		{routeInput{initialised: true, status: PlanImplementation, tasks: 1, ready: 1}, RouteImplement},
+		{routeInput{initialised: true, status: PlanImplementation, tasks: 4}, RoutePlanning},
+		{routeInput{initialised: true, status: PlanImplementation}, RoutePlanning},
 	} {
-		got, err := decideRoute(c.init, c.status, c.ready)
+		got, err := decideRoute(c.in)
 		if err != nil || got != c.want {
-			t.Errorf("%+v: got %v %v", c, got, err)
+			t.Errorf("%+v: got %v %v, want %v", c.in, got, err, c.want)
 		}
+	}
+	if _, err := decideRoute(routeInput{initialised: true, status: "thinking"}); err == nil || !strings.Contains(err.Error(), `status "thinking" is not valid`) {
+		t.Errorf("bad status: %v", err)
 	}
 }
 

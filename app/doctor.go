@@ -215,6 +215,7 @@ func checkTasks(ctx context.Context, r *doctorReport, root string, cfg config.Co
 		}
 	}
 	r.add("task store", levelOK, "%s backend, %d tasks (%s)", info.Name, len(ts), info.Reason)
+	checkTaskRules(r, root, ts)
 }
 
 func checkAgents(r *doctorReport, cfg config.Config) {

@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/planning"
 )
 
 // runOptions are the root command's flags.
@@ -31,53 +32,64 @@ type runOptions struct {
 type Route string
 
 const (
-	RouteInit      Route = "init"
-	RoutePlanning  Route = "planning"
-	RouteReview    Route = "review"
-	RouteImplement Route = "implementation"
+	RouteInit       Route = "init"
+	RoutePlanning   Route = "planning"
+	RouteReview     Route = "review"
+	RouteModeChoice Route = "mode-choice" // the plan is ready: pick semi-auto or autopilot
+	RouteImplement  Route = "implementation"
 )
 
 // Planning states, as planning-state.json spells them.
 const (
-	PlanPlanning       = "planning"
-	PlanReviewing      = "reviewing"
-	PlanReady          = "ready"
-	PlanImplementation = "implementation"
+	PlanPlanning       = planning.StatusPlanning
+	PlanReviewing      = planning.StatusReviewing
+	PlanReady          = planning.StatusReady
+	PlanImplementation = planning.StatusImplementation
 )
 
-// decideRoute is the seed's mode routing: no .chorus/ → init; planning
-// state planning → planning, reviewing → review; ready or implementation →
-// implementation when tasks are ready, planning when none are.
-func decideRoute(initialised bool, planStatus string, ready int) (Route, error) {
-	if !initialised {
+// routeInput is what routing looks at.
+type routeInput struct {
+	initialised bool   // .chorus/ exists
+	status      string // planning-state.json status
+	tasks       int    // tasks in the store, closed ones included
+	ready       int    // tasks ready now, plus work a crashed session left
+	forced      bool   // --autopilot or --mode: no mode choice
+	headless    bool   // nobody to ask
+}
+
+// decideRoute is the App Router: no .chorus/ → init; a plan being written
+// or reviewed → planning (review); no tasks at all → planning; a ready
+// plan → the mode choice, or straight into implementation when the mode
+// was given (or nobody is there to choose); implementation → the
+// implementation view while there is work, planning when there is none.
+func decideRoute(in routeInput) (Route, error) {
+	if !in.initialised {
 		return RouteInit, nil
 	}
-	switch planStatus {
+	switch in.status {
 	case PlanPlanning:
 		return RoutePlanning, nil
 	case PlanReviewing:
 		return RouteReview, nil
 	case PlanReady, PlanImplementation, "":
-		if ready > 0 {
+		if in.tasks == 0 || in.ready == 0 {
+			return RoutePlanning, nil
+		}
+		if in.status == PlanImplementation || in.forced || in.headless {
 			return RouteImplement, nil
 		}
-		return RoutePlanning, nil
+		return RouteModeChoice, nil
 	}
-	return "", fmt.Errorf(".chorus/planning-state.json: status %q is not valid; allowed: planning, reviewing, ready, implementation", planStatus)
+	return "", fmt.Errorf(".chorus/planning-state.json: status %q is not valid; allowed: planning, reviewing, ready, implementation", in.status)
 }
 
 // planningState reads planning-state.json; a missing file counts as "ready".
 func planningState(path string) (status string, chosen string, err error) {
-	m, err := config.ReadJSONObject(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return PlanReady, "", nil
-	}
+	st, err := planning.Load(path)
 	if err != nil {
 		return "", "", err
 	}
-	s, _ := m["status"].(string)
-	c, _ := m["chosenMode"].(string)
-	return s, c, nil
+	return st.Status, st.Mode(), nil
 }
 
 // effectiveMode applies --autopilot, --mode and the planning state's chosen
@@ -158,9 +170,14 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	if err != nil {
 		return withCode(ExitTasks, err)
 	}
+	all, err := s.List(ctx)
+	if err != nil {
+		return withCode(ExitTasks, err)
+	}
 	// Work a previous session left (agents killed with it, merges still
 	// queued) needs a session too, to be recovered and finished.
-	route, err := decideRoute(true, status, len(ready)+leftover(ctx, p, s))
+	route, err := decideRoute(routeInput{initialised: true, status: status, tasks: len(all), ready: len(ready) + leftover(ctx, p, s),
+		forced: o.autopilot || o.mode != "", headless: o.headless})
 	if err != nil {
 		return withCode(ExitSetup, err)
 	}
@@ -179,16 +196,27 @@ func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *ru
 		if ready > 0 {
 			// The plan is not final yet, though tasks exist and are ready.
 			fmt.Fprintf(stderr, "%d task(s) are ready in %s, but .chorus/planning-state.json says the plan is still being %s.\n", ready, p.root, map[Route]string{RoutePlanning: "written", RouteReview: "reviewed"}[route])
-			fmt.Fprintln(stderr, "Set its status to \"ready\" once the tasks are final, then run `chorus` again.")
+			fmt.Fprintln(stderr, "Run `chorus plan` to finish the plan (its review marks it ready), or set its status to \"ready\" once the tasks are final; then run `chorus` again.")
 			return nil
 		}
 		fmt.Fprintf(stderr, "No tasks are ready to work on in %s.\n", p.root)
-		fmt.Fprintln(stderr, "Create tasks with `chorus task create \"title\" -p 1 --acceptance \"…\"` (or `bd create`), then run `chorus` again.")
+		fmt.Fprintln(stderr, "Plan them with `chorus plan \"what you want to build\"` (or `chorus plan --from SPEC.md`), or create them with `chorus task create \"title\" -p 1 --acceptance \"…\"`, then run `chorus` again.")
 		if route == RouteReview {
 			fmt.Fprintln(stderr, "planning-state.json says the plan is under review; set its status to \"ready\" once the tasks are final.")
 		}
 		return nil
-	case RouteImplement:
+	case RouteModeChoice, RouteImplement:
+		// A ready plan whose mode nobody gave starts in the configured mode
+		// (semi-auto by default: nothing starts until the person assigns
+		// work or switches to autopilot in the UI).
+		if o.headless || (isTTY(os.Stdin) && isTTY(os.Stdout)) {
+			if _, err := planning.Update(p.dir.PlanningState(), func(st *planning.State) {
+				mode := p.cfg.Mode
+				st.Status, st.ChosenMode = planning.StatusImplementation, &mode
+			}); err != nil {
+				return withCode(ExitSetup, err)
+			}
+		}
 		return runImplementation(ctx, p, s, o, ready, stderr)
 	}
 	return fmt.Errorf("unknown route %q", route)

@@ -24,7 +24,8 @@ func newTaskCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.AddCommand(newTaskCreateCmd(g), newTaskListCmd(g, false), newTaskListCmd(g, true), newTaskShowCmd(g),
-		newTaskSetCmd(g, "close"), newTaskSetCmd(g, "reopen"), newTaskSetCmd(g, "block"), newTaskLabelCmd(g))
+		newTaskSetCmd(g, "close"), newTaskSetCmd(g, "reopen"), newTaskSetCmd(g, "block"), newTaskLabelCmd(g),
+		newTaskUpdateCmd(g), newTaskDepCmd(g), newTaskDeleteCmd(g), newTaskValidateCmd(g))
 	return c
 }
 
@@ -101,6 +102,7 @@ func newTaskCreateCmd(g *globals) *cobra.Command {
 					return withCode(ExitFailure, err)
 				}
 				p.logEvent(cmd.ErrOrStderr(), "cli", "task_created", map[string]any{"taskId": t.ID, "priority": t.Priority})
+				warnRules(cmd.ErrOrStderr(), p, t)
 				if asJSON {
 					return writeJSON(cmd.OutOrStdout(), t)
 				}

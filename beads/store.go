@@ -135,6 +135,11 @@ type Store interface {
 	// Update replaces title/description/acceptance when the pointer is non-nil.
 	Update(ctx context.Context, id string, u Update) (Task, error)
 	AddDependency(ctx context.Context, id, dependsOn string) error
+	// RemoveDependency drops id's blocking edge on dependsOn (ErrNotFound
+	// when there is none).
+	RemoveDependency(ctx context.Context, id, dependsOn string) error
+	// Delete removes a task and every dependency on it.
+	Delete(ctx context.Context, id string) error
 }
 
 // Update holds optional field changes for Store.Update.

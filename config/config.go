@@ -38,8 +38,18 @@ type Config struct {
 	TUI             TUI              `json:"tui" mapstructure:"tui"`
 	Checkpoints     Checkpoints      `json:"checkpoints" mapstructure:"checkpoints"`
 	Budget          Budget           `json:"budget" mapstructure:"budget"`
+	Planning        Planning         `json:"planning" mapstructure:"planning"`
 	CreatedAt       string           `json:"createdAt,omitempty" mapstructure:"createdat"`
 	UpdatedAt       string           `json:"updatedAt,omitempty" mapstructure:"updatedat"`
+}
+
+// Planning configures the planning phase (`chorus plan`).
+type Planning struct {
+	// MaxReviewIterations bounds the review loop: validate, hand the
+	// violations to the Plan Agent, again.
+	MaxReviewIterations int `json:"maxReviewIterations" mapstructure:"maxreviewiterations"`
+	// TimeoutMinutes bounds one Plan Agent turn (0: no limit).
+	TimeoutMinutes int `json:"timeoutMinutes" mapstructure:"timeoutminutes"`
 }
 
 // Project describes the repository Chorus works on.
@@ -265,6 +275,7 @@ func Default() Config {
 		TUI:         TUI{AgentGrid: "auto", PrefixKey: "Ctrl-G"},
 		Checkpoints: Checkpoints{Enabled: true, BeforeAutopilot: true, BeforeMerge: true, Periodic: 5},
 		Budget:      Budget{OnExceeded: "continue"},
+		Planning:    Planning{MaxReviewIterations: 3, TimeoutMinutes: 30},
 	}
 }
 
@@ -457,6 +468,12 @@ func (c Config) Validate() error {
 	if c.Budget.TaskTokens < 0 || c.Budget.SessionTokens < 0 || c.Budget.TaskDollars < 0 ||
 		c.Budget.SessionDollars < 0 || c.Budget.TaskMinutes < 0 || c.Budget.SessionMinutes < 0 {
 		add("budget", "a negative cap", "0 (no cap) or more")
+	}
+	if c.Planning.MaxReviewIterations < 0 || c.Planning.MaxReviewIterations > 20 {
+		add("planning.maxReviewIterations", c.Planning.MaxReviewIterations, "an integer from 0 (validate only) to 20")
+	}
+	if c.Planning.TimeoutMinutes < 0 {
+		add("planning.timeoutMinutes", c.Planning.TimeoutMinutes, "minutes, 0 (no limit) or more")
 	}
 	if len(errs) == 0 {
 		return nil

@@ -67,6 +67,8 @@ var ErrUnknownAgent = errors.New("no such running agent")
 func (e *Engine) Do(ctx context.Context, c Command) error {
 	// Store writes first, outside the loop: they may take a while with bd.
 	switch c.Kind {
+	case CmdType:
+		return e.typeText(ctx, c)
 	case CmdRollback:
 		return e.rollback(ctx, c)
 	case CmdMergeUser:

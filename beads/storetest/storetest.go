@@ -49,6 +49,8 @@ func Run(t *testing.T, newEnv Factory) {
 		{"Labels", testLabels},
 		{"Update", testUpdate},
 		{"Cycle", testCycle},
+		{"RemoveDependency", testRemoveDep},
+		{"Delete", testDelete},
 		{"MissingDependency", testMissingDep},
 		{"BadInput", testBadInput},
 		{"OwnWritesVisible", testOwnWrites},
@@ -491,6 +493,55 @@ func testCycle(t *testing.T, e Env) {
 	if g := get(t, s, a.ID); len(g.BlockedBy()) != 0 {
 		t.Errorf("refused edge stored: %v", g.BlockedBy())
 	}
+}
+
+func testRemoveDep(t *testing.T, e Env) {
+	s := e.Store
+	a := create(t, s, "a", beads.CreateOptions{})
+	b := create(t, s, "b", beads.CreateOptions{Deps: []string{a.ID}})
+	if got := ready(t, s, beads.ReadyOptions{}); !SameSet(IDs(got), []string{a.ID}) {
+		t.Fatalf("ready %v, want only %s", IDs(got), a.ID)
+	}
+	if err := s.RemoveDependency(ctx(t), b.ID, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g := get(t, s, b.ID); len(g.BlockedBy()) != 0 {
+		t.Errorf("edge kept: %v", g.BlockedBy())
+	}
+	if got := ready(t, s, beads.ReadyOptions{}); !SameSet(IDs(got), []string{a.ID, b.ID}) {
+		t.Errorf("ready %v after the edge went, want %s and %s", IDs(got), a.ID, b.ID)
+	}
+	wantErr(t, s.RemoveDependency(ctx(t), b.ID, a.ID), beads.ErrNotFound, "removing an edge that is not there")
+	// The edge that closed a cycle can be added once the old one is gone.
+	if err := s.AddDependency(ctx(t), a.ID, b.ID); err != nil {
+		t.Errorf("reversed edge refused after removal: %v", err)
+	}
+}
+
+func testDelete(t *testing.T, e Env) {
+	s := e.Store
+	a := create(t, s, "a", beads.CreateOptions{})
+	b := create(t, s, "b", beads.CreateOptions{Deps: []string{a.ID}})
+	c := create(t, s, "c", beads.CreateOptions{})
+	if err := s.Delete(ctx(t), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Get(ctx(t), a.ID)
+	wantErr(t, err, beads.ErrNotFound, "Get of a deleted task")
+	if g := get(t, s, b.ID); len(g.BlockedBy()) != 0 {
+		t.Errorf("edge on the deleted task kept: %v", g.BlockedBy())
+	}
+	all, err := s.List(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !SameSet(IDs(all), []string{b.ID, c.ID}) {
+		t.Errorf("list %v after delete, want %s and %s", IDs(all), b.ID, c.ID)
+	}
+	if got := ready(t, s, beads.ReadyOptions{}); !SameSet(IDs(got), []string{b.ID, c.ID}) {
+		t.Errorf("ready %v after delete, want %s and %s", IDs(got), b.ID, c.ID)
+	}
+	wantErr(t, s.Delete(ctx(t), a.ID), beads.ErrNotFound, "deleting twice")
 }
 
 func testMissingDep(t *testing.T, e Env) {

@@ -256,6 +256,8 @@ func main() {
 		depCmd(d, f)
 	case "label":
 		label(d, f)
+	case "delete":
+		deleteCmd(d, f)
 	default:
 		fatal("Error: unknown command %q for \"bd\"", sub)
 	}
@@ -746,6 +748,10 @@ func depCmd(d *db, f flags) {
 		fatal("Error: dep needs a subcommand")
 	}
 	op, args := f.pos[0], f.pos[1:]
+	if op == "remove" && len(args) == 2 {
+		depRemove(d, args[0], args[1])
+		return
+	}
 	if op != "add" || len(args) != 2 {
 		fatal("Error: unsupported dep command")
 	}
@@ -826,4 +832,57 @@ func label(d *db, f flags) {
 	}
 	d.save()
 	out(res)
+}
+
+func depRemove(d *db, from, to string) {
+	a := d.get(from)
+	if a == nil {
+		fatal("Error: issue %s not found", from)
+	}
+	keep := a.Dependencies[:0]
+	found := false
+	for _, x := range a.Dependencies {
+		if x.DependsOnID == to {
+			found = true
+			continue
+		}
+		keep = append(keep, x)
+	}
+	if !found {
+		fatalJSON(fmt.Sprintf("dependency %s -> %s not found", from, to))
+	}
+	a.Dependencies = keep
+	d.save()
+	out(map[string]any{"issue_id": from, "depends_on_id": to, "status": "removed"})
+}
+
+// deleteCmd is bd delete --force: the issue goes and so do edges on it.
+func deleteCmd(d *db, f flags) {
+	if !f.has("force") {
+		fatal("Error: delete needs --force in this fake")
+	}
+	var res []string
+	for _, id := range f.pos {
+		if d.get(id) == nil {
+			fatal("Error: issue %s not found", id)
+		}
+		keep := d.Issues[:0]
+		for _, is := range d.Issues {
+			if is.ID == id {
+				continue
+			}
+			deps := is.Dependencies[:0]
+			for _, x := range is.Dependencies {
+				if x.DependsOnID != id {
+					deps = append(deps, x)
+				}
+			}
+			is.Dependencies = deps
+			keep = append(keep, is)
+		}
+		d.Issues = keep
+		res = append(res, id)
+	}
+	d.save()
+	out(map[string]any{"deleted": res, "deleted_count": len(res)})
 }

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chorus-dev/chorus/planning"
+)
+
+const planScript = `
+@ prompt~1/3:
+run "chorus task update $(cat vague.id) --acceptance 'GET /todos returns 200 and a JSON list'"
+signal COMPLETE
+exit 0
+@ prompt~todo
+run "A=$(chorus task create 'Add todo model' --acceptance 'go test ./model passes') && chorus task create 'Add list endpoint' --acceptance 'works correctly' --deps $A > vague.id"
+signal COMPLETE
+exit 0
+`
+
+func loadPlanState(t *testing.T, dir string) planning.State {
+	t.Helper()
+	st, err := planning.Load(filepath.Join(dir, ".chorus", "planning-state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// From a goal to a valid task graph: the Plan Agent creates two tasks,
+// one with a vague criterion; the review hands it back, the agent fixes
+// it, and the plan ends ready.
+func TestPlanHeadless(t *testing.T) {
+	dir := scriptedProject(t, planScript, nil)
+	code, out := runBinary(t, dir, "plan", "--headless", "Build", "a", "todo", "API")
+	if code != 0 {
+		t.Fatalf("plan: %d\n%s", code, out)
+	}
+	for _, want := range []string{"review 1/3: 1 violation(s) handed to the Plan Agent", "2 task(s) valid", "The plan is ready: 2 task(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	st := loadPlanState(t, dir)
+	if st.Status != planning.StatusReady || st.PlanSummary.UserGoal != "Build a todo API" || st.PlanSummary.EstimatedTasks != 2 ||
+		len(st.ReviewIterations) != 1 || st.ReviewIterations[0] != (planning.Iteration{Iteration: 1, Issues: 1, Fixed: 1}) {
+		t.Fatalf("planning state: %+v", st)
+	}
+	r := chorus(t, dir, "task", "list", "--json")
+	var ts []struct {
+		ID, Title    string
+		Dependencies []struct {
+			DependsOnID string `json:"depends_on_id"`
+		}
+	}
+	json.Unmarshal([]byte(r.stdout), &ts)
+	if len(ts) != 2 || len(ts[1].Dependencies) != 1 || ts[1].Dependencies[0].DependsOnID != ts[0].ID {
+		t.Fatalf("tasks: %s", r.stdout)
+	}
+	if r := chorus(t, dir, "task", "validate"); r.code != 0 {
+		t.Fatalf("validate after planning: %s", r.stdout)
+	}
+	// Ready: headless goes straight to implementation with the given mode,
+	// and the choice is recorded.
+	b, _ := os.ReadFile(filepath.Join(dir, ".chorus", "planning-state.json"))
+	if !strings.Contains(string(b), `"chosenMode": null`) {
+		t.Fatalf("chosenMode before a choice: %s", b)
+	}
+}
+
+// Violations the Plan Agent does not fix: exit 6 with the list, the state
+// left reviewing; a later `chorus plan` resumes the review.
+func TestPlanHeadlessUnfixed(t *testing.T) {
+	script := `
+@ prompt~todo
+run "chorus task create 'Add list endpoint and write docs' --acceptance 'works' > vague.id"
+signal COMPLETE
+exit 0
+@ *
+print "I will not fix anything."
+signal COMPLETE
+exit 0
+`
+	dir := scriptedProject(t, script, func(cfg map[string]any) { cfg["planning"] = map[string]any{"maxReviewIterations": 1} })
+	code, out := runBinary(t, dir, "plan", "--headless", "a todo API")
+	if code != ExitUnfinished || !strings.Contains(out, "[vague_criteria]") || !strings.Contains(out, "[atomic]") ||
+		!strings.Contains(out, "2 rule violation(s) remain after 1 review iteration(s)") {
+		t.Fatalf("plan: %d\n%s", code, out)
+	}
+	st := loadPlanState(t, dir)
+	if st.Status != planning.StatusReviewing || len(st.ReviewIterations) != 1 || st.ReviewIterations[0].Issues != 2 {
+		t.Fatalf("state: %+v", st)
+	}
+	// Routing sends `chorus` back to planning while the review is open.
+	if r := chorus(t, dir, "--headless"); r.code != 0 || !strings.Contains(r.stderr, "chorus plan") {
+		t.Fatalf("chorus while reviewing: %d %s", r.code, r.stderr)
+	}
+	// The person fixes the task; `chorus plan` with no goal resumes the
+	// review and finds it valid without starting the Plan Agent.
+	id, _ := os.ReadFile(filepath.Join(dir, "vague.id"))
+	if r := chorus(t, dir, "task", "update", strings.TrimSpace(string(id)), "--title", "Add list endpoint", "--acceptance", "GET /todos returns 200"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	code, out = runBinary(t, dir, "plan", "--headless")
+	if code != 0 || !strings.Contains(out, "The plan is ready: 1 task(s)") || strings.Contains(out, "writing tasks") {
+		t.Fatalf("resumed review: %d\n%s", code, out)
+	}
+	if st := loadPlanState(t, dir); st.Status != planning.StatusReady || st.PlanSummary.UserGoal != "a todo API" {
+		t.Fatalf("state after resume: %+v", st)
+	}
+}
+
+func TestPlanBadInput(t *testing.T) {
+	dir := initRepo(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"plan", "--headless"}, ExitUsage, "nothing to plan"},
+		{[]string{"plan", "--headless", "--from", "nope.md"}, ExitUsage, "--from: "},
+		{[]string{"plan", "--headless", "--agent", "nobody", "x"}, ExitUsage, `--agent: "nobody" is not valid`},
+		{[]string{"plan", "x"}, ExitUsage, "needs a terminal; run with --headless"},
+	} {
+		if r := chorus(t, dir, tc.args...); r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: %d %q", tc.args, r.code, r.stderr)
+		}
+	}
+}
+
+// A ready plan run headless with a mode goes to implementation and records
+// the choice in planning-state.json.
+func TestReadyPlanRecordsChosenMode(t *testing.T) {
+	dir := scriptedProject(t, "signal COMPLETE\n", nil)
+	if r := chorus(t, dir, "task", "create", "Add a", "--acceptance", "a returns 1"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	code, out := runBinary(t, dir, "--headless", "--autopilot")
+	if code != 0 && code != ExitUnfinished {
+		t.Fatalf("run: %d\n%s", code, out)
+	}
+	st := loadPlanState(t, dir)
+	if st.Status != planning.StatusImplementation || st.Mode() != "autopilot" {
+		t.Fatalf("state: %+v", st)
+	}
+}

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chorus-dev/chorus/internal/clitest"
+	"github.com/chorus-dev/chorus/internal/modelserver"
+	"github.com/chorus-dev/chorus/planning"
+)
+
+// `chorus plan --from SPEC.md --headless` with interactive Claude Code as
+// the Plan Agent: it creates two tasks, one waiting for the other, one with
+// a vague criterion; the review types the violation into the same Claude
+// session, which fixes it; the plan ends ready.
+func TestPlanFromSpecWithClaude(t *testing.T) {
+	if skipWhy != "" {
+		t.Skip(skipWhy)
+	}
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "config", "user.email", "t@example.com")
+	git(t, dir, "config", "user.name", "T")
+	os.WriteFile(filepath.Join(dir, "SPEC.md"), []byte("# SPEC-TODO-API\n\nA todo list API: a model, and an endpoint listing todos.\n"), 0o644)
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "init")
+	if out, err := exec.Command(chorusBin, "-C", dir, "init", "--yes", "--prefix", "td").CombinedOutput(); err != nil {
+		t.Fatalf("init: %v %s", err, out)
+	}
+	home := t.TempDir()
+	env, err := clitest.ClaudeHome(home, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Claude Code asks about trusting a repository's root even with "/"
+	// trusted (measured with 2.1.330; linked worktrees are not asked): trust
+	// the root the Plan Agent runs in.
+	var cc map[string]any
+	b, _ := os.ReadFile(filepath.Join(home, ".claude.json"))
+	json.Unmarshal(b, &cc)
+	cc["projects"].(map[string]any)[dir] = map[string]any{"hasTrustDialogAccepted": true}
+	b, _ = json.Marshal(cc)
+	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o644)
+	path := filepath.Join(dir, ".chorus", "config.json")
+	var cfg map[string]any
+	b, _ = os.ReadFile(path)
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	claude := cfg["agents"].(map[string]any)["available"].(map[string]any)["claude"].(map[string]any)
+	claude["command"], claude["env"] = tools.Claude, env
+	cfg["completion"].(map[string]any)["stopGraceSeconds"] = 3
+	cfg["planning"] = map[string]any{"maxReviewIterations": 3, "timeoutMinutes": 2} // a hang fails, with the terminal shown
+	b, _ = json.MarshalIndent(cfg, "", "  ")
+	os.WriteFile(path, b, 0o644)
+
+	script := srv.Add(modelserver.Script{Match: []string{"SPEC-TODO-API"}, Turns: []modelserver.Turn{
+		{Tools: []modelserver.Tool{modelserver.Bash("A=$(chorus task create 'Add todo model' --acceptance 'go test ./model passes') && " +
+			"chorus task create 'Add list endpoint' --acceptance 'works correctly' --deps $A > vague.id && chorus signal COMPLETE")}},
+		{Text: "Created two tasks."},
+		{Tools: []modelserver.Tool{modelserver.Bash("chorus task update $(cat vague.id) --acceptance 'GET /todos returns 200 with a JSON list' && chorus signal COMPLETE")}},
+		{Text: "Fixed the vague criterion."},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chorusBin, "-C", dir, "plan", "--from", "SPEC.md", "--headless")
+	out, err := cmd.CombinedOutput()
+	report := func() string {
+		var b strings.Builder
+		b.WriteString(string(out))
+		for _, r := range srv.Requests() {
+			fmt.Fprintf(&b, "\nrequest: %s script %d index %d last user: %.300q", r.Kind, r.Script, r.Index, r.LastUser)
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, ".chorus", "logs", "plan-claude.log"))
+		return b.String() + "\n--- Plan Agent terminal ---\n" + string(log)
+	}
+	if err != nil {
+		t.Fatalf("chorus plan: %v\n%s", err, report())
+	}
+	if !strings.Contains(string(out), "review 1/3: 1 violation(s) handed to the Plan Agent") || !strings.Contains(string(out), "The plan is ready: 2 task(s)") {
+		t.Fatalf("output:\n%s", report())
+	}
+	// The review reached the same Claude session as its third turn: typed
+	// in, not a new process.
+	reviewed := false
+	for _, r := range srv.Requests() {
+		if r.Script == script && r.Kind == "turn" && r.Index == 2 {
+			reviewed = strings.Contains(r.LastUser, "Task review 1/3") && strings.Contains(r.LastUser, "[vague_criteria]")
+		}
+	}
+	if !reviewed {
+		t.Fatalf("no review turn carrying the violation in the Plan Agent's session\n%s", report())
+	}
+	st, err := planning.Load(filepath.Join(dir, ".chorus", "planning-state.json"))
+	if err != nil || st.Status != planning.StatusReady || st.PlanSummary.From != "SPEC.md" ||
+		len(st.ReviewIterations) != 1 || st.ReviewIterations[0] != (planning.Iteration{Iteration: 1, Issues: 1, Fixed: 1}) {
+		t.Fatalf("planning state %+v %v", st, err)
+	}
+	list, err := exec.Command(chorusBin, "-C", dir, "task", "list", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []struct {
+		ID                 string
+		AcceptanceCriteria string `json:"acceptance_criteria"`
+		Dependencies       []struct {
+			DependsOnID string `json:"depends_on_id"`
+		}
+	}
+	json.Unmarshal(list, &ts)
+	if len(ts) != 2 || len(ts[1].Dependencies) != 1 || ts[1].Dependencies[0].DependsOnID != ts[0].ID ||
+		ts[1].AcceptanceCriteria != "GET /todos returns 200 with a JSON list" {
+		t.Fatalf("tasks: %s", list)
+	}
+}

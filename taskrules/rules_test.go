@@ -1,0 +1,209 @@
+package taskrules
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/chorus-dev/chorus/beads"
+)
+
+// The file init installs parses to the defaults it documents.
+func TestParseTemplate(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", ".chorus-template", "task-rules.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Parse("task-rules.md", string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxAcceptanceCriteria != 10 || r.MaxDescriptionLength != 500 || r.RequireTestFile || r.Naming != nil || r.ForbiddenWords != nil {
+		t.Fatalf("template parsed to %+v", r)
+	}
+}
+
+const specRules = `# Task Rules
+
+## Configurable Limits
+
+| Setting | Value | Description |
+|---------|-------|-------------|
+| max_acceptance_criteria | 10 | Maximum criteria per task |
+| max_description_length | 500 | Maximum chars for description |
+
+## Optional Rules
+
+- [ ] require_test_file: Require explicit test file reference
+- [x] enforce_naming: Pattern ` + "`^F\\d+[a-z]?: .+`" + `
+- [ ] forbidden_words: simple, easy, just, obviously
+`
+
+func TestParseSpecExample(t *testing.T) {
+	r, err := Parse("task-rules.md", specRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NamingPattern != `^F\d+[a-z]?: .+` || r.RequireTestFile || r.ForbiddenWords != nil {
+		t.Fatalf("parsed %+v", r)
+	}
+	on := strings.NewReplacer("- [ ] require_test_file", "- [x] require_test_file", "- [ ] forbidden_words", "- [X] forbidden_words",
+		"| 10 |", "| 3 |", "| 500 |", "| 0 |").Replace(specRules)
+	r, err = Parse("task-rules.md", on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.RequireTestFile || !reflect.DeepEqual(r.ForbiddenWords, []string{"simple", "easy", "just", "obviously"}) ||
+		r.MaxAcceptanceCriteria != 3 || r.MaxDescriptionLength != 0 {
+		t.Fatalf("parsed %+v", r)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+		line             int
+	}{
+		{"unknown setting", "## Configurable Limits\n| max_criteria | 4 | x |\n", `unknown setting "max_criteria"; known settings: max_acceptance_criteria, max_description_length, max_title_length`, 2},
+		{"not a number", "## Configurable Limits\n| Setting | Value |\n|--|--|\n| max_description_length | lots | x |\n", `setting max_description_length: "lots" is not valid`, 4},
+		{"negative", "## Configurable Limits\n| max_acceptance_criteria | -1 |\n", `"-1" is not valid`, 2},
+		{"empty value", "## Configurable Limits\n| max_acceptance_criteria |  | x |\n", "has no value", 2},
+		{"unknown rule", "## Optional Rules\n- [x] require_tests: yes\n", `unknown optional rule "require_tests"; known rules: require_test_file, enforce_naming, forbidden_words`, 2},
+		{"bad checkbox", "## Optional Rules\n- [y] forbidden_words: a\n", "is written `- [ ] name: …`", 2},
+		{"bad pattern", "## Optional Rules\n- [x] enforce_naming: Pattern `^F(`\n", "not a valid regular expression", 2},
+		{"no pattern", "## Optional Rules\n- [x] enforce_naming:\n", "needs a pattern", 2},
+		{"no words", "## Optional Rules\n- [x] forbidden_words: \n", "lists no words", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("rules.md", tc.text)
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("got %v, want a ParseError", err)
+			}
+			if pe.Line != tc.line || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "rules.md:") {
+				t.Fatalf("got %q (line %d), want line %d containing %q", err, pe.Line, tc.line, tc.want)
+			}
+		})
+	}
+	// Disabled rules are not checked for their arguments, and prose outside
+	// the two sections is ignored.
+	if _, err := Parse("r", "Intro | with | pipes\n## Optional Rules\n- [ ] enforce_naming: Pattern `(`\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func task(id, title, desc, acc string, deps ...string) beads.Task {
+	t := beads.Task{ID: id, Title: title, Description: desc, AcceptanceCriteria: acc, Status: beads.StatusOpen}
+	for _, d := range deps {
+		t.Dependencies = append(t.Dependencies, beads.Dependency{IssueID: id, DependsOnID: d, Type: "blocks"})
+	}
+	return t
+}
+
+func rules(t *testing.T, text string) Rules {
+	t.Helper()
+	r, err := Parse("task-rules.md", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRules(t *testing.T) {
+	fifteen := strings.Repeat("- GET /items returns 200\n", 15)
+	good := "`go test ./auth` passes"
+	all := rules(t, strings.NewReplacer("- [ ] require_test_file", "- [x] require_test_file", "- [ ] forbidden_words", "- [x] forbidden_words").Replace(specRules))
+	for _, tc := range []struct {
+		name  string
+		rules Rules
+		task  beads.Task
+		want  []string // rule ids, in order
+		msg   string   // part of the first message
+	}{
+		{"valid", Default(), task("T01", "Add login endpoint", "POST /login", "POST /login with a good password returns 200 and a token"), nil, ""},
+		{"no criteria", Default(), task("T02", "Add login endpoint", "", ""), []string{RuleAcceptance}, "no acceptance criteria"},
+		{"spec T03: 15 criteria, max 10", Default(), task("T03", "Build auth system", "", fifteen), []string{MaxAcceptanceCriteria}, "15 acceptance criteria (max: 10)"},
+		{"ten criteria is the limit", Default(), task("T03", "Build auth system", "", strings.Repeat("- x returns 1\n", 10)), nil, ""},
+		{"semicolons count", Default(), task("T04", "Add cache", "", "a returns 1; b returns 2; c; d; e; f; g; h; i; j; k"), []string{MaxAcceptanceCriteria}, "11 acceptance criteria"},
+		{"spec T11: works correctly", Default(), task("T11", "Add checkout", "", "works correctly"), []string{RuleVague}, `"works correctly" is vague`},
+		{"vague among good", Default(), task("T12", "Add checkout", "", "1. POST /checkout returns 201\n2. It should work as expected"), []string{RuleVague}, `"It should work as expected"`},
+		{"two jobs", Default(), task("T13", "Add login and write docs", "", good), []string{RuleAtomic}, "names two jobs (add … and write …)"},
+		{"and inside one job", Default(), task("T14", "Add login and logout buttons", "", good), nil, ""},
+		{"description 501", Default(), task("T15", "Add x", strings.Repeat("é", 501), good), []string{MaxDescriptionLength}, "501 characters (max: 500)"},
+		{"description 500", Default(), task("T15", "Add x", strings.Repeat("é", 500), good), nil, ""},
+		{"naming", rules(t, specRules), task("T16", "Add login", "", good), []string{EnforceNaming}, "does not match the pattern ^F\\d+[a-z]?: .+"},
+		{"naming ok", rules(t, specRules), task("T16", "F12b: Add login", "", good), nil, ""},
+		{"forbidden", all, task("F1: x", "F1: Just add a simple cache", "See cache_test.go", "GET returns 200"), []string{ForbiddenWords}, "just, simple"},
+		{"forbidden is whole words", all, task("F2", "F2: Adjust the cache", "cache_test.go", "easyjson output parses"), nil, ""},
+		{"test file", all, task("F3", "F3: Add cache", "", "GET returns 200"), []string{RequireTestFile}, "no test file named"},
+		{"test file in criteria", all, task("F3", "F3: Add cache", "", "web/cache.spec.ts passes"), nil, ""},
+		{"limit off", rules(t, "## Configurable Limits\n| max_acceptance_criteria | 0 |\n"), task("T20", "Add x", "", fifteen), nil, ""},
+		{"title limit", rules(t, "## Configurable Limits\n| max_title_length | 10 |\n"), task("T21", "Add the login endpoint", "", good), []string{MaxTitleLength}, "22 characters (max: 10)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Check(tc.task, tc.rules)
+			var ids []string
+			for _, v := range got {
+				ids = append(ids, v.Rule)
+				if v.TaskID != tc.task.ID {
+					t.Errorf("violation on %q, want %q", v.TaskID, tc.task.ID)
+				}
+			}
+			if !reflect.DeepEqual(ids, tc.want) {
+				t.Fatalf("rules %v, want %v: %v", ids, tc.want, got)
+			}
+			if tc.msg != "" && !strings.Contains(got[0].Message, tc.msg) {
+				t.Fatalf("message %q does not say %q", got[0].Message, tc.msg)
+			}
+		})
+	}
+}
+
+func TestDependencies(t *testing.T) {
+	ok := "GET returns 200"
+	for _, tc := range []struct {
+		name  string
+		tasks []beads.Task
+		want  []string // messages' key parts
+	}{
+		{"chain", []beads.Task{task("T01", "Add a", "", ok), task("T02", "Add b", "", ok, "T01"), task("T03", "Add c", "", ok, "T02", "T01")}, nil},
+		{"spec: T07 → T03 → T07", []beads.Task{task("T03", "Add a", "", ok, "T07"), task("T07", "Add b", "", ok, "T03")}, []string{"T03 acyclic circular dependency T03 → T07 → T03"}},
+		{"self", []beads.Task{task("T01", "Add a", "", ok, "T01")}, []string{"T01 acyclic circular dependency T01 → T01"}},
+		{"two cycles and a tail", []beads.Task{
+			task("a", "Add a", "", ok, "b"), task("b", "Add b", "", ok, "c"), task("c", "Add c", "", ok, "a"),
+			task("d", "Add d", "", ok, "a"), task("e", "Add e", "", ok, "f"), task("f", "Add f", "", ok, "e"),
+		}, []string{"a acyclic circular dependency a → b → c → a", "e acyclic circular dependency e → f → e"}},
+		{"missing", []beads.Task{task("T01", "Add a", "", ok, "T99")}, []string{"T01 missing_dependency depends on T99"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Validate(tc.tasks, Default())
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %d violations", got, len(tc.want))
+			}
+			for i, v := range got {
+				if !strings.HasPrefix(v.TaskID+" "+v.Rule+" "+v.Message, tc.want[i]) {
+					t.Fatalf("violation %d is %q, want %q…", i, v.TaskID+" "+v.Rule+" "+v.Message, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// Closed tasks are history: their text is not judged, their edges are.
+func TestClosedTasks(t *testing.T) {
+	closed := task("T01", "Add x and write y", "", "")
+	closed.Status = beads.StatusClosed
+	if got := Validate([]beads.Task{closed}, Default()); len(got) != 0 {
+		t.Fatalf("closed task judged: %v", got)
+	}
+}
+
+func TestCriteria(t *testing.T) {
+	got := Criteria("- [ ] one\n* two\n\n3. three\n+ [x] four\n")
+	if !reflect.DeepEqual(got, []string{"one", "two", "three", "four"}) {
+		t.Fatalf("%q", got)
+	}
+}
