@@ -31,14 +31,14 @@ func newSignalCmd() *cobra.Command {
 			return ts, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, env, err := signal.FromEnv(args, os.Getenv)
+			from, sig, err := signal.FromEnv(args, os.Getenv)
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}
-			if err := signal.Send(dir, env.AgentID, env.TaskID, env.Signal); err != nil {
+			if err := signal.Send(from, sig); err != nil {
 				return withCode(ExitFailure, err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "chorus: %s sent for %s\n", env.Signal, env.TaskID)
+			fmt.Fprintf(cmd.ErrOrStderr(), "chorus: %s sent for %s\n", sig, from.TaskID)
 			return nil
 		},
 	}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -151,23 +150,10 @@ func (h *harness) start() {
 	h.cancel = cancel
 	h.done = make(chan error, 1)
 	go func() { h.done <- eng.Run(ctx) }()
-	go h.routeSignals(ctx)
+	if err := eng.RouteSignals(ctx); err != nil {
+		h.t.Fatal(err)
+	}
 	h.t.Cleanup(h.stop)
-}
-
-// routeSignals does what the app does: `chorus signal` files become
-// engine commands.
-func (h *harness) routeSignals(ctx context.Context) {
-	ch, err := signal.Watch(ctx, h.dir.Path)
-	if err != nil {
-		return
-	}
-	for env := range ch {
-		if env.Err == nil {
-			_ = h.eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
-		}
-		_ = env.Ack()
-	}
 }
 
 func (h *harness) stop() {

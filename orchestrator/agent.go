@@ -58,6 +58,11 @@ type agentRun struct {
 	// meters are the transcript readers of this run's processes; their
 	// last reading is booked before the run finishes.
 	meters sync.WaitGroup
+
+	// key signs this run's `chorus signal` envelopes (CHORUS_SIGNAL_KEY);
+	// seenSignals are the envelope ids already applied (loop only).
+	key         string
+	seenSignals map[string]bool
 }
 
 // busyMarker is on Claude Code's and Codex's screen while a turn runs
@@ -165,6 +170,10 @@ func (e *Engine) startTask(taskID, profile string) {
 		closed: make(chan struct{})}
 	r.id = agentID(name, taskID)
 	if _, busy := e.runs[r.id]; busy {
+		return
+	}
+	if r.key, err = signal.NewKey(); err != nil {
+		e.emit(Event{Kind: EvError, Task: taskID, Text: "making the agent's signal key: " + err.Error()})
 		return
 	}
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
@@ -282,6 +291,12 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		run = *e.st.run(t.ID)
 		e.dirty = false // a read: the first iteration's record writes it
 	})
+	retire, err := r.publishKey()
+	if err != nil {
+		e.opt.Store.Release(context.Background(), t.ID)
+		return outcome{kind: "error", reason: err.Error()}
+	}
+	defer retire()
 	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{prompt}})
 	var gen int
 	var p *ptyproc.Proc
@@ -641,9 +656,10 @@ func (r *agentRun) interactive() bool {
 func (r *agentRun) env(iteration int) []string {
 	e := r.e
 	env := []string{
-		"CHORUS_TASK_ID=" + r.taskID,
-		"CHORUS_AGENT_ID=" + r.id,
-		"CHORUS_DIR=" + e.opt.Dir.Path,
+		signal.EnvTaskID + "=" + r.taskID,
+		signal.EnvAgentID + "=" + r.id,
+		signal.EnvKey + "=" + r.key,
+		signal.EnvDir + "=" + e.opt.Dir.Path,
 		"BEADS_ACTOR=" + actorFor(r.id),
 		"BEADS_DIR=" + filepath.Join(e.opt.Dir.Root, ".beads"),
 	}

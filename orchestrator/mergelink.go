@@ -130,6 +130,11 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	r := &agentRun{e: e, profileName: name, profile: p, taskID: req.TaskID,
 		events: make(chan turnEvent, 64), answers: make(chan string, 1), restart: make(chan struct{}, 1), closed: make(chan struct{})}
 	r.id = "resolver-" + worktree.Slug(req.TaskID)
+	key, err := signal.NewKey()
+	if err != nil {
+		return merge.ResolveResult{}, err
+	}
+	r.key = key
 	if m := e.cfg.Agents.TimeoutMinutes; m > 0 {
 		// A resolver that never answers must not hold the queue forever.
 		var cancel context.CancelFunc
@@ -162,6 +167,11 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	if err != nil {
 		t = beads.Task{ID: req.TaskID} // a user's branch has no task
 	}
+	retire, err := r.publishKey()
+	if err != nil {
+		return merge.ResolveResult{}, err
+	}
+	defer retire()
 	proc, err := r.spawn(t, wt, req.Prompt, 1, 1, det, func(*State, *AgentState) {})
 	if err != nil {
 		return merge.ResolveResult{}, err
