@@ -129,3 +129,31 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("retired key accepted: %v", err)
 	}
 }
+
+func TestNoChange(t *testing.T) {
+	for _, tt := range []struct {
+		s   Signal
+		why string
+		ok  bool
+	}{
+		{Signal{Complete, "nothing to change: the greeting is already there"}, "the greeting is already there", true},
+		{Signal{Complete, "Nothing to change - already fixed upstream"}, "already fixed upstream", true},
+		{Signal{Complete, "nothing to change"}, "", false}, // says no why
+		{Signal{Complete, "nothing to change:"}, "", false},
+		{Signal{Complete, "done"}, "", false},
+		{Signal{Complete, ""}, "", false},
+		{Signal{Blocked, "nothing to change: x"}, "", false},
+	} {
+		why, ok := tt.s.NoChange()
+		if why != tt.why || ok != tt.ok {
+			t.Errorf("%+v: got %q %v", tt.s, why, ok)
+		}
+	}
+	s, err := Parse("COMPLETE: nothing to change: already done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, ok := s.NoChange(); !ok || why != "already done" {
+		t.Errorf("parsed: %q %v", why, ok)
+	}
+}
