@@ -97,6 +97,9 @@ func newHarness(t *testing.T, tweak func(*config.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := clitest.CodexTrust(home, root); err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.Default()
 	cfg.Project.TaskIDPrefix = "t"
 	for name, p := range cfg.Agents.Available {
@@ -129,6 +132,10 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 	h.t.Helper()
 	tk, err := h.store.Create(context.Background(), title, opt)
 	if err != nil {
+		h.t.Fatal(err)
+	}
+	// Interactive Claude Code asks to trust each new working directory.
+	if err := clitest.ClaudeTrust(h.home, h.worktree("claude", tk.ID)); err != nil {
 		h.t.Fatal(err)
 	}
 	return tk.ID

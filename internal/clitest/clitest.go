@@ -180,6 +180,44 @@ stream_max_retries = 0
 	return []string{"HOME=" + home, "CODEX_HOME=" + ch, "FAKE_KEY=sk-test"}, nil
 }
 
+// ClaudeTrust answers Claude Code's folder-trust dialog for dir in the
+// HOME that ClaudeHome wrote: current releases ask again for every new
+// working directory, trusted parents notwithstanding, unless the exact
+// path is listed.
+func ClaudeTrust(home, dir string) error {
+	path := filepath.Join(home, ".claude.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return err
+	}
+	projects, _ := cfg["projects"].(map[string]any)
+	if projects == nil {
+		projects = map[string]any{}
+		cfg["projects"] = projects
+	}
+	projects[dir] = map[string]any{"hasTrustDialogAccepted": true}
+	return writeJSON(path, cfg)
+}
+
+// CodexTrust marks dir (a repository root; its worktrees inherit it) as
+// trusted in the CODEX_HOME that CodexHome wrote under home, so that
+// interactive Codex does not stop at its folder-trust dialog.
+func CodexTrust(home, dir string) error {
+	f, err := os.OpenFile(filepath.Join(home, ".codex", "config.toml"), os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "\n[projects.%q]\ntrust_level = \"trusted\"\n", dir)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
