@@ -243,3 +243,29 @@ func TestHeadlessSignalUsageBooked(t *testing.T) {
 		t.Fatalf("session usage: %+v", u)
 	}
 }
+
+// After a restart, a signal left from the earlier session (signed with a
+// key that died with it) and that session's published keys are refused:
+// the respawned agent has a new key.
+func TestStaleSignalAfterRestartRefused(t *testing.T) {
+	h := newHarness(t, "write a.txt a\ncommit \"feat: a\"\nsignal COMPLETE\nhang\n", nil)
+	id := h.task("restarted", beads.CreateOptions{})
+	old, _ := signal.NewKey()
+	if err := signal.PublishKey(h.dir.Path, "script-"+id, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := signal.Send(signal.Sender{Dir: h.dir.Path, AgentID: "script-" + id, TaskID: id, Key: old}, signal.Signal{Type: signal.Complete}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if err := signal.CheckKey(h.dir.Path, "script-"+id, old); err == nil {
+		t.Fatal("the earlier session's key is still published")
+	}
+	h.waitFor(func(e Event) bool { return e.Kind == EvSignalRejected && e.Task == id })
+	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: id})
+	ev := h.waitFor(kind(EvSignal, id))
+	if ev.Fields["source"] != "signal" {
+		t.Fatalf("signal %+v", ev)
+	}
+	h.waitFor(kind(EvCompleted, id))
+}
