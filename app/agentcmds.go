@@ -13,12 +13,15 @@ import (
 	"github.com/chorus-dev/chorus/merge/driver"
 )
 
-// newSignalCmd is what agents run to tell the running Chorus about their task.
+// newSignalCmd is what agents run to tell the running Chorus about their
+// task. It signs with the agent's own key; a key that is missing or not
+// the agent's is a usage error (exit 2) and nothing is sent.
 func newSignalCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "signal TYPE [PAYLOAD]",
 		Short: "Report to the running Chorus from inside an agent: COMPLETE, BLOCKED, PROGRESS, NEEDS_HELP, RESOLVED, NEEDS_HUMAN",
 		Example: `  chorus signal COMPLETE
+  chorus signal COMPLETE "nothing to change: the endpoint already validates input"
   chorus signal BLOCKED "the API key is missing"
   chorus signal PROGRESS 40
   chorus signal NEEDS_HELP "which database should this use?"`,
@@ -31,14 +34,14 @@ func newSignalCmd() *cobra.Command {
 			return ts, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, env, err := signal.FromEnv(args, os.Getenv)
+			from, sig, err := signal.FromEnv(args, os.Getenv)
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}
-			if err := signal.Send(dir, env.AgentID, env.TaskID, env.Signal); err != nil {
+			if err := signal.Send(from, sig); err != nil {
 				return withCode(ExitFailure, err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "chorus: %s sent for %s\n", env.Signal, env.TaskID)
+			fmt.Fprintf(cmd.ErrOrStderr(), "chorus: %s sent for %s\n", sig, from.TaskID)
 			return nil
 		},
 	}

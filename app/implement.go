@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
@@ -86,24 +85,6 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	return &session{p: p, store: s, engine: eng, target: target, log: log}, release, nil
 }
 
-// routeSignals delivers `chorus signal` messages to the engine and
-// acknowledges each once the engine took it.
-func (ss *session) routeSignals(ctx context.Context) error {
-	ch, err := signal.Watch(ctx, ss.p.dir.Path)
-	if err != nil {
-		return err
-	}
-	go func() {
-		for env := range ch {
-			if env.Err == nil {
-				_ = ss.engine.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
-			}
-			_ = env.Ack()
-		}
-	}()
-	return nil
-}
-
 // runImplementation starts the engine with a front end.
 func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
 	// Autopilot alone with an agent that cannot start would only cycle.
@@ -135,7 +116,7 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	// The engine outlives a signal until the UI has let go of the terminal.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	if err := ss.routeSignals(runCtx); err != nil {
+	if err := ss.engine.RouteSignals(runCtx); err != nil {
 		return err
 	}
 	done := make(chan error, 1)
@@ -188,7 +169,7 @@ func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptio
 	events := eng.Subscribe()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := ss.routeSignals(runCtx); err != nil {
+	if err := ss.engine.RouteSignals(runCtx); err != nil {
 		return err
 	}
 	done := make(chan error, 1)

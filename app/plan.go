@@ -211,8 +211,7 @@ func startPlanSession(ctx context.Context, p *project, s beads.Store) (*planSess
 	ps := &planSession{p: p, store: s, engine: eng, done: make(chan error, 1)}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ps.cancel = cancel
-	ss := &session{p: p, store: s, engine: eng}
-	if err := ss.routeSignals(runCtx); err != nil {
+	if err := eng.RouteSignals(runCtx); err != nil {
 		cancel()
 		lock.Release()
 		return nil, nil, err

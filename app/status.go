@@ -1,15 +1,22 @@
 package app
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/orchestrator"
 )
 
 type statusReport struct {
@@ -24,7 +31,18 @@ type statusReport struct {
 	Planning string         `json:"planningState"`
 	// Kept is work Chorus saved before removing a worktree or branch, or
 	// when an agent rewound its branch; it stays until `chorus prune --kept`.
-	Kept []gitx.Kept `json:"kept"`
+	Kept  []gitx.Kept  `json:"kept"`
+	Usage *usageReport `json:"usage,omitempty"`
+}
+
+// usageReport is what agents reported spending in the current (or last)
+// session, as the engine persisted it: the session's total from
+// state.json, and per task from state.json (tasks still running or left
+// unfinished) and the session log (tasks completed in the session).
+type usageReport struct {
+	SessionStarted time.Time                     `json:"sessionStarted"`
+	Session        orchestrator.Usage            `json:"session"`
+	Tasks          map[string]orchestrator.Usage `json:"tasks"`
 }
 
 type backendInfo struct {
@@ -91,6 +109,7 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 				r.Config.QualityCommands = append(r.Config.QualityCommands, q.Name)
 			}
 			if p.loaded != nil {
+				r.Usage = readUsage(p.dir)
 				r.Planning, _, _ = planningState(p.dir.PlanningState())
 				if st, err := p.dir.InspectLock(); err == nil && st.Held {
 					r.Running = &runningInfo{PID: st.Holder.PID, Host: st.Holder.Host}
@@ -149,4 +168,67 @@ func printStatus(w io.Writer, r statusReport) {
 			fmt.Fprintf(w, "            %s  %s  %s %s\n", k.Time.Local().Format("2006-01-02 15:04"), k.Commit[:min(12, len(k.Commit))], line(k.Kind), line(k.Ref))
 		}
 	}
+	if u := r.Usage; u != nil {
+		when := "last session"
+		if r.Running != nil {
+			when = "this session"
+		}
+		fmt.Fprintf(w, "Usage       %s (%s, started %s)\n", u.Session, when, u.SessionStarted.Local().Format("2006-01-02 15:04"))
+		ids := make([]string, 0, len(u.Tasks))
+		for id := range u.Tasks {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			fmt.Fprintf(w, "  %-10s%s\n", line(id), u.Tasks[id])
+		}
+	}
+}
+
+// readUsage reads what the engine persisted about spending; nil when no
+// session has recorded any.
+func readUsage(dir chorusdir.Dir) *usageReport {
+	st, err := orchestrator.LoadState(dir.State())
+	if err != nil || st == nil {
+		return nil
+	}
+	u := &usageReport{SessionStarted: st.StartedAt, Session: st.Usage, Tasks: map[string]orchestrator.Usage{}}
+	// A completed task leaves state.json; its completion event in the
+	// session log carries its total.
+	if f, err := os.Open(dir.SessionLog()); err == nil {
+		defer f.Close()
+		since := st.StartedAt.Truncate(time.Second) // log times are in whole seconds
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+		for sc.Scan() {
+			b := sc.Bytes()
+			if !bytes.Contains(b, []byte(`"`+orchestrator.EvCompleted+`"`)) {
+				continue
+			}
+			var e struct {
+				TS      time.Time `json:"ts"`
+				Event   string    `json:"event"`
+				Details struct {
+					TaskID string              `json:"taskId"`
+					Usage  *orchestrator.Usage `json:"usage"`
+				} `json:"details"`
+			}
+			if json.Unmarshal(b, &e) != nil || e.Event != orchestrator.EvCompleted || e.TS.Before(since) || e.Details.Usage == nil || e.Details.TaskID == "" {
+				continue
+			}
+			if !e.Details.Usage.IsZero() {
+				u.Tasks[e.Details.TaskID] = *e.Details.Usage
+			}
+		}
+	}
+	// Newer: tasks still running or left unfinished (again).
+	for id, tr := range st.Tasks {
+		if !tr.Usage.IsZero() {
+			u.Tasks[id] = tr.Usage
+		}
+	}
+	if u.Session.IsZero() && len(u.Tasks) == 0 {
+		return nil
+	}
+	return u
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -144,9 +143,6 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 		h.t.Fatal(err)
 	}
 	if !h.untrusted {
-		if err := clitest.TrustDirs(h.home, h.worktree("claude", tk.ID)); err != nil {
-			h.t.Fatal(err)
-		}
 		if !h.codexTrusted {
 			// Codex asks about the repository's root for a worktree in it.
 			if err := clitest.TrustCodexDirs(h.home, h.root); err != nil {
@@ -174,23 +170,10 @@ func (h *harness) start() {
 	h.cancel = cancel
 	h.done = make(chan error, 1)
 	go func() { h.done <- eng.Run(ctx) }()
-	go h.routeSignals(ctx)
+	if err := eng.RouteSignals(ctx); err != nil {
+		h.t.Fatal(err)
+	}
 	h.t.Cleanup(h.stop)
-}
-
-// routeSignals does what the app does: `chorus signal` files become
-// engine commands.
-func (h *harness) routeSignals(ctx context.Context) {
-	ch, err := signal.Watch(ctx, h.dir.Path)
-	if err != nil {
-		return
-	}
-	for env := range ch {
-		if env.Err == nil {
-			_ = h.eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
-		}
-		_ = env.Ack()
-	}
 }
 
 func (h *harness) stop() {
@@ -203,10 +186,15 @@ func (h *harness) stop() {
 
 func (h *harness) assign(id, profile string) {
 	h.t.Helper()
-	if p := h.cfg.Agents.Available[profile]; p.TranscriptKind() == config.TranscriptClaude {
+	if p := h.cfg.Agents.Available[profile]; p.TranscriptKind() == config.TranscriptClaude && !h.untrusted {
 		// Claude Code asks whether to trust each new working directory,
 		// a trusted parent or not; an exact entry answers it.
-		if err := clitest.TrustClaude(h.home, h.worktree(profile, id)); err != nil {
+		dir := h.worktree(profile, id)
+		dirs := []string{dir}
+		if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+			dirs = append(dirs, filepath.Join(real, filepath.Base(dir)))
+		}
+		if err := clitest.TrustDirs(h.home, dirs...); err != nil {
 			h.t.Fatal(err)
 		}
 	}

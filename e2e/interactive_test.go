@@ -26,7 +26,7 @@ func TestClaudeInteractiveSignalCommand(t *testing.T) {
 	h.start()
 	h.assign(id, "claude")
 	sig := h.waitFor(kind(orchestrator.EvSignal, id))
-	if sig.Fields["source"] != "command" || sig.Fields["type"] != "COMPLETE" {
+	if sig.Fields["source"] != "signal" || sig.Fields["type"] != "COMPLETE" {
 		t.Fatalf("signal %+v; want COMPLETE from `chorus signal`\n%s", sig, h.report())
 	}
 	h.waitFor(kind(orchestrator.EvCompleted, id))

@@ -49,7 +49,8 @@ func TestSoakPromptDelivery(t *testing.T) {
 			mu.Unlock()
 		}
 		if q >= n {
-			return modelserver.Turn{Tools: []modelserver.Tool{modelserver.Bash("chorus signal COMPLETE")}}
+			// Something to merge: a COMPLETE with nothing is refused.
+			return modelserver.Turn{Tools: []modelserver.Tool{modelserver.Bash("echo answered > answers.txt && " + commit("feat: answers", id) + " && chorus signal COMPLETE")}}
 		}
 		return modelserver.Turn{Tools: []modelserver.Tool{modelserver.Bash(fmt.Sprintf(`chorus signal NEEDS_HELP "question %d"`, q))},
 			Usage: modelserver.Usage{Input: 50, Output: 5}}

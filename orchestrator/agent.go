@@ -61,6 +61,11 @@ type agentRun struct {
 	meters sync.WaitGroup
 	// stuck notices an agent waiting for a person (see stuck.go).
 	stuck stuckWatch
+
+	// key signs this run's `chorus signal` envelopes (CHORUS_SIGNAL_KEY);
+	// seenSignals are the envelope ids already applied (loop only).
+	key         string
+	seenSignals map[string]bool
 }
 
 // busyMarker is on Claude Code's and Codex's screen while a turn runs
@@ -185,6 +190,10 @@ func (e *Engine) startTask(taskID, profile string) {
 	if _, busy := e.runs[r.id]; busy {
 		return
 	}
+	if r.key, err = signal.NewKey(); err != nil {
+		e.emit(Event{Kind: EvError, Task: taskID, Text: "making the agent's signal key: " + err.Error()})
+		return
+	}
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	cols, rows := e.opt.Cols, e.opt.Rows
 	r.size.Store(uint64(cols)<<32 | uint64(rows))
@@ -287,7 +296,7 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 		}
 		r.event(EvAlert, "worktree setup failed: "+wtErr.Error(), nil)
 	}
-	d := dirs{root: e.opt.Dir.Root, prompts: e.opt.Dir.Prompts(), patterns: e.opt.Dir.Patterns(), learnings: e.opt.Dir.Learnings()}
+	d := dirs{root: e.opt.Dir.Root, prompts: e.opt.Dir.Prompts(), patterns: e.opt.Dir.Patterns(), learnings: e.opt.Dir.Learnings(), chorus: e.opt.ChorusExe}
 	prompt, err := buildPrompt(d, e.cfg, r.profile, r.profileName, t, wt.Branch)
 	if err != nil {
 		e.opt.Store.Release(context.Background(), t.ID)
@@ -304,6 +313,12 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		run = *e.st.run(t.ID)
 		e.dirty = false // a read: the first iteration's record writes it
 	})
+	retire, err := r.publishKey()
+	if err != nil {
+		e.opt.Store.Release(context.Background(), t.ID)
+		return outcome{kind: "error", reason: err.Error()}
+	}
+	defer retire()
 	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{prompt}})
 	var gen int
 	var p *ptyproc.Proc
@@ -410,6 +425,15 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			case <-p.Done():
 				p = nil // it exited right after signalling; respawn with the handover
 			default:
+				if !r.interactive() {
+					// A headless agent takes no typed feedback: let it end
+					// (its last events carry its usage) and respawn it with
+					// the handover. Kept, its exit would reach the next turn
+					// and replace this failure with "exited without
+					// signalling".
+					r.settle(p, gen)
+					p = nil
+				}
 			}
 		}
 		if p != nil && res.typed == "" && !res.crashed && r.interactive() && res.failure != "" {
@@ -502,12 +526,12 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 					r.update(func(st *State, a *AgentState) { a.Progress = n })
 				}
 			case signal.NeedsHelp:
-				if res, ok := r.needsHelp(t, wt, pp, det, s.Payload); !ok {
+				if res, ok := r.needsHelp(t, wt, pp, det, gen, s.Payload); !ok {
 					return res
 				}
 				seen[signal.NeedsHelp] = false
 			case signal.Blocked:
-				r.stopProc(*pp)
+				r.settle(*pp, gen)
 				r.commitWIP(wt, "blocked")
 				reason := s.Payload
 				if reason == "" {
@@ -518,6 +542,17 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				}
 				return turnResult{done: &outcome{kind: "blocked", reason: reason}}
 			case signal.Complete:
+				if has, err := e.wt.HasWork(ctx, wt); err != nil {
+					r.event(EvError, "looking for the agent's work: "+err.Error(), nil)
+				} else if !has {
+					// Nothing to merge: a task is closed without work only
+					// when the agent says why it needs no change.
+					if why, ok := s.NoChange(); ok {
+						return turnResult{done: r.closeUnchanged(t, wt, *pp, gen, signal.NothingToChange+": "+why)}
+					}
+					r.event(EvAlert, "COMPLETE refused: nothing to merge", map[string]any{"nothingToMerge": true})
+					return turnResult{failure: nothingToMerge(wt.Branch)}
+				}
 				// Durable before the check: a crash during it must not cost
 				// the agent its COMPLETE (the next run re-checks).
 				r.update(func(st *State, a *AgentState) { a.Status = AgentChecking; st.run(t.ID).CompleteSignalled = true })
@@ -530,7 +565,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 					return turnResult{done: r.cancelled(t, wt, *pp)}
 				}
 				if ok {
-					done, failure := r.complete(t, wt, *pp)
+					done, failure := r.complete(t, wt, *pp, gen)
 					if done == nil {
 						*pp = nil // stopped for the commit; the next iteration respawns
 						r.update(func(st *State, a *AgentState) { a.Status = AgentRunning })
@@ -564,7 +599,7 @@ func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string
 		return r.cancelled(t, wt, nil), ""
 	}
 	if ok {
-		return r.complete(t, wt, nil)
+		return r.complete(t, wt, nil, 0)
 	}
 	r.update(func(st *State, a *AgentState) { a.Status = AgentRunning; st.run(t.ID).CompleteSignalled = false })
 	return nil, describeFailure(results)
@@ -572,7 +607,7 @@ func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string
 
 // needsHelp waits for a human answer and delivers it. ok=false means the
 // run ended while waiting.
-func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, q string) (turnResult, bool) {
+func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, gen int, q string) (turnResult, bool) {
 	r.update(func(s *State, a *AgentState) { a.Status, a.Question = AgentNeedsHelp, q })
 	r.event(EvNeedsHelp, q, nil)
 	select {
@@ -580,6 +615,12 @@ func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Pr
 		return turnResult{done: r.cancelled(t, wt, *pp)}, false
 	case ans := <-r.answers:
 		r.update(func(s *State, a *AgentState) { a.Status, a.Question = AgentRunning, "" })
+		if *pp != nil && !r.interactive() {
+			// A headless agent reads no input: the answer goes into the
+			// handover of the next one.
+			r.settle(*pp, gen)
+			*pp = nil
+		}
 		if *pp != nil {
 			r.detect(func() { det.AddPrompt(ans) })
 			if err := r.typeInto(*pp, ans); err == nil {
@@ -592,10 +633,83 @@ func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Pr
 	}
 }
 
-// complete records a finished task: it closes it and queues the merge.
-func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) (*outcome, string) {
-	e := r.e
+// nothingToMerge is what an agent is told when it signals COMPLETE with
+// no work on its branch.
+func nothingToMerge(branch string) string {
+	return fmt.Sprintf("COMPLETE was not accepted: there is nothing to merge. Branch %s has no commit of its own and no uncommitted change. "+
+		"Do the work and commit it, then signal COMPLETE again. If the task truly needs no change, signal COMPLETE with the reason instead: "+
+		"COMPLETE: %s: <why>.", branch, signal.NothingToChange)
+}
+
+// finishGrace bounds how long a headless agent that has signalled is left
+// to end by itself: it exits right after its result event, which carries
+// its usage and cost.
+const finishGrace = 30 * time.Second
+
+// settle ends an agent that has signalled. A headless one is first left to
+// finish on its own (up to finishGrace); then the process is stopped and
+// its output read to the end, so whatever usage it reported is booked
+// before the run goes on.
+func (r *agentRun) settle(p *ptyproc.Proc, gen int) {
+	if p == nil {
+		return
+	}
+	if !r.interactive() {
+		t := time.NewTimer(finishGrace)
+		select {
+		case <-p.Done():
+		case <-t.C:
+			r.event(EvAlert, "the agent did not end after signalling; stopping it", nil)
+		case <-r.ctx.Done():
+		}
+		t.Stop()
+	}
 	r.stopProc(p)
+	r.awaitExit(gen)
+}
+
+// awaitExit waits for the output pump of process generation gen to report
+// the exit: it sends that only after reading (and booking) everything the
+// process wrote. Other events still queued are from the ending process
+// and are dropped.
+func (r *agentRun) awaitExit(gen int) {
+	t := time.NewTimer(10 * time.Second) // a pump outlives its process only if a grandchild holds the PTY
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-r.events:
+			if ev.exited && ev.gen == gen {
+				return
+			}
+		case <-t.C:
+			return
+		case <-r.ctx.Done():
+			return
+		}
+	}
+}
+
+// closeUnchanged closes a task whose agent found that it needs no change
+// and left nothing to merge: no merge is queued; the reason is the task's
+// close reason.
+func (r *agentRun) closeUnchanged(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, gen int, reason string) *outcome {
+	e := r.e
+	r.settle(p, gen)
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Completed = true })
+	if err := closeOnce(e.opt.Store, t.ID, reason); err != nil {
+		r.event(EvError, "closing the task: "+err.Error(), nil)
+	}
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = true })
+	// Nothing of the agent's is in it; Remove keeps it if anything could
+	// be lost after all.
+	_ = e.wt.Remove(context.Background(), wt, e.opt.Target)
+	return &outcome{kind: "completed", reason: reason}
+}
+
+// complete records a finished task: it closes it and queues the merge.
+func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, gen int) (*outcome, string) {
+	e := r.e
+	r.settle(p, gen)
 	// Work the agent left uncommitted is part of the result; if it cannot
 	// be committed, the task is not done (merging would lose it).
 	if err := r.commitWIP(wt, "final changes"); err != nil {
@@ -708,9 +822,10 @@ func (r *agentRun) interactive() bool {
 func (r *agentRun) env(iteration int) []string {
 	e := r.e
 	env := []string{
-		"CHORUS_TASK_ID=" + r.taskID,
-		"CHORUS_AGENT_ID=" + r.id,
-		"CHORUS_DIR=" + e.opt.Dir.Path,
+		signal.EnvTaskID + "=" + r.taskID,
+		signal.EnvAgentID + "=" + r.id,
+		signal.EnvKey + "=" + r.key,
+		signal.EnvDir + "=" + e.opt.Dir.Path,
 		"BEADS_ACTOR=" + actorFor(r.id),
 		"BEADS_DIR=" + filepath.Join(e.opt.Dir.Root, ".beads"),
 	}

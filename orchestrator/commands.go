@@ -347,6 +347,11 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 // kept); live orphans are ended with their whole group; tasks that passed
 // their checks but were not closed yet are closed (once).
 func (e *Engine) Recover(ctx context.Context) error {
+	// Keys die with the engine that made them: agents of an earlier
+	// session get new ones when they are started again.
+	if err := signal.RetireAllKeys(e.opt.Dir.Path); err != nil {
+		return fmt.Errorf("clearing old signal keys: %w", err)
+	}
 	old, err := LoadState(e.opt.Dir.State())
 	if err != nil {
 		return err

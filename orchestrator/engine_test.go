@@ -88,7 +88,9 @@ func (h *harness) start() {
 	h.cancel = cancel
 	h.done = make(chan error, 1)
 	go func() { h.done <- eng.Run(ctx) }()
-	go routeSignalsForTest(ctx, h)
+	if err := eng.RouteSignals(ctx); err != nil {
+		h.t.Fatal(err)
+	}
 	h.t.Cleanup(h.stop)
 }
 

@@ -20,7 +20,7 @@ func (h *harness) do(c Command) {
 // Redirect: the agent leaves its task (back to open, work kept) and takes
 // the other one.
 func TestRedirect(t *testing.T) {
-	h := newHarness(t, "@ prompt~first\nwrite a.txt x\nsignal PROGRESS 5\nhang\n@ *\ncommit second\nsignal COMPLETE\n", nil)
+	h := newHarness(t, "@ prompt~first\nwrite a.txt x\nsignal PROGRESS 5\nhang\n@ *\nwrite b.txt y\ncommit second\nsignal COMPLETE\n", nil)
 	a := h.task("first", beads.CreateOptions{})
 	b := h.task("second", beads.CreateOptions{})
 	h.start()
@@ -39,7 +39,7 @@ func TestRedirect(t *testing.T) {
 
 // Editing a running task restarts its agent with the new text.
 func TestEditRestartsAgent(t *testing.T) {
-	h := newHarness(t, "@ prompt~NEWTEXT\ncommit edited\nsignal COMPLETE\n@ *\nsignal PROGRESS 1\nhang\n", nil)
+	h := newHarness(t, "@ prompt~NEWTEXT\nwrite e.txt y\ncommit edited\nsignal COMPLETE\n@ *\nsignal PROGRESS 1\nhang\n", nil)
 	id := h.task("to edit", beads.CreateOptions{Description: "old text"})
 	h.start()
 	h.do(Command{Kind: CmdAssign, TaskID: id})
@@ -57,7 +57,7 @@ func TestEditRestartsAgent(t *testing.T) {
 
 // Kill all stops every agent, puts their tasks back and pauses autopilot.
 func TestKillAllAndPauseResume(t *testing.T) {
-	h := newHarness(t, "@ prompt~quick\ncommit q\nsignal COMPLETE\n@ *\nsignal PROGRESS 1\nhang\n", func(c *config.Config) {
+	h := newHarness(t, "@ prompt~quick\nwrite q.txt y\ncommit q\nsignal COMPLETE\n@ *\nsignal PROGRESS 1\nhang\n", func(c *config.Config) {
 		c.Mode = config.ModeAutopilot
 		c.Agents.MaxParallel = 2
 	})
@@ -139,7 +139,7 @@ func TestStuckAlert(t *testing.T) {
 
 // A flood of output does not stall the agent or the engine.
 func TestFloodingAgent(t *testing.T) {
-	h := newHarness(t, "flood 5000000\ncommit flood\nsignal COMPLETE\n", nil)
+	h := newHarness(t, "flood 5000000\nwrite f.txt y\ncommit flood\nsignal COMPLETE\n", nil)
 	id := h.task("loud", beads.CreateOptions{})
 	h.start()
 	h.do(Command{Kind: CmdAssign, TaskID: id})

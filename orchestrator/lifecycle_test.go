@@ -73,6 +73,8 @@ echo-prompt
 exit 0
 @ *
 echo-prompt
+write done.txt yes
+commit "feat: done"
 print "All done."
 tag COMPLETE
 hang
@@ -230,6 +232,7 @@ func TestNeedsHelpAnswered(t *testing.T) {
 	script := `
 signal NEEDS_HELP "which colour?"
 wait-input
+write colour.txt blue
 commit "painted"
 signal COMPLETE
 hang

@@ -135,6 +135,11 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	// The merge service bounds the resolver (merge.resolverTimeoutMinutes)
 	// and ends ctx when a person stops it.
 	r.id = resolverPrefix + worktree.Slug(req.TaskID)
+	key, err := signal.NewKey()
+	if err != nil {
+		return merge.ResolveResult{}, err
+	}
+	r.key = key
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
 	r.size.Store(uint64(e.opt.Cols)<<32 | uint64(e.opt.Rows))
@@ -161,6 +166,11 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	if err != nil {
 		t = beads.Task{ID: req.TaskID} // a user's branch has no task
 	}
+	retire, err := r.publishKey()
+	if err != nil {
+		return merge.ResolveResult{}, err
+	}
+	defer retire()
 	proc, err := r.spawn(t, wt, req.Prompt, 1, 1, det, func(*State, *AgentState) {})
 	if err != nil {
 		return merge.ResolveResult{}, err

@@ -64,7 +64,12 @@ func (e *Engine) StartPlan(ctx context.Context, opt PlanOptions) (string, error)
 	if why := missingCommand(p, r.chorusPath()); why != "" {
 		return "", errors.New(why)
 	}
-	var err error
+	// Its `chorus signal` envelopes are signed like any agent's.
+	key, err := signal.NewKey()
+	if err != nil {
+		return "", err
+	}
+	r.key = key
 	derr := e.do(ctx, func() {
 		if e.closing {
 			err = errors.New("the session is ending")
@@ -112,6 +117,12 @@ func (r *agentRun) planWork(prompt string) string {
 	t := beads.Task{} // no task: no model override, no task id
 	wt := worktree.Worktree{Dir: e.opt.Dir.Root}
 	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{prompt}})
+	retire, err := r.publishKey()
+	if err != nil {
+		r.event(EvError, "starting the Plan Agent: "+err.Error(), nil)
+		return "start failed: " + err.Error()
+	}
+	defer retire()
 	var p *ptyproc.Proc
 	gen, it := 0, 0
 	start := func(text string) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 )
@@ -16,7 +17,11 @@ import (
 type promptData struct {
 	TaskID, Title, Description, Acceptance, Branch, Agent string
 	QualityCommands                                       string
-	CompleteTag, BlockedTag                               string
+	CompleteTag, BlockedTag, NothingTag                   string
+	// Chorus is the command that runs chorus: an absolute path (quoted
+	// for a shell where needed), because some CLIs run commands in a login
+	// shell that rebuilds PATH without the directory Chorus put first.
+	Chorus string
 }
 
 // buildPrompt renders the implementation prompt for a task. Agents that do
@@ -52,10 +57,18 @@ func buildPrompt(d dirs, cfg config.Config, p config.AgentProfile, agent string,
 	}
 	data := promptData{TaskID: t.ID, Title: t.Title, Description: desc, Acceptance: acc, Branch: branch, Agent: agent,
 		QualityCommands: strings.TrimRight(q.String(), "\n"),
-		CompleteTag:     "<chorus>COMPLETE</chorus>", BlockedTag: "<chorus>BLOCKED: reason</chorus>"}
+		CompleteTag:     "<chorus>COMPLETE</chorus>", BlockedTag: "<chorus>BLOCKED: reason</chorus>",
+		NothingTag: "<chorus>COMPLETE: " + signal.NothingToChange + ": why</chorus>",
+		Chorus:     chorusCommand(d.chorus)}
 	var b bytes.Buffer
 	if err := tpl.Execute(&b, data); err != nil {
 		return "", fmt.Errorf(".chorus/prompts/impl-agent.md: %v", err)
+	}
+	if !strings.Contains(string(src), "{{.Chorus}}") && data.Chorus != "chorus" {
+		// A prompt written before {{.Chorus}} existed names a bare chorus.
+		out := strings.ReplaceAll(b.String(), "`chorus signal", "`"+data.Chorus+" signal")
+		b.Reset()
+		b.WriteString(out)
 	}
 	if !p.InjectContext {
 		return b.String(), nil
@@ -78,9 +91,26 @@ func buildPrompt(d dirs, cfg config.Config, p config.AgentProfile, agent string,
 	return out.String(), nil
 }
 
-// dirs are the paths prompt building reads.
+// dirs are the paths prompt building reads, and the chorus executable
+// it names.
 type dirs struct {
 	root, prompts, patterns, learnings string
+	chorus                             string
+}
+
+// chorusCommand is how a prompt names the chorus executable: its absolute
+// path, single-quoted when a shell would split or expand it; plain
+// "chorus" when it is not known.
+func chorusCommand(exe string) string {
+	if exe == "" {
+		return "chorus"
+	}
+	for _, c := range exe {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._+-,:@", c)) {
+			return shellQuote(exe)
+		}
+	}
+	return exe
 }
 
 // handover is the prompt of a respawned agent: the task again, plus what

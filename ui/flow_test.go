@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -94,18 +93,9 @@ func (s *session) start(w, h int) *driver {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
-	go func() {
-		ch, err := signal.Watch(ctx, dir.Path)
-		if err != nil {
-			return
-		}
-		for env := range ch {
-			if env.Err == nil {
-				_ = eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
-			}
-			_ = env.Ack()
-		}
-	}()
+	if err := eng.RouteSignals(ctx); err != nil {
+		s.t.Fatal(err)
+	}
 	// Registered first, so it runs after the UI's cleanup: UI, then engine.
 	s.t.Cleanup(func() {
 		cancel()

@@ -146,3 +146,21 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// NothingToChange starts the payload of a COMPLETE for a task that needs
+// no change: `COMPLETE: nothing to change: why`. Chorus closes such a task
+// without a merge, when the branch indeed holds no work.
+const NothingToChange = "nothing to change"
+
+// NoChange returns why a COMPLETE says its task needs no change, and
+// whether it says so with a reason ("nothing to change: why").
+func (s Signal) NoChange() (string, bool) {
+	if s.Type != Complete || len(s.Payload) < len(NothingToChange) || !strings.EqualFold(s.Payload[:len(NothingToChange)], NothingToChange) {
+		return "", false
+	}
+	why := strings.TrimLeft(s.Payload[len(NothingToChange):], " :-–—,.")
+	if why == "" {
+		return "", false
+	}
+	return why, true
+}

@@ -54,8 +54,24 @@ func TestParse(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
-	full := map[string]string{EnvDir: "/repo/.chorus", EnvAgentID: "claude-1", EnvTaskID: "ch-7"}
+	chorusDir := t.TempDir()
+	key, err := NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := PublishKey(chorusDir, "claude-1", key); err != nil {
+		t.Fatal(err)
+	}
+	full := map[string]string{EnvDir: chorusDir, EnvAgentID: "claude-1", EnvTaskID: "ch-7", EnvKey: key}
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range full {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
 
 	tests := []struct {
 		args []string
@@ -66,18 +82,19 @@ func TestFromEnv(t *testing.T) {
 		{[]string{"BLOCKED", "missing", "API", "key"}, Signal{Blocked, "missing API key"}},
 		{[]string{"BLOCKED:", "missing", "key"}, Signal{Blocked, "missing key"}},
 		{[]string{"progress", "40"}, Signal{Progress, "40"}},
+		{[]string{"COMPLETE", "nothing to change: already done"}, Signal{Complete, "nothing to change: already done"}},
 	}
 	for _, tt := range tests {
-		dir, e, err := FromEnv(tt.args, env(full))
+		from, s, err := FromEnv(tt.args, env(full))
 		if err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
 		}
-		if dir != "/repo/.chorus" || e.AgentID != "claude-1" || e.TaskID != "ch-7" || e.Signal != tt.want {
-			t.Errorf("%v: got %q %+v", tt.args, dir, e)
+		if from != (Sender{Dir: chorusDir, AgentID: "claude-1", TaskID: "ch-7", Key: key}) || s != tt.want {
+			t.Errorf("%v: got %+v %+v", tt.args, from, s)
 		}
 	}
 
-	_, _, err := FromEnv([]string{"COMPLETE"}, env(map[string]string{}))
+	_, _, err = FromEnv([]string{"COMPLETE"}, env(map[string]string{}))
 	if err == nil || err.Error() != "not running under Chorus: CHORUS_DIR is not set" {
 		t.Errorf("no CHORUS_DIR: %v", err)
 	}
@@ -93,5 +110,50 @@ func TestFromEnv(t *testing.T) {
 	}
 	if _, _, err = FromEnv([]string{"FINISHED"}, env(full)); !errors.Is(err, ErrUnknownType) || !strings.Contains(err.Error(), "COMPLETE") {
 		t.Errorf("unknown type: %v", err)
+	}
+	// The key decides who may signal.
+	if _, _, err = FromEnv([]string{"COMPLETE"}, env(with(EnvKey, ""))); !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), EnvKey+" is not set") {
+		t.Errorf("no key: %v", err)
+	}
+	other, _ := NewKey()
+	if _, _, err = FromEnv([]string{"COMPLETE"}, env(with(EnvKey, other))); !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "does not belong to agent claude-1") {
+		t.Errorf("wrong key: %v", err)
+	}
+	if _, _, err = FromEnv([]string{"COMPLETE"}, env(with(EnvAgentID, "codex-2"))); !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "not running") {
+		t.Errorf("another agent's id: %v", err)
+	}
+	if err := RetireKey(chorusDir, "claude-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err = FromEnv([]string{"COMPLETE"}, env(full)); !errors.Is(err, ErrBadKey) {
+		t.Errorf("retired key accepted: %v", err)
+	}
+}
+
+func TestNoChange(t *testing.T) {
+	for _, tt := range []struct {
+		s   Signal
+		why string
+		ok  bool
+	}{
+		{Signal{Complete, "nothing to change: the greeting is already there"}, "the greeting is already there", true},
+		{Signal{Complete, "Nothing to change - already fixed upstream"}, "already fixed upstream", true},
+		{Signal{Complete, "nothing to change"}, "", false}, // says no why
+		{Signal{Complete, "nothing to change:"}, "", false},
+		{Signal{Complete, "done"}, "", false},
+		{Signal{Complete, ""}, "", false},
+		{Signal{Blocked, "nothing to change: x"}, "", false},
+	} {
+		why, ok := tt.s.NoChange()
+		if why != tt.why || ok != tt.ok {
+			t.Errorf("%+v: got %q %v", tt.s, why, ok)
+		}
+	}
+	s, err := Parse("COMPLETE: nothing to change: already done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why, ok := s.NoChange(); !ok || why != "already done" {
+		t.Errorf("parsed: %q %v", why, ok)
 	}
 }

@@ -37,6 +37,9 @@ type Envelope struct {
 	Time    time.Time `json:"time"`
 	PID     int       `json:"pid,omitempty"` // the sending command's pid
 	Dir     string    `json:"dir,omitempty"` // its working directory
+	// MAC authenticates ID, AgentID, TaskID and Signal with the agent's
+	// key (see Sign).
+	MAC string `json:"mac,omitempty"`
 
 	// Err is set by Watch for a file it could not read; Ack discards it.
 	Err  error  `json:"-"`
@@ -58,28 +61,35 @@ func (e Envelope) Ack() error {
 	return err
 }
 
+// Sender is who a signal is from: the running Chorus's directory, the
+// agent and its task, and the agent's key (an empty key sends unsigned).
+type Sender struct {
+	Dir, AgentID, TaskID, Key string
+}
+
 // FromEnv reads what `chorus signal TYPE [payload]` needs from its
 // arguments and environment, so that the command is a thin wrapper around
 // it and Send. Accepted forms: `COMPLETE`, `BLOCKED: no key`,
-// `BLOCKED no key`, `BLOCKED: no key` split over several arguments.
-func FromEnv(args []string, env func(string) string) (dir string, e Envelope, err error) {
-	dir = env(EnvDir)
-	if dir == "" {
-		return "", Envelope{}, errors.New("not running under Chorus: " + EnvDir + " is not set")
+// `BLOCKED no key`, `BLOCKED: no key` split over several arguments. The
+// agent's key is checked against the one the engine published: an error
+// wrapping ErrBadKey means the signal would be rejected.
+func FromEnv(args []string, env func(string) string) (Sender, Signal, error) {
+	from := Sender{Dir: env(EnvDir), AgentID: env(EnvAgentID), TaskID: env(EnvTaskID), Key: env(EnvKey)}
+	if from.Dir == "" {
+		return Sender{}, Signal{}, errors.New("not running under Chorus: " + EnvDir + " is not set")
 	}
-	if !filepath.IsAbs(dir) {
+	if !filepath.IsAbs(from.Dir) {
 		// Agents run in their worktrees: a relative path would point there.
-		return "", Envelope{}, fmt.Errorf("%s must be an absolute path, got %q", EnvDir, dir)
+		return Sender{}, Signal{}, fmt.Errorf("%s must be an absolute path, got %q", EnvDir, from.Dir)
 	}
-	e.AgentID, e.TaskID = env(EnvAgentID), env(EnvTaskID)
-	if e.AgentID == "" {
-		return "", Envelope{}, errors.New("not running as a Chorus agent: " + EnvAgentID + " is not set")
+	if from.AgentID == "" {
+		return Sender{}, Signal{}, errors.New("not running as a Chorus agent: " + EnvAgentID + " is not set")
 	}
-	if e.TaskID == "" {
-		return "", Envelope{}, errors.New("not running as a Chorus agent: " + EnvTaskID + " is not set")
+	if from.TaskID == "" {
+		return Sender{}, Signal{}, errors.New("not running as a Chorus agent: " + EnvTaskID + " is not set")
 	}
 	if len(args) == 0 || strings.TrimSpace(strings.Join(args, "")) == "" {
-		return "", Envelope{}, fmt.Errorf("usage: chorus signal TYPE [payload], TYPE one of %s", typeList())
+		return Sender{}, Signal{}, fmt.Errorf("usage: chorus signal TYPE [payload], TYPE one of %s", typeList())
 	}
 	text := args[0]
 	if len(args) > 1 {
@@ -91,13 +101,18 @@ func FromEnv(args []string, env func(string) string) (dir string, e Envelope, er
 	}
 	s, err := Parse(text)
 	if errors.Is(err, ErrUnknownType) {
-		return "", Envelope{}, fmt.Errorf("%w; known types: %s", err, typeList())
+		return Sender{}, Signal{}, fmt.Errorf("%w; known types: %s", err, typeList())
 	}
 	if err != nil {
-		return "", Envelope{}, err
+		return Sender{}, Signal{}, err
 	}
-	e.Signal = s
-	return dir, e, nil
+	if st, err := os.Stat(from.Dir); err != nil || !st.IsDir() {
+		return Sender{}, Signal{}, fmt.Errorf("%s=%s: no such Chorus directory", EnvDir, from.Dir)
+	}
+	if err := CheckKey(from.Dir, from.AgentID, from.Key); err != nil {
+		return Sender{}, Signal{}, err
+	}
+	return from, s, nil
 }
 
 func typeList() string {
@@ -108,12 +123,13 @@ func typeList() string {
 	return strings.Join(s, ", ")
 }
 
-// Send delivers a signal to the Chorus whose .chorus directory is
-// chorusDir. The signal is written to a temporary file that is then renamed
+// Send delivers a signal from an agent to the Chorus whose .chorus
+// directory is from.Dir, signed with from.Key. The signal is written to a temporary file that is then renamed
 // into signals/, so the engine sees a whole file or nothing; each signal is
 // its own file, so concurrent senders never interfere. If Chorus is not
 // running, the signal waits for the next Watch.
-func Send(chorusDir, agentID, taskID string, s Signal) error {
+func Send(from Sender, s Signal) error {
+	chorusDir := from.Dir
 	if chorusDir == "" {
 		return errors.New("signal: no Chorus directory")
 	}
@@ -129,7 +145,10 @@ func Send(chorusDir, agentID, taskID string, s Signal) error {
 		return err
 	}
 	cwd, _ := os.Getwd()
-	e := Envelope{ID: id, AgentID: agentID, TaskID: taskID, Signal: s, Time: time.Now().UTC(), PID: os.Getpid(), Dir: cwd}
+	e := Envelope{ID: id, AgentID: from.AgentID, TaskID: from.TaskID, Signal: s, Time: time.Now().UTC(), PID: os.Getpid(), Dir: cwd}
+	if from.Key != "" {
+		e.Sign(from.Key)
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err

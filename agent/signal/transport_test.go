@@ -29,10 +29,10 @@ func recv(t *testing.T, ch <-chan Envelope) Envelope {
 func TestSendWatchDeliversWaitingThenNew(t *testing.T) {
 	dir := t.TempDir()
 	// Sent while no Chorus is watching: waits.
-	if err := Send(dir, "claude-1", "ch-1", Signal{Type: Progress, Payload: "10"}); err != nil {
+	if err := Send(Sender{Dir: dir, AgentID: "claude-1", TaskID: "ch-1"}, Signal{Type: Progress, Payload: "10"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := Send(dir, "claude-1", "ch-1", Signal{Type: Progress, Payload: "20"}); err != nil {
+	if err := Send(Sender{Dir: dir, AgentID: "claude-1", TaskID: "ch-1"}, Signal{Type: Progress, Payload: "20"}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -48,7 +48,7 @@ func TestSendWatchDeliversWaitingThenNew(t *testing.T) {
 	if e1.AgentID != "claude-1" || e1.TaskID != "ch-1" || e1.ID == "" || e1.PID != os.Getpid() || e1.Err != nil {
 		t.Errorf("envelope fields: %+v", e1)
 	}
-	if err := Send(dir, "codex-2", "ch-9", Signal{Type: Blocked, Payload: "no key"}); err != nil {
+	if err := Send(Sender{Dir: dir, AgentID: "codex-2", TaskID: "ch-9"}, Signal{Type: Blocked, Payload: "no key"}); err != nil {
 		t.Fatal(err)
 	}
 	e3 := recv(t, ch)
@@ -71,7 +71,7 @@ func TestSendWatchDeliversWaitingThenNew(t *testing.T) {
 
 func TestWatchRedeliversUnacked(t *testing.T) {
 	dir := t.TempDir()
-	if err := Send(dir, "a", "t", Signal{Type: Complete}); err != nil {
+	if err := Send(Sender{Dir: dir, AgentID: "a", TaskID: "t"}, Signal{Type: Complete}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,7 +104,7 @@ func TestConcurrentSendersNothingLostOrDuplicated(t *testing.T) {
 		go func(s int) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				if err := Send(dir, fmt.Sprintf("agent-%d", s), "t", Signal{Type: Progress, Payload: fmt.Sprint(i)}); err != nil {
+				if err := Send(Sender{Dir: dir, AgentID: fmt.Sprintf("agent-%d", s), TaskID: "t"}, Signal{Type: Progress, Payload: fmt.Sprint(i)}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -131,7 +131,7 @@ func TestConcurrentSendersNothingLostOrDuplicated(t *testing.T) {
 		}
 	}
 	// Nothing else arrives: everything sent was delivered exactly once.
-	if err := Send(dir, "last", "t", Signal{Type: Complete}); err != nil {
+	if err := Send(Sender{Dir: dir, AgentID: "last", TaskID: "t"}, Signal{Type: Complete}); err != nil {
 		t.Fatal(err)
 	}
 	if e := recv(t, ch); e.AgentID != "last" {
@@ -154,7 +154,7 @@ func TestWatchBadFileAndSendErrors(t *testing.T) {
 	if err := e.Ack(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Send(filepath.Join(dir, "missing"), "a", "t", Signal{Type: Complete}); err == nil {
+	if err := Send(Sender{Dir: filepath.Join(dir, "missing"), AgentID: "a", TaskID: "t"}, Signal{Type: Complete}); err == nil {
 		t.Error("Send to a missing Chorus dir should fail")
 	}
 }

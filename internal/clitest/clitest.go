@@ -156,34 +156,6 @@ func ClaudeHome(home, baseURL string) ([]string, error) {
 	}, nil
 }
 
-// TrustClaude adds an exact trusted entry for each directory to the
-// throwaway HOME's ~/.claude.json: current Claude Code asks its trust
-// question for every new working directory, trusted parent or not, and
-// its default answer exits.
-func TrustClaude(home string, dirs ...string) error {
-	path := filepath.Join(home, ".claude.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	projects, _ := cfg["projects"].(map[string]any)
-	if projects == nil {
-		projects = map[string]any{}
-	}
-	for _, d := range dirs {
-		projects[d] = map[string]any{"hasTrustDialogAccepted": true}
-		if real, err := filepath.EvalSymlinks(filepath.Dir(d)); err == nil {
-			projects[filepath.Join(real, filepath.Base(d))] = map[string]any{"hasTrustDialogAccepted": true}
-		}
-	}
-	cfg["projects"] = projects
-	return writeJSON(path, cfg)
-}
-
 // OpenCodeHome prepares a throwaway home for opencode pointed at the model
 // server's Anthropic Messages API (as provider "fake", model "fake/m",
 // priced $3/$15 per million tokens so cost is reported) and returns the

@@ -327,7 +327,7 @@ func writeScratchpad(dir, content string) error {
 	if content == "" {
 		return nil
 	}
-	p := filepath.Join(dir, ".agent", "scratchpad.md")
+	p := filepath.Join(dir, filepath.FromSlash(ScratchpadPath))
 	if _, err := os.Lstat(p); err == nil {
 		return nil
 	}
@@ -580,6 +580,38 @@ func (m *Manager) looseRef(ref string) string {
 		}
 	}
 	return id
+}
+
+// ScratchpadPath is the agent's note file in its worktree (relative,
+// slash-separated): Chorus writes it, so on its own it is not work.
+const ScratchpadPath = ".agent/scratchpad.md"
+
+// HasWork reports whether the worktree holds anything to merge: its branch
+// changes something relative to where it forked from the target, or files
+// are changed and not committed yet. The scratchpad does not count.
+func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
+	notes := ":(exclude)" + ScratchpadPath
+	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all", "--", ".", notes)
+	if err != nil {
+		return false, err
+	}
+	if st != "" {
+		return true, nil
+	}
+	base, err := m.git(ctx, wt.Dir, "merge-base", "HEAD", m.Target)
+	if err != nil {
+		return false, err
+	}
+	switch code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", base, "HEAD", "--", ".", notes); {
+	case err != nil:
+		return false, err
+	case code == 0:
+		return false, nil
+	case code == 1:
+		return true, nil
+	default:
+		return false, fmt.Errorf("git diff %s HEAD: exit %d", base, code)
+	}
 }
 
 // HeadCommit returns the commit checked out in the worktree.

@@ -474,3 +474,40 @@ func TestDeletedWorktreeSaysSo(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestHasWork(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	wt, err := m.Ensure(ctx, "claude", "ch-1", Options{Scratchpad: "# Scratchpad\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(want bool, what string) {
+		t.Helper()
+		got, err := m.HasWork(ctx, wt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%s: HasWork = %v, want %v", what, got, want)
+		}
+	}
+	has(false, "a new worktree with its scratchpad")
+	write(t, filepath.Join(wt.Dir, ".agent", "scratchpad.md"), "notes only\n")
+	has(false, "notes in the scratchpad")
+	write(t, filepath.Join(wt.Dir, "new.txt"), "x\n")
+	has(true, "an untracked file")
+	run(t, wt.Dir, "git", "add", "new.txt")
+	run(t, wt.Dir, "git", "commit", "-q", "-m", "add")
+	has(true, "a commit of its own")
+	run(t, wt.Dir, "git", "revert", "--no-edit", "HEAD")
+	has(false, "a commit and its revert")
+	// The target moving on is not the branch's work.
+	write(t, filepath.Join(repo, "other.txt"), "y\n")
+	run(t, repo, "git", "add", "other.txt")
+	run(t, repo, "git", "commit", "-q", "-m", "other")
+	has(false, "the target moved on")
+	write(t, filepath.Join(wt.Dir, "README.md"), "changed\n")
+	has(true, "a modified tracked file")
+}

@@ -1,0 +1,163 @@
+package signal
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Authentication. Every agent run gets its own random key in its
+// environment (EnvKey). `chorus signal` signs its envelope with it (an
+// HMAC, never the key itself: other agents can read .chorus/signals), and
+// the engine accepts a signal only when the MAC verifies with the key it
+// gave the agent named in the envelope. So one agent cannot complete
+// another's task by setting CHORUS_AGENT_ID.
+//
+// The engine also publishes a hash of each live key (PublishKey), so that
+// `chorus signal` can tell at once that its key is wrong, missing or
+// stale rather than leave a signal the engine will reject.
+//
+// The agents run as the same user as Chorus, so this guards against
+// agents signalling for each other by mistake or by setting variables,
+// not against a process that reads another's environment from /proc.
+
+// EnvKey holds an agent run's signing key.
+const EnvKey = "CHORUS_SIGNAL_KEY"
+
+// KeysDir is the folder inside the .chorus directory that holds the
+// published key hashes, one owner-only file per running agent.
+const KeysDir = "signal-keys"
+
+// ErrBadKey is wrapped by the error of a signal whose key does not belong
+// to the agent it names.
+var ErrBadKey = errors.New("signal key rejected")
+
+// NewKey returns a fresh random key (hex).
+func NewKey() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// keyHash is what is published of a key: enough to check one, useless to
+// sign with.
+func keyHash(key string) string {
+	h := sha256.Sum256([]byte("chorus signal key\x00" + key))
+	return hex.EncodeToString(h[:])
+}
+
+// keyFile is where an agent's key hash is published. Agent ids are made
+// of safe characters; anything else is hashed so it cannot leave the folder.
+func keyFile(chorusDir, agentID string) string {
+	name := agentID
+	if !safeName(name) {
+		h := sha256.Sum256([]byte(agentID))
+		name = "x-" + hex.EncodeToString(h[:16])
+	}
+	return filepath.Join(chorusDir, KeysDir, name)
+}
+
+func safeName(s string) bool {
+	if s == "" || len(s) > 200 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// PublishKey records the hash of agentID's key, readable by the owner only.
+func PublishKey(chorusDir, agentID, key string) error {
+	dir := filepath.Join(chorusDir, KeysDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	path := keyFile(chorusDir, agentID)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(keyHash(key)+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// RetireKey removes agentID's published key hash: its signals are no
+// longer wanted.
+func RetireKey(chorusDir, agentID string) error {
+	err := os.Remove(keyFile(chorusDir, agentID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// RetireAllKeys removes every published key hash: a new engine gives its
+// agents new keys, so those of an earlier session are void.
+func RetireAllKeys(chorusDir string) error {
+	err := os.RemoveAll(filepath.Join(chorusDir, KeysDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// CheckKey reports whether key is the one published for agentID; the
+// error (wrapping ErrBadKey) says what is wrong and what to do.
+func CheckKey(chorusDir, agentID, key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: %s is not set; only the agent Chorus started can signal for its task (run this from the agent's own shell)", ErrBadKey, EnvKey)
+	}
+	b, err := os.ReadFile(keyFile(chorusDir, agentID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: agent %s is not running in this Chorus session (it finished, or Chorus restarted and gave it a new key); nothing was sent", ErrBadKey, agentID)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: reading the key of agent %s: %v", ErrBadKey, agentID, err)
+	}
+	if !hmac.Equal([]byte(strings.TrimSpace(string(b))), []byte(keyHash(key))) {
+		return fmt.Errorf("%w: %s does not belong to agent %s; an agent can only signal for itself (check %s and %s)", ErrBadKey, EnvKey, agentID, EnvAgentID, EnvTaskID)
+	}
+	return nil
+}
+
+// mac is the HMAC-SHA256 of the envelope's identity and signal, each field
+// length-prefixed so no two envelopes share an input.
+func (e Envelope) mac(key string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte("chorus-signal-v1"))
+	for _, f := range []string{e.ID, e.AgentID, e.TaskID, string(e.Signal.Type), e.Signal.Payload} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Sign sets the envelope's MAC with key.
+func (e *Envelope) Sign(key string) { e.MAC = e.mac(key) }
+
+// Verify reports whether the envelope was signed with key; an unsigned
+// envelope or an empty key never verifies.
+func (e Envelope) Verify(key string) bool {
+	if key == "" || e.MAC == "" {
+		return false
+	}
+	return hmac.Equal([]byte(e.MAC), []byte(e.mac(key)))
+}

@@ -1,0 +1,81 @@
+package signal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEnvelopeMAC(t *testing.T) {
+	key, _ := NewKey()
+	other, _ := NewKey()
+	e := Envelope{ID: "1-a", AgentID: "claude-t-1", TaskID: "t-1", Signal: Signal{Complete, "done"}}
+	if e.Verify(key) {
+		t.Fatal("unsigned envelope verified")
+	}
+	e.Sign(key)
+	if !e.Verify(key) {
+		t.Fatal("signed envelope does not verify")
+	}
+	if e.Verify(other) || e.Verify("") {
+		t.Fatal("verified with another key")
+	}
+	// Every signed field is covered.
+	for name, change := range map[string]func(*Envelope){
+		"id":      func(e *Envelope) { e.ID = "2-a" },
+		"agent":   func(e *Envelope) { e.AgentID = "codex-t-1" },
+		"task":    func(e *Envelope) { e.TaskID = "t-2" },
+		"type":    func(e *Envelope) { e.Signal.Type = Blocked },
+		"payload": func(e *Envelope) { e.Signal.Payload = "done!" },
+		// Moving bytes between fields must not keep the MAC valid.
+		"boundary": func(e *Envelope) { e.AgentID, e.TaskID = "claude-t-1t", "-1" },
+	} {
+		c := e
+		change(&c)
+		if c.Verify(key) {
+			t.Errorf("changing the %s kept the MAC valid", name)
+		}
+	}
+}
+
+func TestSendSignsAndKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := NewKey()
+	if err := PublishKey(dir, "claude-t-1", key); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(keyFile(dir, "claude-t-1"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", st, err)
+	}
+	b, _ := os.ReadFile(keyFile(dir, "claude-t-1"))
+	if string(b) == key || len(b) == 0 {
+		t.Fatalf("key file holds %q", b)
+	}
+	if err := Send(Sender{Dir: dir, AgentID: "claude-t-1", TaskID: "t-1", Key: key}, Signal{Type: Complete}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, _ := Watch(ctx, dir)
+	e := recv(t, ch)
+	if !e.Verify(key) {
+		t.Fatalf("delivered envelope does not verify: %+v", e)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, SignalsDir, e.ID+".json"))
+	if len(raw) == 0 || strings.Contains(string(raw), key) {
+		t.Fatalf("signal file leaks the key: %s", raw)
+	}
+	// Odd agent ids stay inside the keys folder.
+	if got := keyFile(dir, "../../etc"); filepath.Dir(got) != filepath.Join(dir, KeysDir) {
+		t.Errorf("key file of an odd id: %s", got)
+	}
+	if err := RetireAllKeys(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckKey(dir, "claude-t-1", key); err == nil {
+		t.Error("key accepted after RetireAllKeys")
+	}
+}
