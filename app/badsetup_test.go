@@ -53,7 +53,7 @@ func TestBadSetupMessages(t *testing.T) {
 
 // A start removes the temp files a killed run left in .chorus/.
 func TestStartCleansTempFiles(t *testing.T) {
-	dir := scriptedProject(t, "signal COMPLETE\n", nil)
+	dir := scriptedProject(t, "run \"echo done > out.txt\"\ncommit \"feat: work\"\nsignal COMPLETE\n", nil)
 	if r := chorus(t, dir, "task", "create", "one"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}

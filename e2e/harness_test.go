@@ -181,6 +181,7 @@ func (h *harness) stop() {
 		h.cancel()
 		<-h.done
 		h.cancel = nil
+		h.noLeftovers()
 	}
 }
 

@@ -587,7 +587,8 @@ func (m *Manager) looseRef(ref string) string {
 const ScratchpadPath = ".agent/scratchpad.md"
 
 // HasWork reports whether the worktree holds anything to merge: its branch
-// changes something relative to where it forked from the target, or files
+// changes something relative to where it forked from the target (or, once
+// the target contains it, to wt.Head, where the worktree started), or files
 // are changed and not committed yet. The scratchpad does not count.
 func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	notes := ":(exclude)" + ScratchpadPath
@@ -601,6 +602,12 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	base, err := m.git(ctx, wt.Dir, "merge-base", "HEAD", m.Target)
 	if err != nil {
 		return false, err
+	}
+	if head, err := m.git(ctx, wt.Dir, "rev-parse", "HEAD"); err == nil && head == base && wt.Head != "" && wt.Head != head {
+		// The target already contains the branch (something moved the
+		// target onto it): the work is what the branch gained since the
+		// worktree was made, not yet verified by the merge queue.
+		base = wt.Head
 	}
 	switch code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", base, "HEAD", "--", ".", notes); {
 	case err != nil:

@@ -511,3 +511,22 @@ func TestHasWork(t *testing.T) {
 	write(t, filepath.Join(wt.Dir, "README.md"), "changed\n")
 	has(true, "a modified tracked file")
 }
+
+// A branch the target already contains (an agent moved the target onto
+// it) still has the work it gained since the worktree was made.
+func TestHasWorkWhenTargetContainsBranch(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	wt, err := m.Ensure(ctx, "claude", "ch-1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(wt.Dir, "new.txt"), "x\n")
+	run(t, wt.Dir, "git", "add", "new.txt")
+	run(t, wt.Dir, "git", "commit", "-q", "-m", "add")
+	run(t, wt.Dir, "git", "update-ref", "refs/heads/main", "HEAD")
+	if has, err := m.HasWork(ctx, wt); err != nil || !has {
+		t.Fatalf("HasWork = %v, %v; want true", has, err)
+	}
+}
