@@ -174,12 +174,20 @@ hang
 	h.waitFor(kind(EvCompleted, a))
 }
 
-// resultLine is a headless Claude Code result event: the final text and
-// the run's usage and cost.
+// resultLine is how a headless Claude Code run ends: the assistant's final
+// message (where tags are read), then the result event with the same text
+// and the run's usage and cost.
 func resultLine(text string, cost float64) string {
+	msg, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"id": "msg-final",
+		"content": []map[string]any{{"type": "text", "text": text}}}})
+	return "print " + string(msg) + "\nprint " + resultEvent(text, cost) + "\n"
+}
+
+// resultEvent is the result event alone.
+func resultEvent(text string, cost float64) string {
 	b, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": text,
 		"usage": map[string]any{"input_tokens": 100, "output_tokens": 500}, "total_cost_usd": cost})
-	return "print " + string(b) + "\n"
+	return string(b)
 }
 
 // headless makes the scripted agent speak Claude Code's stream-json, the
@@ -226,7 +234,7 @@ func TestHeadlessQualityFailureHandover(t *testing.T) {
 // the task before it completes. (The result is written by a child that a
 // stop would kill, as it would kill a CLI.)
 func TestHeadlessSignalUsageBooked(t *testing.T) {
-	result := strings.TrimPrefix(strings.TrimSpace(resultLine("Done.", 0.75)), "print ")
+	result := resultEvent("Done.", 0.75)
 	last := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(waitQuality), `run "`), `"`)
 	last, _ = strconv.Unquote(`"` + last + `"`)
 	script := "write result.txt good\ncommit work\nsignal COMPLETE\nrun " + strconv.Quote(last+"; printf '%s\\n' '"+result+"'") + "\n"
