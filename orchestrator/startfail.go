@@ -100,19 +100,13 @@ func (e *Engine) startFailed(r *agentRun, o outcome) {
 	default:
 		wait := min(startBackoffBase<<(n-1), startBackoffMax)
 		e.retryAt[r.taskID] = time.Now().Add(wait)
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			select {
-			case <-time.After(wait):
-			case <-e.loopDone:
-				return
-			}
+		// Not counted in e.wg: shutdown must not wait out a back-off.
+		time.AfterFunc(wait, func() {
 			select {
 			case e.msgs <- func() { e.needReady = true; e.dirty = false }:
 			case <-e.loopDone:
 			}
-		}()
+		})
 	}
 	if e.consecStartFails >= limit && e.st.Mode == config.ModeAutopilot && !e.st.Paused {
 		e.st.Paused = true
