@@ -154,3 +154,14 @@ func TestTail(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// A missing hook is one stat: no process, no allocation worth naming.
+func BenchmarkMissingHook(b *testing.B) {
+	r := &Runner{Dir: b.TempDir()}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if a := r.Run(context.Background(), in); a.Ran {
+			b.Fatal("ran")
+		}
+	}
+}

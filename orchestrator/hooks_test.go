@@ -182,7 +182,9 @@ func TestPreMergeBlockHolds(t *testing.T) {
 	if !strings.Contains(held.Text, "release freeze until Friday") {
 		t.Fatalf("held: %s", held.Text)
 	}
-	h.waitFor(func(ev Event) bool { return ev.Kind == EvHook && strings.Contains(ev.Text, "pre-merge hook: block: release freeze") })
+	h.waitFor(func(ev Event) bool {
+		return ev.Kind == EvHook && strings.Contains(ev.Text, "pre-merge hook: block: release freeze")
+	})
 	h.sync()
 	var it merge.Item
 	for _, x := range h.eng.Snapshot().Merge.Items {
@@ -250,8 +252,7 @@ func TestPreTaskCompleteBlockRefuses(t *testing.T) {
 	h.start()
 	h.do(Command{Kind: CmdAssign, TaskID: id})
 	h.waitFor(kind(EvCompleted, id))
-	it2 := h.waitFor(func(e Event) bool { return e.Kind == EvIteration && e.Task == id && e.Fields["iteration"] == 2 })
-	_ = it2
+	h.waitFor(func(e Event) bool { return e.Kind == EvIteration && e.Task == id && e.Fields["iteration"] == 2 })
 	prompt, err := os.ReadFile(filepath.Join(h.dir.Logs(), "script-"+id+".log"))
 	if err != nil || !strings.Contains(string(prompt), "CHANGELOG entry missing") {
 		t.Fatalf("the agent was not told why (%v)", err)
