@@ -39,6 +39,7 @@ type Config struct {
 	Checkpoints     Checkpoints      `json:"checkpoints" mapstructure:"checkpoints"`
 	Budget          Budget           `json:"budget" mapstructure:"budget"`
 	Planning        Planning         `json:"planning" mapstructure:"planning"`
+	Hooks           Hooks            `json:"hooks" mapstructure:"hooks"`
 	CreatedAt       string           `json:"createdAt,omitempty" mapstructure:"createdat"`
 	UpdatedAt       string           `json:"updatedAt,omitempty" mapstructure:"updatedat"`
 }
@@ -50,6 +51,13 @@ type Planning struct {
 	MaxReviewIterations int `json:"maxReviewIterations" mapstructure:"maxreviewiterations"`
 	// TimeoutMinutes bounds one Plan Agent turn (0: no limit).
 	TimeoutMinutes int `json:"timeoutMinutes" mapstructure:"timeoutminutes"`
+}
+
+// Hooks configures the executables in .chorus/hooks/.
+type Hooks struct {
+	// TimeoutSeconds bounds one hook run; past it the hook's whole process
+	// group is killed and the hook counts as continue.
+	TimeoutSeconds int `json:"timeoutSeconds" mapstructure:"timeoutseconds"`
 }
 
 // Project describes the repository Chorus works on.
@@ -276,6 +284,7 @@ func Default() Config {
 		Checkpoints: Checkpoints{Enabled: true, BeforeAutopilot: true, BeforeMerge: true, Periodic: 5},
 		Budget:      Budget{OnExceeded: "continue"},
 		Planning:    Planning{MaxReviewIterations: 3, TimeoutMinutes: 30},
+		Hooks:       Hooks{TimeoutSeconds: 30},
 	}
 }
 
@@ -474,6 +483,9 @@ func (c Config) Validate() error {
 	}
 	if c.Planning.TimeoutMinutes < 0 {
 		add("planning.timeoutMinutes", c.Planning.TimeoutMinutes, "minutes, 0 (no limit) or more")
+	}
+	if c.Hooks.TimeoutSeconds < 1 || c.Hooks.TimeoutSeconds > 3600 {
+		add("hooks.timeoutSeconds", c.Hooks.TimeoutSeconds, "seconds, from 1 to 3600 (a hook past it is killed and counts as continue)")
 	}
 	if len(errs) == 0 {
 		return nil

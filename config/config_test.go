@@ -50,7 +50,7 @@ func TestLoadLayers(t *testing.T) {
 	if c.Agents.TimeoutMinutes != 7 || c.Completion.MaxIterations != 9 {
 		t.Errorf("env override lost: %d %d", c.Agents.TimeoutMinutes, c.Completion.MaxIterations)
 	}
-	if c.Agents.Default != "claude" || c.Completion.TaskTimeout != 30 || c.Planning.MaxReviewIterations != 3 {
+	if c.Agents.Default != "claude" || c.Completion.TaskTimeout != 30 || c.Planning.MaxReviewIterations != 3 || c.Hooks.TimeoutSeconds != 30 {
 		t.Errorf("built-in defaults lost: %+v", c.Completion)
 	}
 	if _, ok := c.Profile("claude"); !ok {
@@ -128,6 +128,7 @@ func TestValidationNamesFieldValueAllowed(t *testing.T) {
 		"trust":   {`{"agents":{"available":{"codex":{"command":"codex","trustWorktrees":true}}}}`, `agents.available.codex.trustWorktrees: true is not valid; allowed: only for an interactive Claude Code agent`},
 		"trusthl": {`{"agents":{"available":{"claude-headless":{"command":"claude","format":"claude-stream-json","trustWorktrees":true}}}}`, `agents.available.claude-headless.trustWorktrees`},
 		"review":  {`{"planning":{"maxReviewIterations":-1}}`, `planning.maxReviewIterations: -1 is not valid; allowed: an integer from 0 (validate only) to 20`},
+		"hooks":   {`{"hooks":{"timeoutSeconds":0}}`, `hooks.timeoutSeconds: 0 is not valid; allowed: seconds, from 1 to 3600`},
 	}
 	for name, c := range cases {
 		_, err := load(write(t, dir, name+".json", c.body), "", nil)

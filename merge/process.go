@@ -7,6 +7,7 @@ import (
 	"github.com/chorus-dev/chorus/gitx"
 	"strings"
 
+	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/proc"
 )
 
@@ -15,6 +16,9 @@ import (
 func (s *Service) process(ctx context.Context, id string) {
 	it, ok := s.get(id)
 	if !ok {
+		return
+	}
+	if s.preMergeBlocked(ctx, it) {
 		return
 	}
 	s.phase(PhasePrecheck)
@@ -454,6 +458,7 @@ func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
 func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bool) {
 	s.phase(PhaseLanded)
 	s.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
+	s.runHook(ctx, hooks.PostMerge, id)
 	if !cleaned {
 		s.cleanup(ctx, id)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/hooks"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -33,6 +34,7 @@ func (s *Service) conflict(ctx context.Context, id, tip, head string, mt mergeRe
 		it.LastError = "conflicts: " + strings.Join(mt.messages, "; ")
 	})
 	s.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
+	s.runHook(ctx, hooks.OnConflict, id)
 	complexConflict := mt.structure || len(mt.files) > MediumMaxFiles
 	reason := "Merging " + s.opt.Target + " into your branch conflicts:\n" + strings.Join(mt.messages, "\n")
 	s.resolve(ctx, it, tip, head, mt.files, reason, complexConflict)

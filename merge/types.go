@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/hooks"
 )
 
 // Request asks for a branch to be merged into the target.
@@ -181,6 +182,10 @@ type Options struct {
 	AcceptCommand string
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Hook runs the user's hook for a merge event (pre-merge, post-merge,
+	// on-conflict) on the worker goroutine; nil runs none. A pre-merge
+	// block holds the item with the hook's message.
+	Hook func(ctx context.Context, ev hooks.Event, it Item) hooks.Answer
 }
 
 // Persist is called synchronously with the whole queue whenever it changes

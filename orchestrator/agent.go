@@ -19,6 +19,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/transcript"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
 )
@@ -268,6 +269,9 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 	if why := missingCommand(r.profile, r.chorusPath()); why != "" {
 		return outcome{kind: outUnstartable, reason: why}
 	}
+	if a := r.hook(hooks.PreTaskClaim, t, worktree.Worktree{}, 0, nil); a.Result == hooks.Block {
+		return outcome{kind: outHookBlocked, reason: hookReason(hooks.PreTaskClaim, a)}
+	}
 	// The claim (task store) and the worktree (git) do not depend on each
 	// other: do both at once. A lost claim removes a worktree made for
 	// nothing; it holds no work yet.
@@ -296,6 +300,7 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 		}
 		r.event(EvAlert, "worktree setup failed: "+wtErr.Error(), nil)
 	}
+	r.hook(hooks.PostTaskClaim, t, wt, 0, nil)
 	d := dirs{root: e.opt.Dir.Root, prompts: e.opt.Dir.Prompts(), patterns: e.opt.Dir.Patterns(), learnings: e.opt.Dir.Learnings(), chorus: e.opt.ChorusExe}
 	prompt, err := buildPrompt(d, e.cfg, r.profile, r.profileName, t, wt.Branch)
 	if err != nil {
@@ -340,6 +345,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		if it > cfg.Completion.MaxIterations {
 			return r.fail(t, wt, p, fmt.Sprintf("reached maxIterations (%d) without completing", cfg.Completion.MaxIterations))
 		}
+		if a := r.hook(hooks.PreIteration, t, wt, it, nil); a.Result == hooks.Block {
+			return r.hookBlocked(hooks.PreIteration, a, t, wt, p)
+		}
 		base := wt.Head // known from Ensure on the first iteration
 		if it > 1 || base == "" {
 			base, _ = e.wt.HeadCommit(context.Background(), wt)
@@ -368,6 +376,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 				text = handover(prompt, it, changes, pending)
 				r.detect(func() { det.AddPrompt(text) })
 			}
+			if a := r.hook(hooks.PreAgentStart, t, wt, it, nil); a.Result == hooks.Block {
+				return r.hookBlocked(hooks.PreAgentStart, a, t, wt, nil)
+			}
 			var err error
 			gen++
 			p, err = r.spawn(t, wt, text, it, gen, det, record)
@@ -375,8 +386,12 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 				e.opt.Store.Release(context.Background(), t.ID)
 				return outcome{kind: outStartFailed, reason: err.Error()}
 			}
+			r.hook(hooks.PostAgentStart, t, wt, it, nil)
 		}
 		res := r.turn(t, wt, &p, det, gen)
+		if done := r.postIteration(t, wt, &p, it, gen, &res); done != nil {
+			return *done
+		}
 		if res.done != nil {
 			return *res.done
 		}
@@ -462,6 +477,8 @@ type turnResult struct {
 	crashed bool
 	typed   string
 	edited  bool // the task's text changed: rebuild the prompt
+	// exitCode is the agent's, when the iteration ended with its exit.
+	exitCode int
 }
 
 // turn waits for the agent to signal or exit and acts on it.
@@ -481,10 +498,12 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			r.update(func(s *State, a *AgentState) { a.PID = 0 })
 			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
 			if ev.code != 0 {
+				out := r.output(ev.code)
+				r.hook(hooks.OnAgentError, t, wt, 0, out)
 				if ev.reason != "" {
-					return turnResult{failure: fmt.Sprintf("The agent process exited with code %d: %s", ev.code, ev.reason), crashed: true}
+					return turnResult{failure: fmt.Sprintf("The agent process exited with code %d: %s", ev.code, ev.reason), crashed: true, exitCode: ev.code}
 				}
-				return turnResult{failure: fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code), crashed: true}
+				return turnResult{failure: fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code), crashed: true, exitCode: ev.code}
 			}
 			return turnResult{failure: "The agent exited without signalling COMPLETE."}
 		case <-ctx.Done():
@@ -553,28 +572,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 					r.event(EvAlert, "COMPLETE refused: nothing to merge", map[string]any{"nothingToMerge": true})
 					return turnResult{failure: nothingToMerge(wt.Branch)}
 				}
-				// Durable before the check: a crash during it must not cost
-				// the agent its COMPLETE (the next run re-checks).
-				r.update(func(st *State, a *AgentState) { a.Status = AgentChecking; st.run(t.ID).CompleteSignalled = true })
-				ok, results := runQuality(ctx, wt.Dir, e.cfg.SortedQuality(), r.env(0))
-				for _, q := range results {
-					r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, map[bool]string{true: "passed", false: "failed"}[q.Passed]),
-						map[string]any{"name": q.Name, "passed": q.Passed, "required": q.Required, "exitCode": q.ExitCode})
-				}
-				if ctx.Err() != nil {
-					return turnResult{done: r.cancelled(t, wt, *pp)}
-				}
-				if ok {
-					done, failure := r.complete(t, wt, *pp, gen)
-					if done == nil {
-						*pp = nil // stopped for the commit; the next iteration respawns
-						r.update(func(st *State, a *AgentState) { a.Status = AgentRunning })
-						return turnResult{failure: failure}
-					}
-					return turnResult{done: done}
-				}
-				r.update(func(st *State, a *AgentState) { a.Status = AgentRunning; st.run(t.ID).CompleteSignalled = false })
-				return turnResult{failure: describeFailure(results)}
+				return r.gate(t, wt, pp, gen)
 			default:
 				// RESOLVED / NEEDS_HUMAN belong to conflict resolution.
 			}
@@ -715,6 +713,9 @@ func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc,
 	if err := r.commitWIP(wt, "final changes"); err != nil {
 		return nil, "Your work could not be committed: " + err.Error()
 	}
+	if a := r.hook(hooks.PreTaskComplete, t, wt, 0, nil); a.Result == hooks.Block {
+		return nil, "The task is not complete yet: " + hookReason(hooks.PreTaskComplete, a) + "."
+	}
 	req := merge.Request{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
 		Worktree: wt.Dir, Priority: t.Priority, DependsOn: t.BlockedBy()}
 	r.update(func(s *State, a *AgentState) {
@@ -735,6 +736,7 @@ func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc,
 		r.event(EvError, "closing the task: "+err.Error(), nil)
 	}
 	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = true })
+	r.hook(hooks.PostTaskComplete, t, wt, 0, nil)
 	return &outcome{kind: "completed"}, ""
 }
 
@@ -770,6 +772,7 @@ func (r *agentRun) fail(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, rea
 func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) *outcome {
 	cause := context.Cause(r.ctx)
 	if errors.Is(cause, errTimeout) {
+		r.hook(hooks.OnAgentTimeout, t, wt, 0, &hooks.Output{ExitCode: -1})
 		o := r.fail(t, wt, p, fmt.Sprintf("task timeout (%d minutes) reached", r.e.cfg.Completion.TaskTimeout))
 		return &o
 	}

@@ -327,6 +327,9 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 		ev.Kind = EvFailed
 	case "released", "claim-lost":
 		ev.Kind = EvReleased
+	case outHookBlocked:
+		ev.Kind = EvReleased
+		e.holdOffHooked(r.taskID)
 	default:
 		ev.Kind = EvError
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
 	"github.com/chorus-dev/chorus/taskid"
@@ -112,6 +113,9 @@ type Engine struct {
 	startFails       map[string]int
 	retryAt          map[string]time.Time
 	consecStartFails int
+	// hookHeld: tasks a hook blocked, left alone until then (hooks.go).
+	hookHeld map[string]time.Time
+	hooks    *hooks.Runner
 
 	snapMu sync.Mutex
 	snap   Snapshot
@@ -146,12 +150,13 @@ func New(opt Options) (*Engine, error) {
 		loopDone: make(chan struct{}),
 		history:  &mergeHistory{path: filepath.Join(opt.Dir.Path, "merge-history.jsonl"), done: map[string]string{}},
 	}
+	e.hooks = newHookRunner(e)
 	if !opt.NoMerge {
 		exe := opt.ChorusExe
 		ms, err := merge.New(merge.Options{
 			RepoDir: opt.Dir.Root, Target: opt.Target, ChorusDir: opt.Dir.Path,
 			Quality: opt.Config.QualityCommands, Merge: opt.Config.Merge, Checkpoints: opt.Config.Checkpoints,
-			DriverCommand: driverCommand(exe),
+			DriverCommand: driverCommand(exe), Hook: e.mergeHook,
 		}, e.persistMerge, resolver{e})
 		if err != nil {
 			return nil, err
@@ -441,7 +446,7 @@ func (e *Engine) assignReady(ts []beads.Task) {
 		if len(e.runs) >= e.cfg.Agents.MaxParallel || e.st.Paused || e.st.Mode != config.ModeAutopilot {
 			break
 		}
-		if e.taskRunning(t.ID) || t.HasLabel(beads.LabelFailed) || t.Assignee != "" || e.backingOff(t.ID) {
+		if e.taskRunning(t.ID) || t.HasLabel(beads.LabelFailed) || t.Assignee != "" || e.backingOff(t.ID) || e.hookHeldOff(t.ID) {
 			continue
 		}
 		if r := e.st.Tasks[t.ID]; r != nil && (r.Completed || r.Closed) {

@@ -316,7 +316,7 @@ func (u *UI) onEvent(ev orchestrator.Event, apply func(func())) {
 			u.setFlash(msg, present.Err)
 			_ = u.screen.Beep()
 		})
-	case orchestrator.EvAlert, orchestrator.EvError:
+	case orchestrator.EvAlert, orchestrator.EvError, orchestrator.EvHook:
 		text := ev.Text
 		if ev.Task != "" {
 			text = ev.Task + ": " + text
