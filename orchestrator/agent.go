@@ -948,6 +948,8 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 		if !r.sawBusy.Load() && busyShown(text) {
 			r.sawBusy.Store(true)
 		}
+		// The screen is read for a stuck agent whatever carries its signals.
+		r.stuck.poke()
 		if !screenSignals {
 			return
 		}
@@ -961,7 +963,6 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 			s := f.Signal
 			r.send(turnEvent{sig: &s, gen: gen, source: "output"})
 		}
-		r.stuck.poke()
 	}
 	events := newEventParser(r.profile.Format)
 	deliver := func(sigs []signal.Signal) {
