@@ -59,9 +59,24 @@ func Timeline(d chorusdir.Dir, taskID string) ([]Stage, error) {
 			case EvIteration:
 				n, _ := e.Details["iteration"].(float64)
 				add(fmt.Sprintf("iteration %d", int(n)), e.TS, fmt.Sprint(e.Details["agentId"]))
+			case EvSignal:
+				if e.Details["type"] == "COMPLETE" {
+					add("checking", e.TS, "")
+				}
 			case EvQuality:
 				add("checking", e.TS, "")
-			case EvCompleted:
+			case EvMergeQueued, EvCompleted:
+				// The merge service may report the branch queued before
+				// the engine records the completion that queued it.
+				if n := len(stages); n > 0 && stages[n-1].State == "merging" {
+					if n < 2 || stages[n-2].State != "completed" {
+						stages = append(stages[:n-1], Stage{State: "completed", At: stages[n-1].At}, stages[n-1])
+					}
+					continue
+				}
+				if n := len(stages); n > 1 && stages[n-1].State == "merging" && stages[n-2].State == "completed" {
+					continue
+				}
 				add("completed", e.TS, "")
 			case "merge_enqueued":
 				add("merging", e.TS, "")
