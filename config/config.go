@@ -166,15 +166,15 @@ type Completion struct {
 	Signal        string `json:"signal" mapstructure:"signal"`
 	MaxIterations int    `json:"maxIterations" mapstructure:"maxiterations"`
 	// TaskTimeout is in minutes, like every duration in this file.
-	TaskTimeout      int `json:"taskTimeout" mapstructure:"tasktimeout"`
-	StuckIterations  int `json:"stuckIterations" mapstructure:"stuckiterations"`
+	TaskTimeout     int `json:"taskTimeout" mapstructure:"tasktimeout"`
+	StuckIterations int `json:"stuckIterations" mapstructure:"stuckiterations"`
 	// RepeatedFailures: a required quality command failing with the same
 	// output this many checks in a row hands the task to a person
 	// (blocked, with the failure as evidence); 0 turns it off.
 	RepeatedFailures int `json:"repeatedFailures" mapstructure:"repeatedfailures"`
 	// StuckAlerts: this many stuckIterations alerts in a row (no commit in
 	// between) hand the task to a person; 0 turns it off.
-	StuckAlerts int `json:"stuckAlerts" mapstructure:"stuckalerts"`
+	StuckAlerts      int `json:"stuckAlerts" mapstructure:"stuckalerts"`
 	MaxAgentErrors   int `json:"maxConsecutiveErrors" mapstructure:"maxconsecutiveerrors"`
 	StopGraceSeconds int `json:"stopGraceSeconds" mapstructure:"stopgraceseconds"`
 	// ShutdownGraceSeconds bounds the whole shutdown after SIGINT or
