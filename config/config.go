@@ -135,8 +135,9 @@ type AgentProfile struct {
 	// command's name. With a transcript, signals are read from the
 	// assistant's messages there and the terminal's text does not count.
 	Transcript string `json:"transcript,omitempty" mapstructure:"transcript"`
-	// InjectContext adds AGENTS.md, PATTERNS.md and learnings to the prompt,
-	// for CLIs that do not read project context themselves.
+	// InjectContext adds AGENTS.md to the prompt, for CLIs that do not read
+	// project context themselves (PATTERNS.md and the learnings reach
+	// every profile).
 	InjectContext bool `json:"injectContext" mapstructure:"injectcontext"`
 	// TrustWorktrees: before an interactive Claude Code agent starts, its
 	// worktree (exactly that path) is marked trusted in Claude Code's config,
@@ -173,8 +174,15 @@ type Completion struct {
 	Signal        string `json:"signal" mapstructure:"signal"`
 	MaxIterations int    `json:"maxIterations" mapstructure:"maxiterations"`
 	// TaskTimeout is in minutes, like every duration in this file.
-	TaskTimeout      int `json:"taskTimeout" mapstructure:"tasktimeout"`
-	StuckIterations  int `json:"stuckIterations" mapstructure:"stuckiterations"`
+	TaskTimeout     int `json:"taskTimeout" mapstructure:"tasktimeout"`
+	StuckIterations int `json:"stuckIterations" mapstructure:"stuckiterations"`
+	// RepeatedFailures: a required quality command failing with the same
+	// output this many checks in a row hands the task to a person
+	// (blocked, with the failure as evidence); 0 turns it off.
+	RepeatedFailures int `json:"repeatedFailures" mapstructure:"repeatedfailures"`
+	// StuckAlerts: this many stuckIterations alerts in a row (no commit in
+	// between) hand the task to a person; 0 turns it off.
+	StuckAlerts      int `json:"stuckAlerts" mapstructure:"stuckalerts"`
 	MaxAgentErrors   int `json:"maxConsecutiveErrors" mapstructure:"maxconsecutiveerrors"`
 	StopGraceSeconds int `json:"stopGraceSeconds" mapstructure:"stopgraceseconds"`
 	// ShutdownGraceSeconds bounds the whole shutdown after SIGINT or
@@ -276,7 +284,7 @@ func Default() Config {
 		},
 		Completion: Completion{
 			Signal: "<chorus>COMPLETE</chorus>", MaxIterations: 50, TaskTimeout: 30,
-			StuckIterations: 5, MaxAgentErrors: 3, StopGraceSeconds: 10, ShutdownGraceSeconds: 60,
+			StuckIterations: 5, RepeatedFailures: 3, StuckAlerts: 2, MaxAgentErrors: 3, StopGraceSeconds: 10, ShutdownGraceSeconds: 60,
 		},
 		Merge:       Merge{TargetBranch: "", AutoResolve: true, AgentResolve: true, MaxAttempts: 3, ResolverTimeoutMinutes: 10},
 		Worktree:    Worktree{Copy: []string{}, Setup: []string{}},
@@ -443,6 +451,12 @@ func (c Config) Validate() error {
 	}
 	if c.Completion.StuckIterations < 0 {
 		add("completion.stuckIterations", c.Completion.StuckIterations, "0 (off) or more")
+	}
+	if c.Completion.RepeatedFailures < 0 {
+		add("completion.repeatedFailures", c.Completion.RepeatedFailures, "0 (off) or more: the same quality failure this many times in a row goes to a person")
+	}
+	if c.Completion.StuckAlerts < 0 {
+		add("completion.stuckAlerts", c.Completion.StuckAlerts, "0 (off) or more: this many stuck alerts in a row go to a person")
 	}
 	if c.Completion.MaxAgentErrors < 0 {
 		add("completion.maxConsecutiveErrors", c.Completion.MaxAgentErrors, "0 (off) or more")

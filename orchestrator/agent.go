@@ -67,6 +67,7 @@ type agentRun struct {
 	// seenSignals are the envelope ids already applied (loop only).
 	key         string
 	seenSignals map[string]bool
+	led   ledgerState // the task's ledger and repeated failures (ledger.go)
 }
 
 // busyMarker is on Claude Code's and Codex's screen while a turn runs
@@ -210,6 +211,7 @@ func (e *Engine) startTask(taskID, profile string) {
 func (r *agentRun) main(taskPicksAgent bool) {
 	defer r.e.wg.Done()
 	out := r.work(taskPicksAgent)
+	r.ledgerFinal(out)
 	r.waitMeters()
 	close(r.closed)
 	r.e.post(func() { r.e.finish(r, out) })
@@ -368,12 +370,13 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			r.e.emit(Event{Kind: EvIteration, Agent: r.id, Task: r.taskID, Fields: map[string]any{"iteration": it}})
 		}
 		r.detect(det.Reset)
+		r.ledgerStart(t, it)
 		if p != nil {
 			r.update(record)
 		} else {
 			text := prompt
 			if it > 1 {
-				text = handover(prompt, it, changes, pending)
+				text = handover(prompt, it, changes, pending, ledgerDigest(LedgerPath(e.opt.Dir.Path, t.ID)))
 				r.detect(func() { det.AddPrompt(text) })
 			}
 			if a := r.hook(hooks.PreAgentStart, t, wt, it, nil); a.Result == hooks.Block {
@@ -393,8 +396,10 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			return *done
 		}
 		if res.done != nil {
+			r.ledgerEnd(t, wt, base, string(res.done.kind)+" "+res.done.reason)
 			return *res.done
 		}
+		r.ledgerEnd(t, wt, base, res.failure)
 		if res.edited {
 			if nt, err := e.opt.Store.Get(context.Background(), t.ID); err == nil {
 				if np, err := buildPrompt(d, cfg, r.profile, r.profileName, nt, wt.Branch); err == nil {
@@ -434,6 +439,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			msg := fmt.Sprintf("agent may be stuck: %d iterations without a new commit", streak)
 			r.update(func(s *State, a *AgentState) { a.Alert = msg })
 			r.event(EvAlert, msg, map[string]any{"stuck": streak})
+		}
+		if o := r.needsPerson(t, wt, p, streak); o != nil {
+			return *o
 		}
 		if p != nil {
 			select {
@@ -534,11 +542,16 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				*pp = nil // the process is gone; decisions below must not type into it
 			}
 			s := *ev.sig
+			if s.Type == signal.Note {
+				r.note(s.Payload) // notes are many; none ends a turn
+				continue
+			}
 			if seen[s.Type] && s.Type != signal.Progress {
 				continue // the same signal through a second channel
 			}
 			seen[s.Type] = true
 			r.event(EvSignal, s.String(), map[string]any{"type": string(s.Type), "source": ev.source})
+			r.ledgerLine(t, "signal "+s.String())
 			switch s.Type {
 			case signal.Progress:
 				if n, ok := s.Percent(); ok {
@@ -589,10 +602,7 @@ func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string
 		a.Status, a.Title, a.Worktree, a.Branch = AgentChecking, t.Title, wt.Dir, wt.Branch
 	})
 	ok, results := runQuality(r.ctx, wt.Dir, r.e.cfg.SortedQuality(), r.env(0))
-	for _, q := range results {
-		r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, map[bool]string{true: "passed", false: "failed"}[q.Passed]),
-			map[string]any{"name": q.Name, "passed": q.Passed, "required": q.Required, "exitCode": q.ExitCode})
-	}
+	r.qualityDone(t, ok, results)
 	if r.ctx.Err() != nil {
 		return r.cancelled(t, wt, nil), ""
 	}

@@ -270,6 +270,10 @@ func (e *Engine) apply(c Command) error {
 			e.emit(Event{Kind: EvError, Agent: c.AgentID, Text: "ignored signal: " + err.Error()})
 			return err
 		}
+		if s.Type == signal.Note {
+			go r.note(s.Payload) // straight to the ledger, whatever the supervisor is doing
+			return nil
+		}
 		// Never block the loop on a busy supervisor.
 		go r.send(turnEvent{sig: &s, gen: -1, source: "command"})
 	default:

@@ -153,10 +153,7 @@ func (r *agentRun) gate(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, g
 	// its COMPLETE (the next run re-checks).
 	r.update(func(st *State, a *AgentState) { a.Status = AgentChecking; st.run(t.ID).CompleteSignalled = true })
 	ok, results := runQuality(ctx, wt.Dir, e.cfg.SortedQuality(), r.env(0))
-	for _, q := range results {
-		r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, map[bool]string{true: "passed", false: "failed"}[q.Passed]),
-			map[string]any{"name": q.Name, "passed": q.Passed, "required": q.Required, "exitCode": q.ExitCode})
-	}
+	r.qualityDone(t, ok, results)
 	if ctx.Err() != nil {
 		return turnResult{done: r.cancelled(t, wt, *pp)}
 	}

@@ -24,9 +24,9 @@ type promptData struct {
 	Chorus string
 }
 
-// buildPrompt renders the implementation prompt for a task. Agents that do
-// not read project context themselves get AGENTS.md, PATTERNS.md and the
-// learnings in front of it (the seed's context injection).
+// buildPrompt renders the implementation prompt for a task, with
+// PATTERNS.md and the learnings in front of it for every agent, and
+// AGENTS.md too for profiles with injectContext.
 func buildPrompt(d dirs, cfg config.Config, p config.AgentProfile, agent string, t beads.Task, branch string) (string, error) {
 	src, err := os.ReadFile(filepath.Join(d.prompts, "impl-agent.md"))
 	if err != nil {
@@ -70,17 +70,28 @@ func buildPrompt(d dirs, cfg config.Config, p config.AgentProfile, agent string,
 		b.Reset()
 		b.WriteString(out)
 	}
-	if !p.InjectContext {
-		return b.String(), nil
-	}
-	var out strings.Builder
-	for _, part := range []struct{ head, path string }{
-		{"# Project Context", filepath.Join(d.root, "AGENTS.md")},
+	// PATTERNS.md and the learnings reach every agent: no CLI reads them
+	// by itself. AGENTS.md only where the profile asks (Claude Code, Codex
+	// and OpenCode read project instructions on their own).
+	parts := []struct{ head, path string }{
 		{"# Project Patterns", d.patterns},
 		{"# Relevant Learnings", d.learnings},
-	} {
-		if c, err := os.ReadFile(part.path); err == nil && len(bytes.TrimSpace(c)) > 0 {
-			fmt.Fprintf(&out, "%s\n\n%s\n\n", part.head, strings.TrimSpace(string(c)))
+	}
+	if p.InjectContext {
+		parts = append([]struct{ head, path string }{{"# Project Context", filepath.Join(d.root, "AGENTS.md")}}, parts...)
+	}
+	var out strings.Builder
+	for _, part := range parts {
+		c, err := os.ReadFile(part.path)
+		if err != nil || len(bytes.TrimSpace(c)) == 0 {
+			continue
+		}
+		text := strings.TrimSpace(string(c))
+		if strings.HasPrefix(text, "# ") {
+			// The file names itself: one heading, not two.
+			fmt.Fprintf(&out, "%s\n\n", text)
+		} else {
+			fmt.Fprintf(&out, "%s\n\n%s\n\n", part.head, text)
 		}
 	}
 	if out.Len() == 0 {
@@ -115,13 +126,16 @@ func chorusCommand(exe string) string {
 
 // handover is the prompt of a respawned agent: the task again, plus what
 // the previous iteration changed and why it did not finish.
-func handover(prompt string, iteration int, changes, failure string) string {
+func handover(prompt string, iteration int, changes, failure, ledger string) string {
 	var b strings.Builder
 	b.WriteString(prompt)
 	fmt.Fprintf(&b, "\n\n## Handover (iteration %d)\n", iteration)
 	b.WriteString("You are continuing this task in the same worktree; earlier work is already here.\n")
 	if strings.TrimSpace(changes) != "" {
 		fmt.Fprintf(&b, "\nWhat changed so far:\n%s\n", strings.TrimSpace(changes))
+	}
+	if strings.TrimSpace(ledger) != "" {
+		fmt.Fprintf(&b, "\nWhat earlier iterations recorded in the task's ledger (files changed, notes; record your own with `chorus note TEXT`):\n%s\n", strings.TrimSpace(ledger))
 	}
 	if strings.TrimSpace(failure) != "" {
 		fmt.Fprintf(&b, "\nWhy the task is not finished yet:\n%s\n", strings.TrimSpace(failure))

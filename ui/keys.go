@@ -135,6 +135,7 @@ func defaultKeys() []keyAction {
 		{Keys: []string{"e"}, Group: groupTask, Desc: "Edit task", Run: func(u *UI, _ *tcell.EventKey) { u.editTask() }},
 		{Keys: []string{"b"}, Group: groupTask, Desc: "Block task", Dangerous: true, Run: func(u *UI, _ *tcell.EventKey) { u.blockTask() }},
 		{Keys: []string{"d"}, Group: groupTask, Desc: "Mark done (manual)", Dangerous: true, Run: func(u *UI, _ *tcell.EventKey) { u.markDone() }},
+		{Keys: []string{"T"}, Group: groupTask, Desc: "Task timeline", Run: func(u *UI, _ *tcell.EventKey) { u.showTimeline() }},
 
 		{Keys: []string{"f"}, Group: groupView, Desc: "Fullscreen agent", Run: func(u *UI, _ *tcell.EventKey) { u.toggleFull() }},
 		{Keys: []string{"g"}, Group: groupView, Desc: "Grid layout (cycle)", Run: func(u *UI, _ *tcell.EventKey) { u.cycleGrid() }},

@@ -231,6 +231,9 @@ func (u *UI) showIntervention() {
 		b.WriteString("  [x] Stop agent     - the selected (▶) one\n  [r] Redirect       - assign it to a different task\n")
 		b.WriteString("  [R] Rollback       - revert its commits\n  [a] Answer         - reply to its NEEDS_HELP question\n")
 		b.WriteString("  [t] Retry task     - a failed or blocked task back to pending\n")
+		if a := u.vm.snap.Agents[u.selAgent]; a != nil && stuckAlert(a.Alert) {
+			b.WriteString("  [s] Stuck          - continue, redirect or stop the selected agent\n")
+		}
 		if m := u.vm.snap.Merge.Stats.Moved; m != nil {
 			fmt.Fprintf(&b, "  [A] Accept target  - it moved outside Chorus (%.10s → %.10s); merges wait\n", m.From, m.To)
 		}
@@ -273,6 +276,11 @@ func (u *UI) showIntervention() {
 				u.showRollback()
 			case 'a':
 				u.answer()
+			}
+		case r == 's':
+			if a := u.vm.snap.Agents[u.selAgent]; a != nil && stuckAlert(a.Alert) {
+				u.closeOverlay()
+				u.stuckMenu(a.ID, a.Alert)
 			}
 		case r == 't':
 			u.closeOverlay()

@@ -20,6 +20,7 @@
 //	run SHELL             run a shell command, output shown
 //	commit MESSAGE        git add -A and commit
 //	signal TYPE [TEXT]    run `chorus signal TYPE TEXT`, like an agent would
+//	note TEXT             run `chorus note TEXT` (a line for the task's ledger)
 //	tag TYPE [TEXT]       print a <chorus> tag on its own line
 //	split-tag TYPE        print a tag in two writes
 //	echo-prompt           print the prompt, as interactive CLIs do
@@ -92,7 +93,7 @@ func Parse(src string) ([]Section, error) {
 
 var arity = map[string][2]int{
 	"print": {0, 1}, "sleep": {1, 1}, "write": {2, 2}, "append": {2, 2}, "run": {1, 1},
-	"commit": {1, 1}, "signal": {1, 2}, "tag": {1, 2}, "split-tag": {1, 1}, "echo-prompt": {0, 0},
+	"commit": {1, 1}, "signal": {1, 2}, "note": {1, 1}, "tag": {1, 2}, "split-tag": {1, 1}, "echo-prompt": {0, 0},
 	"wait-input": {0, 0}, "ignore-term": {0, 0}, "flood": {1, 1}, "hang": {0, 0}, "exit": {1, 1},
 }
 
@@ -288,6 +289,12 @@ func step(op Op, e Env, in *bufio.Reader, out io.Writer) (int, bool) {
 			args = append(args, arg(1))
 		}
 		c := exec.Command(e.Chorus, args...)
+		c.Stdout, c.Stderr = out, out
+		if err := c.Run(); err != nil {
+			return fail(err)
+		}
+	case "note":
+		c := exec.Command(e.Chorus, "note", arg(0))
 		c.Stdout, c.Stderr = out, out
 		if err := c.Run(); err != nil {
 			return fail(err)

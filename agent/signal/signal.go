@@ -23,10 +23,11 @@ const (
 	NeedsHelp  Type = "NEEDS_HELP"  // payload is a question for the user
 	Resolved   Type = "RESOLVED"    // merge conflict resolved (resolver agent)
 	NeedsHuman Type = "NEEDS_HUMAN" // resolver gives up; payload says why
+	Note       Type = "NOTE"        // a discovery, decision or blocker for the task's ledger
 )
 
 // Types lists every known type.
-var Types = []Type{Complete, Blocked, Progress, NeedsHelp, Resolved, NeedsHuman}
+var Types = []Type{Complete, Blocked, Progress, NeedsHelp, Resolved, NeedsHuman, Note}
 
 // Signal is one message from an agent.
 type Signal struct {

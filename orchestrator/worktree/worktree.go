@@ -639,6 +639,16 @@ func (m *Manager) CommitsSince(ctx context.Context, wt Worktree, base string) ([
 	return strings.Split(out, "\n"), nil
 }
 
+// ChangedFiles lists the files that differ between base and the
+// worktree's HEAD (git diff --name-only), for the task's ledger.
+func (m *Manager) ChangedFiles(ctx context.Context, wt Worktree, base string) ([]string, error) {
+	out, err := m.git(ctx, wt.Dir, "diff", "--name-only", base, "HEAD", "--")
+	if err != nil || out == "" {
+		return nil, err
+	}
+	return strings.Split(out, "\n"), nil
+}
+
 // List returns the Chorus worktrees registered in the repository: those
 // inside .worktrees/ on an agent branch.
 func (m *Manager) List(ctx context.Context) ([]Worktree, error) {
