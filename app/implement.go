@@ -96,7 +96,8 @@ func (ss *session) routeSignals(ctx context.Context) error {
 	go func() {
 		for env := range ch {
 			if env.Err == nil {
-				_ = ss.engine.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
+				_ = ss.engine.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String(),
+					Question: questionID(env), Options: questionOptions(env)})
 			}
 			_ = env.Ack()
 		}
@@ -227,7 +228,11 @@ loop:
 			// Nobody is here to answer (or to log in, or to pass a dialog):
 			// the task waits for a human. Errors the CLI still retries may
 			// yet pass; it reports again when it gives up.
-			if ev.Kind == orchestrator.EvNeedsHelp || (ev.Kind == orchestrator.EvNeedsHuman && ev.Fields["retrying"] != true) {
+			// A question from `chorus ask` can be answered from any shell
+			// (`chorus answer`): it waits instead, with its options listed.
+			if ev.Kind == orchestrator.EvNeedsHelp && ev.Fields["question"] != nil {
+				printQuestion(out, ev)
+			} else if ev.Kind == orchestrator.EvNeedsHelp || (ev.Kind == orchestrator.EvNeedsHuman && ev.Fields["retrying"] != true) {
 				go eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdBlock, TaskID: ev.Task, Text: "needs a human: " + ev.Text})
 			}
 		case <-eng.Changed():

@@ -25,6 +25,8 @@ type statusReport struct {
 	// Kept is work Chorus saved before removing a worktree or branch, or
 	// when an agent rewound its branch; it stays until `chorus prune --kept`.
 	Kept []gitx.Kept `json:"kept"`
+	// Questions are the agents' questions waiting for a person.
+	Questions []pendingQuestion `json:"questions"`
 }
 
 type backendInfo struct {
@@ -103,6 +105,12 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			if r.Kept == nil {
 				r.Kept = []gitx.Kept{}
 			}
+			if r.Questions, err = pendingQuestions(p.dir); err != nil {
+				return withCode(ExitFailure, fmt.Errorf("reading pending questions: %w", err))
+			}
+			if r.Questions == nil {
+				r.Questions = []pendingQuestion{}
+			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
@@ -142,6 +150,13 @@ func printStatus(w io.Writer, r statusReport) {
 	fmt.Fprintf(w, "Quality     %s\n", q)
 	if r.Planning != "" {
 		fmt.Fprintf(w, "Planning    %s\n", r.Planning)
+	}
+	for _, q := range r.Questions {
+		fmt.Fprintf(w, "Question    %s asks: %s\n", line(q.Task), line(q.Question))
+		for i, o := range q.Options {
+			fmt.Fprintf(w, "            %d) %s\n", i+1, line(o))
+		}
+		fmt.Fprintf(w, "            answer: %s\n", q.Answer)
 	}
 	if len(r.Kept) > 0 {
 		fmt.Fprintf(w, "Kept        %d ref(s) of saved work (restore with `git switch -c NAME REF`; delete with `chorus prune --kept`):\n", len(r.Kept))

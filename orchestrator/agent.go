@@ -453,6 +453,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 		select {
 		case <-exitWait:
 			ev := *exitEv
+			r.dropQuestion()
 			*pp = nil
 			r.update(func(s *State, a *AgentState) { a.PID = 0 })
 			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
@@ -467,6 +468,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			return turnResult{done: r.cancelled(t, wt, *pp)}
 		case <-r.restart:
 			r.stopProc(*pp)
+			r.dropQuestion()
 			*pp = nil
 			if base := r.resetTo.Swap(nil); base != nil {
 				r.commitWIP(wt, "before rollback")

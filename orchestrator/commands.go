@@ -57,6 +57,9 @@ type Command struct {
 	Acceptance  *string `json:"acceptance,omitempty"`
 	Signal      string  `json:"signal,omitempty"` // "TYPE: payload"
 	Level       int     `json:"level,omitempty"`  // rollback level
+	// Question and Options travel with a CmdSignal from `chorus ask`.
+	Question string   `json:"question,omitempty"`
+	Options  []string `json:"options,omitempty"`
 }
 
 // ErrUnknownAgent is returned for commands naming an agent that is not running.
@@ -69,6 +72,10 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 	switch c.Kind {
 	case CmdType:
 		return e.typeText(ctx, c)
+	case CmdAnswer:
+		if done, err := e.answerAsked(ctx, c); done {
+			return err
+		}
 	case CmdRollback:
 		return e.rollback(ctx, c)
 	case CmdMergeUser:
@@ -269,6 +276,11 @@ func (e *Engine) apply(c Command) error {
 		if err != nil {
 			e.emit(Event{Kind: EvError, Agent: c.AgentID, Text: "ignored signal: " + err.Error()})
 			return err
+		}
+		if s.Type == signal.NeedsHelp && c.Question != "" {
+			// `chorus ask` waits for its answer itself: record the
+			// question, and leave the agent's turn alone.
+			return e.recordQuestion(r, s.Payload, c.Question, c.Options)
 		}
 		// Never block the loop on a busy supervisor.
 		go r.send(turnEvent{sig: &s, gen: -1, source: "command"})

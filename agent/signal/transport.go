@@ -37,6 +37,8 @@ type Envelope struct {
 	Time    time.Time `json:"time"`
 	PID     int       `json:"pid,omitempty"` // the sending command's pid
 	Dir     string    `json:"dir,omitempty"` // its working directory
+	// Question comes with the NEEDS_HELP of `chorus ask` (SendQuestion).
+	Question *Question `json:"question,omitempty"`
 
 	// Err is set by Watch for a file it could not read; Ack discards it.
 	Err  error  `json:"-"`
@@ -114,6 +116,17 @@ func typeList() string {
 // its own file, so concurrent senders never interfere. If Chorus is not
 // running, the signal waits for the next Watch.
 func Send(chorusDir, agentID, taskID string, s Signal) error {
+	return send(chorusDir, Envelope{AgentID: agentID, TaskID: taskID, Signal: s})
+}
+
+// SendQuestion delivers the NEEDS_HELP of `chorus ask`: q's text is the
+// payload, its id and options travel beside it.
+func SendQuestion(chorusDir, agentID, taskID string, q Question) error {
+	return send(chorusDir, Envelope{AgentID: agentID, TaskID: taskID,
+		Signal: Signal{Type: NeedsHelp, Payload: q.Text}, Question: &q})
+}
+
+func send(chorusDir string, e Envelope) error {
 	if chorusDir == "" {
 		return errors.New("signal: no Chorus directory")
 	}
@@ -129,7 +142,7 @@ func Send(chorusDir, agentID, taskID string, s Signal) error {
 		return err
 	}
 	cwd, _ := os.Getwd()
-	e := Envelope{ID: id, AgentID: agentID, TaskID: taskID, Signal: s, Time: time.Now().UTC(), PID: os.Getpid(), Dir: cwd}
+	e.ID, e.Time, e.PID, e.Dir = id, time.Now().UTC(), os.Getpid(), cwd
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
