@@ -293,6 +293,10 @@ func (u *UI) answer() {
 		u.setFlash(id+" has not asked anything", present.Warn)
 		return
 	}
+	if len(a.Options) > 0 {
+		u.answerOptions(id, a)
+		return
+	}
 	u.prompt(id+" asks: "+present.Clean(a.Question), "Answer", "", "Send", func(text string) {
 		if strings.TrimSpace(text) == "" {
 			u.setFlash("empty answer not sent", present.Warn)
@@ -368,7 +372,7 @@ func (u *UI) showMerge() {
 		if u.o.Config.Merge.RequireApproval {
 			approval = "approve the selected merge"
 		}
-		fmt.Fprintf(&b, "\n[j/k] select  [m] %s  [t] try again  [D] drop from the queue  [Esc] close\n", approval)
+		fmt.Fprintf(&b, "\n[j/k] select  [v] view its changes  [m] %s  [t] try again  [D] drop from the queue  [Esc] close\n", approval)
 		tv.SetText(present.Block(b.String()))
 	}
 	render()
@@ -403,6 +407,11 @@ func (u *UI) showMerge() {
 			}
 		case r == 'A':
 			u.acceptTarget()
+			return nil
+		case r == 'v':
+			if it, ok := current(); ok {
+				u.showDiff(it.TaskID)
+			}
 			return nil
 		case r == 't':
 			if it, ok := current(); ok {
