@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/report"
 	"github.com/chorus-dev/chorus/ui"
 )
 
@@ -67,6 +68,8 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 		return fail(withCode(ExitSetup, fmt.Errorf("branch %q has no commits yet; make a first commit so agents have something to branch from", target)))
 	}
 	logSessionStart(log, p, target)
+	// Where the morning report of this run starts.
+	_ = p.dir.AppendLog("implementation", report.SessionStarted, map[string]any{"target": target, "mode": p.cfg.Mode})
 	exe, _ := os.Executable()
 	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: exe})
 	if err != nil {
@@ -145,6 +148,13 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	running := eng.Snapshot().Running
 	cancel()
 	eerr := <-done
+	if eng.Snapshot().Mode == config.ModeAutopilot {
+		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
+			fmt.Fprintf(stderr, "chorus: the run's report was not written: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "chorus: the run's report is in %s\n", path)
+		}
+	}
 	if uerr != nil {
 		ss.log.Error("full-screen interface failed", "err", uerr)
 	}
@@ -260,6 +270,13 @@ loop:
 	}
 	snap := eng.Snapshot()
 	sum.print(out, snap, time.Since(start))
+	if snap.Mode == config.ModeAutopilot {
+		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
+			fmt.Fprintf(out, "  report: not written: %v\n", err)
+		} else {
+			fmt.Fprintf(out, "  report: %s (or run chorus report)\n", path)
+		}
+	}
 	if interrupted {
 		return withCode(ExitInterrupted, errors.New("interrupted; running tasks went back to open with their work committed"))
 	}
@@ -269,6 +286,9 @@ loop:
 		case merge.StatusWaitingHuman, merge.StatusWaitingApproval, merge.StatusHeld, merge.StatusFailed:
 			waiting++
 			fmt.Fprintf(out, "  merge of %s waits for you (%s): %s\n", line(it.TaskID), it.Status, line(it.Action))
+			if it.Status == merge.StatusWaitingApproval {
+				fmt.Fprintf(out, "    see it: chorus task diff %s; land it: chorus merge approve %s; or: chorus merge drop %s\n", line(it.TaskID), line(it.TaskID), line(it.TaskID))
+			}
 		}
 	}
 	if waiting > 0 {

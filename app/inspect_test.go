@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +119,115 @@ signal COMPLETE
 	// Answered, the question is gone; a second answer has nothing to answer.
 	if r := chorus(t, dir, "answer", id, "1"); r.code == 0 {
 		t.Fatalf("a second answer was accepted: %+v", r)
+	}
+}
+
+// An autopilot run with one task that lands and one that fails: the run
+// writes the morning report and points to it; `chorus report` lists the
+// landed task with its merge commit and the failed one with its reason
+// and the command that retries it; `chorus task diff` shows the landed
+// task's change.
+func TestReportAndDiffAfterRun(t *testing.T) {
+	dir := scriptedProject(t, `
+@ prompt~doomed
+print "giving up"
+@ *
+run "echo $CHORUS_TASK_ID > done-$CHORUS_TASK_ID.txt"
+commit "feat: task work"
+signal COMPLETE
+`, func(cfg map[string]any) {
+		cfg["completion"].(map[string]any)["maxIterations"] = 2
+	})
+	good := strings.TrimSpace(chorus(t, dir, "task", "create", "good work").stdout)
+	bad := strings.TrimSpace(chorus(t, dir, "task", "create", "doomed work").stdout)
+	code, out := runBinary(t, dir, "--autopilot", "--headless")
+	if code == 0 {
+		t.Fatalf("a run with a failed task exited 0:\n%s", out)
+	}
+	i := strings.Index(out, "report: ")
+	if i < 0 {
+		t.Fatalf("the summary does not point to the report:\n%s", out)
+	}
+	path, _, _ := strings.Cut(out[i+len("report: "):], " ")
+	written, err := os.ReadFile(path)
+	if err != nil || !strings.HasPrefix(path, filepath.Join(dir, ".chorus", "reports")) {
+		t.Fatalf("report %q: %v\n%s", path, err, out)
+	}
+	merged := gitOut(t, dir, "log", "-1", "--format=%H", "--grep=Chorus-Task: "+good, "main")
+	if merged == "" {
+		t.Fatalf("%s did not land:\n%s", good, out)
+	}
+	r := chorus(t, dir, "report")
+	if r.code != 0 {
+		t.Fatalf("report: %+v", r)
+	}
+	for _, want := range []string{
+		"1 landed, 1 failed",
+		"`" + good + "` good work — commit `" + merged[:12] + "`",
+		"`" + bad + "` doomed work — failed: ",
+		"reached maxIterations (2) without completing",
+		"chorus task label remove " + bad + " failed && chorus task reopen " + bad,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(string(written), "`"+good+"` good work — commit `"+merged[:12]) || !strings.Contains(string(written), "`"+bad+"` doomed work — failed: ") {
+		t.Errorf("the written report differs:\n%s", written)
+	}
+	var rep struct {
+		Landed []struct{ Task, Commit string }
+		Failed []struct{ Task, Kind, Reason string }
+	}
+	if r := chorus(t, dir, "report", "--json"); json.Unmarshal([]byte(r.stdout), &rep) != nil ||
+		len(rep.Landed) != 1 || rep.Landed[0].Commit != merged || len(rep.Failed) != 1 || rep.Failed[0].Task != bad {
+		t.Errorf("report --json: %+v\n%s", rep, r.stdout)
+	}
+
+	d := chorus(t, dir, "task", "diff", good)
+	if d.code != 0 || !strings.Contains(d.stdout, "+++ b/done-"+good+".txt") || !strings.Contains(d.stdout, "+"+good) ||
+		!strings.Contains(d.stderr, "merge commit "+merged[:12]) {
+		t.Fatalf("task diff: %+v", d)
+	}
+	if d := chorus(t, dir, "task", "diff", good, "--stat"); d.code != 0 || !strings.Contains(d.stdout, "done-"+good+".txt | 1 +") {
+		t.Fatalf("task diff --stat: %+v", d)
+	}
+	// The failed task never committed: there is nothing to show, and it says so.
+	if d := chorus(t, dir, "task", "diff", bad); d.code == 0 || !strings.Contains(d.stderr, bad) {
+		t.Fatalf("task diff of a task without work: %+v", d)
+	}
+}
+
+// A merge waiting for approval is shown with `chorus task diff` (the
+// branch against the target) and landed with `chorus merge approve`.
+func TestMergeApproveFromTheCommandLine(t *testing.T) {
+	dir := scriptedProject(t, `
+run "echo approved > approved.txt"
+commit "feat: needs approval"
+signal COMPLETE
+`, func(cfg map[string]any) {
+		cfg["merge"].(map[string]any)["requireApproval"] = true
+	})
+	id := strings.TrimSpace(chorus(t, dir, "task", "create", "careful change").stdout)
+	code, out := runBinary(t, dir, "--autopilot", "--headless")
+	if code == 0 || !strings.Contains(out, "waiting-approval") {
+		t.Fatalf("exit %d, want a merge waiting for approval:\n%s", code, out)
+	}
+	if !strings.Contains(out, "chorus merge approve "+id) {
+		t.Errorf("the report does not say how to approve:\n%s", out)
+	}
+	d := chorus(t, dir, "task", "diff", id)
+	if d.code != 0 || !strings.Contains(d.stdout, "+approved") || !strings.Contains(d.stderr, "against its merge base with main") {
+		t.Fatalf("task diff of the waiting branch: %+v", d)
+	}
+	if r := chorus(t, dir, "report"); !strings.Contains(r.stdout, "chorus merge approve "+id) {
+		t.Errorf("report lacks the approve command:\n%s", r.stdout)
+	}
+	code, out = runBinary(t, dir, "merge", "approve", id)
+	if code != 0 {
+		t.Fatalf("merge approve: exit %d\n%s", code, out)
+	}
+	if got := gitOut(t, dir, "show", "main:approved.txt"); got != "approved" {
+		t.Fatalf("not landed: %q\n%s", got, out)
 	}
 }

@@ -321,6 +321,10 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 	delete(e.st.Agents, r.id)
 	e.needReady = true
 	ev := Event{Agent: r.id, Task: r.taskID, Text: o.reason}
+	if tr := e.st.Tasks[r.taskID]; tr != nil {
+		// What the task cost so far, in the log for the morning report.
+		ev.Fields = map[string]any{"usage": tr.Usage, "runtime": tr.Runtime}
+	}
 	switch o.kind {
 	case "completed":
 		e.st.Stats.TasksCompleted++
@@ -328,8 +332,7 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 		// Closed, and its merge is in the merge queue's own record: nothing
 		// left to recover, so state.json does not grow with the batch.
 		if tr := e.st.Tasks[r.taskID]; tr != nil && tr.Closed {
-			ev.Fields = map[string]any{"usage": tr.Usage} // its last word on what it cost
-			delete(e.st.Tasks, r.taskID)
+			delete(e.st.Tasks, r.taskID) // its usage went with the event
 		}
 	case "blocked":
 		e.st.Stats.TasksBlocked++
