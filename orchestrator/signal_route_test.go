@@ -15,7 +15,11 @@ func routeSignalsForTest(ctx context.Context, h *harness) {
 	}
 	for env := range ch {
 		if env.Err == nil {
-			_ = h.eng.Do(ctx, Command{Kind: CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()})
+			c := Command{Kind: CmdSignal, AgentID: env.AgentID, Signal: env.Signal.String()}
+			if q := env.Question; q != nil {
+				c.Question, c.Options = q.ID, q.Options
+			}
+			_ = h.eng.Do(ctx, c)
 		}
 		_ = env.Ack()
 	}

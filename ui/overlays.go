@@ -215,6 +215,9 @@ func (u *UI) showIntervention() {
 				u.o.Config.Completion.MaxIterations, a.Status, present.Duration(u.vm.now.Sub(a.StartedAt)))
 			if a.Question != "" {
 				fmt.Fprintf(&b, "\n     NEEDS HELP: %s", a.Question)
+				for i, o := range a.Options {
+					fmt.Fprintf(&b, "\n       %d) %s", i+1, o)
+				}
 			}
 			if a.Stuck != "" {
 				fmt.Fprintf(&b, "\n     NEEDS HUMAN: %s\n     (focus it with its number and answer in its terminal)", a.Stuck)
