@@ -80,13 +80,17 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 	if err != nil {
 		return Report{}, err
 	}
+	start := 0
 	if since.IsZero() {
-		for _, e := range entries {
+		// By position, not time: the log's times are whole seconds, and the
+		// session before may have ended within the same one.
+		for i, e := range entries {
 			if e.Event == SessionStarted {
-				since = e.TS
+				start, since = i, e.TS
 			}
 		}
 	}
+	entries = entries[start:]
 	r := Report{Since: since, Until: time.Now().UTC()}
 	title := map[string]string{}
 	for _, t := range tasks {
@@ -99,7 +103,7 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 	var order []string
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if e.Mode != "implementation" || e.TS.Before(since.Truncate(time.Second)) {
+		if e.Mode != "implementation" || start == 0 && e.TS.Before(since.Truncate(time.Second)) {
 			continue
 		}
 		if first.IsZero() {
