@@ -165,7 +165,7 @@ signal COMPLETE
 		"1 landed, 1 failed",
 		"`" + good + "` good work — commit `" + merged[:12] + "`",
 		"`" + bad + "` doomed work — failed: ",
-		"reached maxIterations (2) without completing",
+		"reached maxIterations (2) without completing; last: The agent exited without signalling COMPLETE.",
 		"chorus task label remove " + bad + " failed && chorus task reopen " + bad,
 	} {
 		if !strings.Contains(r.stdout, want) {

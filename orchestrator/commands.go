@@ -324,6 +324,9 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 	if tr := e.st.Tasks[r.taskID]; tr != nil {
 		// What the task cost so far, in the log for the morning report.
 		ev.Fields = map[string]any{"usage": tr.Usage, "runtime": tr.Runtime}
+		if tr.LastFailure != "" && o.kind == "failed" {
+			ev.Fields["lastFailure"] = tr.LastFailure // the why behind "reached maxIterations"
+		}
 	}
 	switch o.kind {
 	case "completed":

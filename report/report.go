@@ -129,6 +129,9 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 		case orchestrator.EvFailed, orchestrator.EvBlocked:
 			kind := map[string]string{orchestrator.EvFailed: "failed", orchestrator.EvBlocked: "blocked"}[e.Event]
 			f := Failed{Task: task, Title: title[task], Kind: kind, Reason: text}
+			if last, _ := e.Details["lastFailure"].(string); last != "" && !strings.Contains(text, last) {
+				f.Reason += "; last: " + last
+			}
 			if i, ok := failed[task]; ok {
 				r.Failed[i] = f
 			} else {
