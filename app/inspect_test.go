@@ -199,16 +199,18 @@ signal COMPLETE
 }
 
 // A merge waiting for approval is shown with `chorus task diff` (the
-// branch against the target) and landed with `chorus merge approve`.
+// branch against the target) and landed with `chorus merge approve`;
+// another is taken out of the queue with `chorus merge drop`.
 func TestMergeApproveFromTheCommandLine(t *testing.T) {
 	dir := scriptedProject(t, `
-run "echo approved > approved.txt"
+run "echo approved > $CHORUS_TASK_ID.txt"
 commit "feat: needs approval"
 signal COMPLETE
 `, func(cfg map[string]any) {
 		cfg["merge"].(map[string]any)["requireApproval"] = true
 	})
 	id := strings.TrimSpace(chorus(t, dir, "task", "create", "careful change").stdout)
+	other := strings.TrimSpace(chorus(t, dir, "task", "create", "unwanted change").stdout)
 	code, out := runBinary(t, dir, "--autopilot", "--headless")
 	if code == 0 || !strings.Contains(out, "waiting-approval") {
 		t.Fatalf("exit %d, want a merge waiting for approval:\n%s", code, out)
@@ -223,11 +225,18 @@ signal COMPLETE
 	if r := chorus(t, dir, "report"); !strings.Contains(r.stdout, "chorus merge approve "+id) {
 		t.Errorf("report lacks the approve command:\n%s", r.stdout)
 	}
+	code, out = runBinary(t, dir, "merge", "drop", other)
+	if !strings.Contains(out, "dropped "+other) || strings.Contains(out, "merge of "+other+" waits") {
+		t.Fatalf("merge drop: exit %d\n%s", code, out)
+	}
 	code, out = runBinary(t, dir, "merge", "approve", id)
 	if code != 0 {
 		t.Fatalf("merge approve: exit %d\n%s", code, out)
 	}
-	if got := gitOut(t, dir, "show", "main:approved.txt"); got != "approved" {
+	if got := gitOut(t, dir, "show", "main:"+id+".txt"); got != "approved" {
 		t.Fatalf("not landed: %q\n%s", got, out)
+	}
+	if b, err := exec.Command("git", "-C", dir, "show", "main:"+other+".txt").CombinedOutput(); err == nil {
+		t.Fatalf("the dropped merge landed: %s", b)
 	}
 }
