@@ -16,6 +16,7 @@ import (
 	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/report"
 	"github.com/chorus-dev/chorus/ui"
 )
 
@@ -66,6 +67,8 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 		return fail(withCode(ExitSetup, fmt.Errorf("branch %q has no commits yet; make a first commit so agents have something to branch from", target)))
 	}
 	logSessionStart(log, p, target)
+	// Where the morning report of this run starts.
+	_ = p.dir.AppendLog("implementation", report.SessionStarted, map[string]any{"target": target, "mode": p.cfg.Mode})
 	exe, _ := os.Executable()
 	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: exe})
 	if err != nil {
@@ -125,6 +128,13 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	running := eng.Snapshot().Running
 	cancel()
 	eerr := <-done
+	if eng.Snapshot().Mode == config.ModeAutopilot {
+		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
+			fmt.Fprintf(stderr, "chorus: the run's report was not written: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "chorus: the run's report is in %s\n", path)
+		}
+	}
 	if uerr != nil {
 		ss.log.Error("full-screen interface failed", "err", uerr)
 	}
@@ -208,7 +218,11 @@ loop:
 			// Nobody is here to answer (or to log in, or to pass a dialog):
 			// the task waits for a human. Errors the CLI still retries may
 			// yet pass; it reports again when it gives up.
-			if ev.Kind == orchestrator.EvNeedsHelp || (ev.Kind == orchestrator.EvNeedsHuman && ev.Fields["retrying"] != true) {
+			// A question from `chorus ask` can be answered from any shell
+			// (`chorus answer`): it waits instead, with its options listed.
+			if ev.Kind == orchestrator.EvNeedsHelp && ev.Fields["question"] != nil {
+				printQuestion(out, ev)
+			} else if ev.Kind == orchestrator.EvNeedsHelp || (ev.Kind == orchestrator.EvNeedsHuman && ev.Fields["retrying"] != true) {
 				go eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdBlock, TaskID: ev.Task, Text: "needs a human: " + ev.Text})
 			}
 		case <-eng.Changed():
@@ -236,6 +250,13 @@ loop:
 	}
 	snap := eng.Snapshot()
 	sum.print(out, snap, time.Since(start))
+	if snap.Mode == config.ModeAutopilot {
+		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
+			fmt.Fprintf(out, "  report: not written: %v\n", err)
+		} else {
+			fmt.Fprintf(out, "  report: %s (or run chorus report)\n", path)
+		}
+	}
 	if interrupted {
 		return withCode(ExitInterrupted, errors.New("interrupted; running tasks went back to open with their work committed"))
 	}
@@ -245,6 +266,9 @@ loop:
 		case merge.StatusWaitingHuman, merge.StatusWaitingApproval, merge.StatusHeld, merge.StatusFailed:
 			waiting++
 			fmt.Fprintf(out, "  merge of %s waits for you (%s): %s\n", line(it.TaskID), it.Status, line(it.Action))
+			if it.Status == merge.StatusWaitingApproval {
+				fmt.Fprintf(out, "    see it: chorus task diff %s; land it: chorus merge approve %s; or: chorus merge drop %s\n", line(it.TaskID), line(it.TaskID), line(it.TaskID))
+			}
 		}
 	}
 	if waiting > 0 {

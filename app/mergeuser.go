@@ -30,7 +30,7 @@ when another Chorus is running in this repository, it says so instead.`,
 // newMergeCmd groups commands about the merge queue.
 func newMergeCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "merge", Short: "Act on Chorus's merge queue"}
-	c.AddCommand(newAcceptTargetCmd(g))
+	c.AddCommand(newAcceptTargetCmd(g), newMergeDecisionCmd(g, orchestrator.CmdApprove), newMergeDecisionCmd(g, orchestrator.CmdMergeDrop))
 	return c
 }
 

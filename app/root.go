@@ -134,7 +134,7 @@ planning state and the ready tasks.`,
 	f.StringSliceVar(&ro.tasks, "task", nil, "with --headless in semi-auto: the task ids to run (repeatable)")
 	_ = root.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(config.Modes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newNoteCmd(), newScriptedAgentCmd(), newMergeDriverCmd(), newMergeUserCmd(g), newMergeCmd(g), newDemoCmd(g), newPruneCmd(g), newPlanCmd(g))
+	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newNoteCmd(), newAskCmd(), newAnswerCmd(g), newReportCmd(g), newScriptedAgentCmd(), newMergeDriverCmd(), newMergeUserCmd(g), newMergeCmd(g), newDemoCmd(g), newPruneCmd(g), newPlanCmd(g))
 	root.AddCommand(newReplayCmd())
 	return root
 }

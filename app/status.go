@@ -33,6 +33,8 @@ type statusReport struct {
 	// when an agent rewound its branch; it stays until `chorus prune --kept`.
 	Kept  []gitx.Kept  `json:"kept"`
 	Usage *usageReport `json:"usage,omitempty"`
+	// Questions are the agents' questions waiting for a person.
+	Questions []pendingQuestion `json:"questions"`
 }
 
 // usageReport is what agents reported spending in the current (or last)
@@ -122,6 +124,12 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			if r.Kept == nil {
 				r.Kept = []gitx.Kept{}
 			}
+			if r.Questions, err = pendingQuestions(p.dir); err != nil {
+				return withCode(ExitFailure, fmt.Errorf("reading pending questions: %w", err))
+			}
+			if r.Questions == nil {
+				r.Questions = []pendingQuestion{}
+			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), r)
 			}
@@ -161,6 +169,13 @@ func printStatus(w io.Writer, r statusReport) {
 	fmt.Fprintf(w, "Quality     %s\n", q)
 	if r.Planning != "" {
 		fmt.Fprintf(w, "Planning    %s\n", r.Planning)
+	}
+	for _, q := range r.Questions {
+		fmt.Fprintf(w, "Question    %s asks: %s\n", line(q.Task), line(q.Question))
+		for i, o := range q.Options {
+			fmt.Fprintf(w, "            %d) %s\n", i+1, line(o))
+		}
+		fmt.Fprintf(w, "            answer: %s\n", q.Answer)
 	}
 	if len(r.Kept) > 0 {
 		fmt.Fprintf(w, "Kept        %d ref(s) of saved work (restore with `git switch -c NAME REF`; delete with `chorus prune --kept`):\n", len(r.Kept))

@@ -25,7 +25,7 @@ func newTaskCmd(g *globals) *cobra.Command {
 	}
 	c.AddCommand(newTaskCreateCmd(g), newTaskListCmd(g, false), newTaskListCmd(g, true), newTaskShowCmd(g),
 		newTaskSetCmd(g, "close"), newTaskSetCmd(g, "reopen"), newTaskSetCmd(g, "block"), newTaskLabelCmd(g),
-		newTaskUpdateCmd(g), newTaskDepCmd(g), newTaskDeleteCmd(g), newTaskValidateCmd(g), newTaskTimelineCmd(g))
+		newTaskUpdateCmd(g), newTaskDepCmd(g), newTaskDeleteCmd(g), newTaskValidateCmd(g), newTaskTimelineCmd(g), newTaskDiffCmd(g))
 	return c
 }
 

@@ -266,7 +266,7 @@ func (s *Service) afterCandidate(ctx context.Context, id string) {
 	if s.opt.Merge.RequireApproval && !it.Approved {
 		s.step(id, func(it *Item, _ *Stats) {
 			it.Status = StatusWaitingApproval
-			it.Action = "review refs/chorus/candidates/" + id + " and approve it to land"
+			it.Action = "review it (chorus task diff " + id + ", or v in the merge view) and approve it to land (chorus merge approve " + id + ", or m there)"
 		})
 		s.emit(Event{Kind: EventWaitingApproval, TaskID: id, Commit: it.Candidate})
 		return

@@ -67,7 +67,7 @@ type agentRun struct {
 	// seenSignals are the envelope ids already applied (loop only).
 	key         string
 	seenSignals map[string]bool
-	led   ledgerState // the task's ledger and repeated failures (ledger.go)
+	led         ledgerState // the task's ledger and repeated failures (ledger.go)
 }
 
 // busyMarker is on Claude Code's and Codex's screen while a turn runs
@@ -502,6 +502,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 		select {
 		case <-exitWait:
 			ev := *exitEv
+			r.dropQuestion()
 			*pp = nil
 			r.update(func(s *State, a *AgentState) { a.PID = 0 })
 			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
@@ -518,6 +519,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			return turnResult{done: r.cancelled(t, wt, *pp)}
 		case <-r.restart:
 			r.stopProc(*pp)
+			r.dropQuestion()
 			*pp = nil
 			if base := r.resetTo.Swap(nil); base != nil {
 				r.commitWIP(wt, "before rollback")

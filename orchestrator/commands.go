@@ -57,6 +57,9 @@ type Command struct {
 	Acceptance  *string `json:"acceptance,omitempty"`
 	Signal      string  `json:"signal,omitempty"` // "TYPE: payload"
 	Level       int     `json:"level,omitempty"`  // rollback level
+	// Question and Options travel with a CmdSignal from `chorus ask`.
+	Question string   `json:"question,omitempty"`
+	Options  []string `json:"options,omitempty"`
 }
 
 // ErrUnknownAgent is returned for commands naming an agent that is not running.
@@ -69,6 +72,10 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 	switch c.Kind {
 	case CmdType:
 		return e.typeText(ctx, c)
+	case CmdAnswer:
+		if done, err := e.answerAsked(ctx, c); done {
+			return err
+		}
 	case CmdRollback:
 		return e.rollback(ctx, c)
 	case CmdMergeUser:
@@ -274,6 +281,11 @@ func (e *Engine) apply(c Command) error {
 			go r.note(s.Payload) // straight to the ledger, whatever the supervisor is doing
 			return nil
 		}
+		if s.Type == signal.NeedsHelp && c.Question != "" {
+			// `chorus ask` waits for its answer itself: record the
+			// question, and leave the agent's turn alone.
+			return e.recordQuestion(r, s.Payload, c.Question, c.Options)
+		}
 		// Never block the loop on a busy supervisor.
 		go r.send(turnEvent{sig: &s, gen: -1, source: "command"})
 	default:
@@ -313,6 +325,13 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 	delete(e.st.Agents, r.id)
 	e.needReady = true
 	ev := Event{Agent: r.id, Task: r.taskID, Text: o.reason}
+	if tr := e.st.Tasks[r.taskID]; tr != nil {
+		// What the task cost so far, in the log for the morning report.
+		ev.Fields = map[string]any{"usage": tr.Usage, "runtime": tr.Runtime}
+		if tr.LastFailure != "" && o.kind == "failed" {
+			ev.Fields["lastFailure"] = tr.LastFailure // the why behind "reached maxIterations"
+		}
+	}
 	switch o.kind {
 	case "completed":
 		e.st.Stats.TasksCompleted++
@@ -320,8 +339,7 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 		// Closed, and its merge is in the merge queue's own record: nothing
 		// left to recover, so state.json does not grow with the batch.
 		if tr := e.st.Tasks[r.taskID]; tr != nil && tr.Closed {
-			ev.Fields = map[string]any{"usage": tr.Usage} // its last word on what it cost
-			delete(e.st.Tasks, r.taskID)
+			delete(e.st.Tasks, r.taskID) // its usage went with the event
 		}
 	case "blocked":
 		e.st.Stats.TasksBlocked++

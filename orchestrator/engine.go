@@ -253,6 +253,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// processes; everything else is driven by messages.
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
+	e.watchAnswers(mctx)
 	e.needReady = true
 	e.schedule()
 	for {

@@ -75,6 +75,14 @@ func (e *Engine) Deliver(ctx context.Context, env signal.Envelope) error {
 			r.seenSignals = map[string]bool{}
 		}
 		r.seenSignals[env.ID] = true
+		if q := env.Question; q != nil && s.Type == signal.NeedsHelp {
+			// `chorus ask` waits for its answer itself: record the
+			// question, and leave the agent's turn alone.
+			if err := e.recordQuestion(r, s.Payload, q.ID, q.Options); err != nil {
+				e.emit(Event{Kind: EvError, Agent: env.AgentID, Task: env.TaskID, Text: "recording a question: " + err.Error()})
+			}
+			return
+		}
 		e.dirty = false // nothing in State changed
 		// Never block the loop on a busy supervisor.
 		go r.send(turnEvent{sig: &s, gen: -1, source: "signal"})

@@ -59,7 +59,11 @@ type AgentState struct {
 	Status    string    `json:"status"`
 	Progress  int       `json:"progress"`
 	Question  string    `json:"question,omitempty"`
-	Alert     string    `json:"alert,omitempty"`
+	// Options and QuestionID come with a question asked by `chorus ask`:
+	// the choices offered and the id its answer file is named after.
+	Options    []string `json:"options,omitempty"`
+	QuestionID string   `json:"questionId,omitempty"`
+	Alert      string   `json:"alert,omitempty"`
 	// Stuck is why the agent's screen says it waits for a person (also its
 	// alert while it lasts); empty when it does not.
 	Stuck string `json:"stuck,omitempty"`

@@ -313,6 +313,7 @@ type fakeEngine struct {
 	events  chan orchestrator.Event
 	cps     []merge.Checkpoint
 	deps    []string
+	diff    orchestrator.TaskDiff
 	doErr   error
 	onDo    func(c orchestrator.Command)
 	blockDo chan struct{} // when set, Do waits for it (a slow command)
@@ -376,6 +377,16 @@ func (f *fakeEngine) Resize(id string, cols, rows int) {
 }
 func (f *fakeEngine) Checkpoints(context.Context) ([]merge.Checkpoint, error) { return f.cps, nil }
 func (f *fakeEngine) Dependents(context.Context, string) ([]string, error)    { return f.deps, nil }
+func (f *fakeEngine) TaskDiff(_ context.Context, id string, stat bool) (orchestrator.TaskDiff, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.diff
+	d.TaskID = id
+	if stat {
+		d.Text = "stat of " + id
+	}
+	return d, nil
+}
 
 func (f *fakeEngine) commands() []orchestrator.Command {
 	f.mu.Lock()

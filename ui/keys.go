@@ -140,6 +140,7 @@ func defaultKeys() []keyAction {
 		{Keys: []string{"f"}, Group: groupView, Desc: "Fullscreen agent", Run: func(u *UI, _ *tcell.EventKey) { u.toggleFull() }},
 		{Keys: []string{"g"}, Group: groupView, Desc: "Grid layout (cycle)", Run: func(u *UI, _ *tcell.EventKey) { u.cycleGrid() }},
 		{Keys: []string{"l"}, Group: groupView, Desc: "View logs", Run: func(u *UI, _ *tcell.EventKey) { u.showLogs() }},
+		{Keys: []string{"D"}, Group: groupView, Desc: "Diff of the task's work", Run: func(u *UI, _ *tcell.EventKey) { u.showDiff(u.currentTask()) }},
 		{Keys: []string{"L"}, Group: groupView, Desc: "View learnings", Run: func(u *UI, _ *tcell.EventKey) { u.showLearnings() }},
 
 		{Keys: []string{"R"}, Group: groupRecovery, Desc: "Rollback menu", Run: func(u *UI, _ *tcell.EventKey) { u.showRollback() }},

@@ -215,6 +215,9 @@ func (u *UI) showIntervention() {
 				u.o.Config.Completion.MaxIterations, a.Status, present.Duration(u.vm.now.Sub(a.StartedAt)))
 			if a.Question != "" {
 				fmt.Fprintf(&b, "\n     NEEDS HELP: %s", a.Question)
+				for i, o := range a.Options {
+					fmt.Fprintf(&b, "\n       %d) %s", i+1, o)
+				}
 			}
 			if a.Stuck != "" {
 				fmt.Fprintf(&b, "\n     NEEDS HUMAN: %s\n     (focus it with its number and answer in its terminal)", a.Stuck)
@@ -301,6 +304,10 @@ func (u *UI) answer() {
 		u.setFlash(id+" has not asked anything", present.Warn)
 		return
 	}
+	if len(a.Options) > 0 {
+		u.answerOptions(id, a)
+		return
+	}
 	u.prompt(id+" asks: "+present.Clean(a.Question), "Answer", "", "Send", func(text string) {
 		if strings.TrimSpace(text) == "" {
 			u.setFlash("empty answer not sent", present.Warn)
@@ -376,7 +383,7 @@ func (u *UI) showMerge() {
 		if u.o.Config.Merge.RequireApproval {
 			approval = "approve the selected merge"
 		}
-		fmt.Fprintf(&b, "\n[j/k] select  [m] %s  [t] try again  [D] drop from the queue  [Esc] close\n", approval)
+		fmt.Fprintf(&b, "\n[j/k] select  [v] view its changes  [m] %s  [t] try again  [D] drop from the queue  [Esc] close\n", approval)
 		tv.SetText(present.Block(b.String()))
 	}
 	render()
@@ -411,6 +418,11 @@ func (u *UI) showMerge() {
 			}
 		case r == 'A':
 			u.acceptTarget()
+			return nil
+		case r == 'v':
+			if it, ok := current(); ok {
+				u.showDiff(it.TaskID)
+			}
 			return nil
 		case r == 't':
 			if it, ok := current(); ok {

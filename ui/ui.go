@@ -52,6 +52,7 @@ type Engine interface {
 	Resize(agentID string, cols, rows int)
 	Checkpoints(ctx context.Context) ([]merge.Checkpoint, error)
 	Dependents(ctx context.Context, taskID string) ([]string, error)
+	TaskDiff(ctx context.Context, taskID string, stat bool) (orchestrator.TaskDiff, error)
 }
 
 // Options configure Run.

@@ -141,7 +141,12 @@ func CheckKey(chorusDir, agentID, key string) error {
 func (e Envelope) mac(key string) string {
 	m := hmac.New(sha256.New, []byte(key))
 	m.Write([]byte("chorus-signal-v1"))
-	for _, f := range []string{e.ID, e.AgentID, e.TaskID, string(e.Signal.Type), e.Signal.Payload} {
+	fields := []string{e.ID, e.AgentID, e.TaskID, string(e.Signal.Type), e.Signal.Payload}
+	if q := e.Question; q != nil {
+		// A question's id and options are part of what was signed.
+		fields = append(append(fields, "question", q.ID, q.Text), q.Options...)
+	}
+	for _, f := range fields {
 		var n [4]byte
 		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
 		m.Write(n[:])

@@ -40,6 +40,8 @@ type Envelope struct {
 	// MAC authenticates ID, AgentID, TaskID and Signal with the agent's
 	// key (see Sign).
 	MAC string `json:"mac,omitempty"`
+	// Question comes with the NEEDS_HELP of `chorus ask` (SendQuestion).
+	Question *Question `json:"question,omitempty"`
 
 	// Err is set by Watch for a file it could not read; Ack discards it.
 	Err  error  `json:"-"`
@@ -129,6 +131,16 @@ func typeList() string {
 // its own file, so concurrent senders never interfere. If Chorus is not
 // running, the signal waits for the next Watch.
 func Send(from Sender, s Signal) error {
+	return send(from, Envelope{Signal: s})
+}
+
+// SendQuestion delivers the NEEDS_HELP of `chorus ask`: q's text is the
+// payload, its id and options travel beside it (under the same MAC).
+func SendQuestion(from Sender, q Question) error {
+	return send(from, Envelope{Signal: Signal{Type: NeedsHelp, Payload: q.Text}, Question: &q})
+}
+
+func send(from Sender, e Envelope) error {
 	chorusDir := from.Dir
 	if chorusDir == "" {
 		return errors.New("signal: no Chorus directory")
@@ -145,7 +157,7 @@ func Send(from Sender, s Signal) error {
 		return err
 	}
 	cwd, _ := os.Getwd()
-	e := Envelope{ID: id, AgentID: from.AgentID, TaskID: from.TaskID, Signal: s, Time: time.Now().UTC(), PID: os.Getpid(), Dir: cwd}
+	e.ID, e.AgentID, e.TaskID, e.Time, e.PID, e.Dir = id, from.AgentID, from.TaskID, time.Now().UTC(), os.Getpid(), cwd
 	if from.Key != "" {
 		e.Sign(from.Key)
 	}

@@ -102,6 +102,9 @@ func (e *engine) Screen(id string) *term.Emulator                         { retu
 func (e *engine) Input(id string) io.Writer                               { return e.ptys[id] }
 func (e *engine) Checkpoints(context.Context) ([]merge.Checkpoint, error) { return nil, nil }
 func (e *engine) Dependents(context.Context, string) ([]string, error)    { return nil, nil }
+func (e *engine) TaskDiff(context.Context, string, bool) (orchestrator.TaskDiff, error) {
+	return orchestrator.TaskDiff{}, nil
+}
 func (e *engine) Resize(id string, cols, rows int) {
 	e.emus[id].Resize(cols, rows)
 	e.ptys[id].Resize(uint16(cols), uint16(rows))
