@@ -176,13 +176,22 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 		return merge.ResolveResult{}, err
 	}
 	defer r.stopProc(proc)
+	// A `chorus signal RESOLVED` run just before exiting may still be on its
+	// way through the signals directory: the exit waits exitGrace for it.
+	var exitWait <-chan time.Time
+	exitCode := 0
 	for {
 		select {
 		case <-r.ctx.Done():
 			return merge.ResolveResult{}, context.Cause(r.ctx)
+		case <-exitWait:
+			return merge.ResolveResult{Explanation: fmt.Sprintf("the resolver agent exited (code %d) without answering", exitCode)}, nil
 		case ev := <-r.events:
 			if ev.exited {
-				return merge.ResolveResult{Explanation: fmt.Sprintf("the resolver agent exited (code %d) without answering", ev.code)}, nil
+				if exitWait == nil {
+					exitCode, exitWait = ev.code, time.After(exitGrace)
+				}
+				continue
 			}
 			switch ev.sig.Type {
 			case signal.Resolved:
