@@ -65,6 +65,8 @@ signal COMPLETE
 @ task=%s iteration=1
 exit 3
 @ task=%s
+write c.txt "c"
+commit "c"
 signal COMPLETE
 @ task=%s
 signal PROGRESS 1
@@ -211,7 +213,7 @@ func TestPreMergeBlockHolds(t *testing.T) {
 // A blocked pre-task-claim leaves the task unclaimed, says why, and
 // autopilot does not pick it again at once.
 func TestPreTaskClaimBlockSkips(t *testing.T) {
-	h := newHarness(t, "signal COMPLETE\n", func(c *config.Config) { c.Mode = config.ModeAutopilot })
+	h := newHarness(t, "write f.txt \"x\"\ncommit \"f\"\nsignal COMPLETE\n", func(c *config.Config) { c.Mode = config.ModeAutopilot })
 	writeHook(t, h, hooks.PreTaskClaim, `cat >/dev/null; echo '{"result":"block","message":"needs a design review"}'`+"\n")
 	id := h.task("unreviewed", beads.CreateOptions{})
 	h.start()
@@ -230,7 +232,7 @@ func TestPreTaskClaimBlockSkips(t *testing.T) {
 
 // A hook that fails is reported by name and treated as continue.
 func TestFailingHookContinues(t *testing.T) {
-	h := newHarness(t, "signal COMPLETE\n", nil)
+	h := newHarness(t, "write f.txt \"x\"\ncommit \"f\"\nsignal COMPLETE\n", nil)
 	writeHook(t, h, hooks.PreTaskComplete, "echo broken >&2; exit 2\n")
 	id := h.task("done anyway", beads.CreateOptions{})
 	h.start()
@@ -245,7 +247,7 @@ func TestFailingHookContinues(t *testing.T) {
 // A blocked pre-task-complete refuses the COMPLETE with the hook's message
 // as the agent's feedback.
 func TestPreTaskCompleteBlockRefuses(t *testing.T) {
-	h := newHarness(t, "@ iteration=1\nsignal COMPLETE\n@ *\necho-prompt\nsignal COMPLETE\n", nil)
+	h := newHarness(t, "@ iteration=1\nwrite f.txt \"x\"\ncommit \"f\"\nsignal COMPLETE\n@ *\necho-prompt\nsignal COMPLETE\n", nil)
 	flag := filepath.Join(t.TempDir(), "once")
 	writeHook(t, h, hooks.PreTaskComplete, fmt.Sprintf("cat >/dev/null\n[ -f %s ] && exit 0\ntouch %s\necho '{\"result\":\"block\",\"message\":\"CHANGELOG entry missing\"}'\n", flag, flag))
 	id := h.task("needs changelog", beads.CreateOptions{})
