@@ -103,6 +103,8 @@ exit 0
 // maxIterations.
 func TestRepeatedFailureGoesToPerson(t *testing.T) {
 	script := `
+write work.txt "an attempt"
+commit "attempt"
 signal COMPLETE
 wait-input
 signal COMPLETE
