@@ -67,8 +67,7 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 		return fail(withCode(ExitSetup, fmt.Errorf("branch %q has no commits yet; make a first commit so agents have something to branch from", target)))
 	}
 	logSessionStart(log, p, target)
-	exe, _ := os.Executable()
-	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: exe})
+	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: selfExe()})
 	if err != nil {
 		return fail(err)
 	}
@@ -160,6 +159,13 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 		return withCode(ExitInterrupted, errors.New("interrupted"))
 	}
 	return eerr
+}
+
+// selfExe is the chorus binary agents run for `chorus signal` and the
+// task CLI (tests in this package point it at a built binary).
+var selfExe = func() string {
+	exe, _ := os.Executable()
+	return exe
 }
 
 // buildVersion is the version the header shows: the module version the
