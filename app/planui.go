@@ -238,7 +238,7 @@ func (d *planDriver) run(ctx context.Context) {
 			d.show(ctx, ui.PlanView{Stage: ui.PlanChoose, Tasks: res.Tasks})
 			return
 		}
-		v := ui.PlanView{Stage: ui.PlanReview, Iteration: d.loop.Max, Max: d.p.cfg.Planning.MaxReviewIterations,
+		v := ui.PlanView{Stage: ui.PlanReview, Iteration: d.loop.Max, Max: max(d.loop.Max, d.p.cfg.Planning.MaxReviewIterations),
 			Text: fmt.Sprintf("%d violation(s) remain", len(res.Violations))}
 		for _, x := range res.Violations {
 			id := x.TaskID

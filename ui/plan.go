@@ -176,7 +176,11 @@ func (u *UI) showPlanReview() {
 		b.WriteString("✗ " + v + "\n")
 	}
 	acts := []string{ActApply, ActRules, ActReview, ActBack}
-	m := tview.NewModal().SetText(present.Clean(b.String())).AddButtons([]string{"Apply Fixes", "Edit Rules", "Review Again", "Back to Plan"})
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = present.Clean(l) // no control characters from task titles
+	}
+	m := tview.NewModal().SetText(strings.Join(lines, "\n")).AddButtons([]string{"Apply Fixes", "Edit Rules", "Review Again", "Back to Plan"})
 	pick := func(i int) {
 		if i < 0 || i >= len(acts) {
 			return
