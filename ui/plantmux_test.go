@@ -58,15 +58,29 @@ hang
 	tm("send-keys", "-l", "Build a todo API")
 	waitScreen("> Build a todo API")
 	tm("send-keys", "Enter")
-	out := waitScreen("Add todo model")
-	if !strings.Contains(out, "TASKS (1)") {
+	out := waitScreen("TASKS (1)")
+	if !strings.Contains(out, "Add todo model") {
 		t.Fatalf("task panel:\n%s", out)
 	}
+	// The plan is valid: Semi-Auto, then q quits the implementation view
+	// (asking first while the Plan Agent is still being stopped).
+	waitScreen("Semi-Auto")
+	tm("send-keys", "s")
+	waitScreen("semi-auto mode")
 	tm("send-keys", "q")
-	waitScreen("Kill the agents and quit")
-	tm("send-keys", "k")
-	tm("wait-for", "exited")
-	if out := tm("capture-pane", "-p"); !strings.Contains(out, "chorus-exited-") {
-		t.Fatalf("after quitting:\n%s", out)
+	for deadline := time.Now().Add(waitLimit); ; tm("wait-for", "-S", "nothing") {
+		out := tm("capture-pane", "-p")
+		if strings.Contains(out, "chorus-exited-") {
+			if !strings.Contains(out, "chorus-exited-0") {
+				t.Fatalf("exit:\n%s", out)
+			}
+			break
+		}
+		if strings.Contains(out, "Kill the agents and quit") {
+			tm("send-keys", "k")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chorus never exited:\n%s", out)
+		}
 	}
 }
