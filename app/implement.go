@@ -69,8 +69,7 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	logSessionStart(log, p, target)
 	// Where the morning report of this run starts.
 	_ = p.dir.AppendLog("implementation", report.SessionStarted, map[string]any{"target": target, "mode": p.cfg.Mode})
-	exe, _ := os.Executable()
-	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: exe})
+	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: selfExe()})
 	if err != nil {
 		return fail(err)
 	}
@@ -151,6 +150,13 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 		return withCode(ExitInterrupted, errors.New("interrupted"))
 	}
 	return eerr
+}
+
+// selfExe is the chorus binary agents run for `chorus signal` and the
+// task CLI (tests in this package point it at a built binary).
+var selfExe = func() string {
+	exe, _ := os.Executable()
+	return exe
 }
 
 // buildVersion is the version the header shows: the module version the

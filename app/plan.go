@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/planning"
+	"github.com/chorus-dev/chorus/taskrules"
 )
 
 type planOptions struct {
@@ -100,7 +101,7 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, goal string) error 
 			o.agent = st.Agent
 		}
 	}
-	if !resume && req.Goal == "" && req.SpecPath == "" {
+	if o.headless && !resume && req.Goal == "" && req.SpecPath == "" {
 		return withCode(ExitUsage, errors.New("nothing to plan: give a goal (`chorus plan \"what to build\"`) or a spec (`--from SPEC.md`)"))
 	}
 	if !o.headless {
@@ -119,8 +120,12 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, goal string) error 
 	if c, ok := s.(interface{ Shutdown() }); ok {
 		defer c.Shutdown()
 	}
-	prompt := planning.Prompt(readOr(filepath.Join(p.dir.Prompts(), "plan-agent.md"), config.PromptTemplate("plan-agent.md")),
-		rules, readOr(p.dir.Patterns(), ""), req)
+	if !o.headless {
+		// Without a goal the planning screen asks for one.
+		return runPlanScreen(ctx, p, s, planStart{req: req, prompt: p.planPrompt(rules), agent: o.agent,
+			reviewing: resume && st.Status == planning.StatusReviewing}, stderr)
+	}
+	prompt := p.planPrompt(rules)(req)
 	ps, release, err := startPlanSession(ctx, p, s)
 	if err != nil {
 		return err
@@ -130,9 +135,6 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, goal string) error 
 		Engine: ps.engine, Store: s, Rules: p.loadRules, StatePath: p.dir.PlanningState(),
 		Max: p.cfg.Planning.MaxReviewIterations, Agent: o.agent,
 		TurnTimeout: time.Duration(p.cfg.Planning.TimeoutMinutes) * time.Minute,
-	}
-	if !o.headless {
-		return ps.runUI(ctx, loop, req, prompt, resume && st.Status == planning.StatusReviewing, stderr)
 	}
 	loop.Progress = func(pr planning.Progress) {
 		fmt.Fprintf(stderr, "%s plan: %s\n", time.Now().Format("15:04:05"), line(pr.Text))
@@ -229,7 +231,10 @@ func (ps *planSession) stop() {
 	}
 }
 
-// runUI is planning in the full-screen interface.
-func (ps *planSession) runUI(ctx context.Context, loop *planning.Loop, req planning.Request, prompt string, reviewing bool, stderr io.Writer) error {
-	return withCode(ExitUsage, errors.New("the planning screen is not available in this build; run `chorus plan --headless`"))
+// planPrompt builds the Plan Agent's first prompt for a request: the
+// project's plan-agent instructions, the rules and patterns, the goal.
+func (p *project) planPrompt(rules taskrules.Rules) func(planning.Request) string {
+	instr := readOr(filepath.Join(p.dir.Prompts(), "plan-agent.md"), config.PromptTemplate("plan-agent.md"))
+	patterns := readOr(p.dir.Patterns(), "")
+	return func(req planning.Request) string { return planning.Prompt(instr, rules, patterns, req) }
 }

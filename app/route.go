@@ -193,6 +193,9 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
 	switch route {
 	case RoutePlanning, RouteReview:
+		if !o.headless && isTTY(os.Stdin) && isTTY(os.Stdout) {
+			return resumePlanScreen(ctx, p, s, stderr)
+		}
 		if ready > 0 {
 			// The plan is not final yet, though tasks exist and are ready.
 			fmt.Fprintf(stderr, "%d task(s) are ready in %s, but .chorus/planning-state.json says the plan is still being %s.\n", ready, p.root, map[Route]string{RoutePlanning: "written", RouteReview: "reviewed"}[route])

@@ -154,6 +154,15 @@ func (l *Loop) turn(ctx context.Context, text string) error {
 	if l.events == nil {
 		l.events = l.Engine.Subscribe()
 	}
+	// Turns this loop did not wait for (text typed in the chat line) left
+	// their events behind: old news, not the end of the turn started here.
+	for drained := false; !drained; {
+		select {
+		case <-l.events:
+		default:
+			drained = true
+		}
+	}
 	if l.agentID == "" {
 		id, err := l.Engine.StartPlan(ctx, orchestrator.PlanOptions{Agent: l.Agent, Prompt: text})
 		if err != nil {

@@ -150,6 +150,7 @@ func defaultKeys() []keyAction {
 		{Keys: []string{"?"}, Group: groupGeneral, Desc: "Toggle help", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.showHelp() }},
 		{Keys: []string{"q"}, Group: groupGeneral, Desc: "Quit (confirm if agents)", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.askQuit() }},
 		{Keys: []string{"i"}, Group: groupGeneral, Desc: "Intervention menu", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.showIntervention() }},
+		{Keys: []string{">"}, Group: groupGeneral, Desc: "Chat line: type to the agent", Run: func(u *UI, _ *tcell.EventKey) { u.openChat() }},
 		{Keys: []string{"M"}, Group: groupGeneral, Desc: "Merge queue view", Run: func(u *UI, _ *tcell.EventKey) { u.showMerge() }},
 	}
 }

@@ -39,11 +39,14 @@ func (u *UI) build() {
 	u.body = tview.NewFlex().
 		AddItem(u.taskList, 0, 0, false).
 		AddItem(u.grid, 0, 1, true)
-	main := tview.NewFlex().SetDirection(tview.FlexRow).
+	u.chat = tview.NewInputField().SetLabel("> ")
+	u.chat.SetFieldBackgroundColor(tcell.ColorDefault)
+	u.main = tview.NewFlex().SetDirection(tview.FlexRow).
 		AddItem(u.header, 1, 0, false).
 		AddItem(u.body, 0, 1, true).
+		AddItem(u.chat, 0, 0, false).
 		AddItem(u.footer, 1, 0, false)
-	u.pages = tview.NewPages().AddPage("main", main, true, true)
+	u.pages = tview.NewPages().AddPage("main", u.main, true, true)
 	u.app.SetRoot(u.pages, true)
 	u.app.SetBeforeDrawFunc(func(s tcell.Screen) bool {
 		u.sizeBody(s)
@@ -61,6 +64,12 @@ func (u *UI) sizeBody(s tcell.Screen) {
 		tw = 0
 	}
 	u.body.ResizeItem(u.taskList, tw, 0)
+	// The chat line shows while it is in use and all through planning.
+	ch := 0
+	if u.chatOn || u.planning() {
+		ch = 1
+	}
+	u.main.ResizeItem(u.chat, ch, 0)
 }
 
 // setModel installs a view model from the pump. Event goroutine.
@@ -110,6 +119,9 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 		// the agent here.
 		return tcell.NewEventKey(ev.Key(), ev.Rune(), ev.Modifiers())
 	}
+	if u.over == nil && u.chatOn {
+		return u.chatKeys(ev)
+	}
 	if u.over != nil {
 		if ev.Key() == tcell.KeyCtrlC {
 			u.closeOverlay()
@@ -155,7 +167,9 @@ func (u *UI) selectedRow() int {
 
 func (u *UI) setPanel(p panel) {
 	u.focus = p
-	if p == panelTasks {
+	if u.chatOn {
+		u.app.SetFocus(u.chat)
+	} else if p == panelTasks {
 		u.app.SetFocus(u.taskList)
 	} else if u.passthrough == "" {
 		u.app.SetFocus(u.grid)

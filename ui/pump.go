@@ -20,6 +20,7 @@ var reloadKinds = map[string]bool{
 	orchestrator.EvAssigned: true, orchestrator.EvCompleted: true, orchestrator.EvBlocked: true,
 	orchestrator.EvFailed: true, orchestrator.EvReleased: true, orchestrator.EvFinished: true,
 	orchestrator.EvRollback: true, orchestrator.EvRecovered: true, "merge_landed": true,
+	orchestrator.EvPlanTurn: true, orchestrator.EvSignal: true,
 }
 
 // pump is the one goroutine that calls QueueUpdateDraw. Each turn of the
@@ -50,6 +51,10 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 	u.loadTasks()
 	if u.pumpStarted != nil {
 		close(u.pumpStarted)
+	}
+	var planViews <-chan PlanView
+	if u.o.Planner != nil {
+		planViews = u.o.Planner.Views()
 	}
 	var dirty []string
 	for {
@@ -85,6 +90,13 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 			}
 		case <-frameC:
 			drawFrame = true
+		case pv := <-planViews:
+			// The Plan Agent writes tasks through the task CLI, which the
+			// engine never hears of: each planning report reloads them.
+			u.loadTasks()
+			if !pv.TasksChanged {
+				apply(func() { u.setPlan(pv) })
+			}
 		case <-u.clockC:
 			u.clockTick(apply)
 		case <-u.waitQuit:

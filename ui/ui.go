@@ -75,6 +75,10 @@ type Options struct {
 	// QuitGrace is how long "wait for agents" waits before forcing them
 	// to stop (default 30 s).
 	QuitGrace time.Duration
+	// Planner, when set, opens the planning screen: the Plan Agent's
+	// tile, the tasks it creates and the chat line, then the review and
+	// mode dialogs; the implementation view follows once a mode is chosen.
+	Planner Planner
 }
 
 // panel is which side of the body has the keyboard.
@@ -150,6 +154,10 @@ type UI struct {
 	undo        []undoEntry
 	logView     func(line string) // feeds the open log overlay
 	quitting    bool
+	main        *tview.Flex
+	chat        *tview.InputField // the "> " chat line
+	chatOn      bool              // the chat line has the keyboard
+	plan        PlanView          // the last planning stage shown
 
 	// keySeq/drawSeq let the latency benchmark see when a key's effect
 	// reached the screen.
