@@ -153,20 +153,6 @@ func newAnswerCmd(g *globals) *cobra.Command {
 	}
 }
 
-func questionID(e signal.Envelope) string {
-	if e.Question == nil {
-		return ""
-	}
-	return e.Question.ID
-}
-
-func questionOptions(e signal.Envelope) []string {
-	if e.Question == nil {
-		return nil
-	}
-	return e.Question.Options
-}
-
 // printQuestion lists a `chorus ask` question's options under its event
 // line, with the command that answers it.
 func printQuestion(w io.Writer, ev orchestrator.Event) {

@@ -100,7 +100,6 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 	landed := map[string]int{}
 	failed := map[string]int{}
 	cost := map[string]int{}
-	var order []string
 	seen := map[string]bool{}
 	for _, e := range entries {
 		if e.Mode != "implementation" || start == 0 && e.TS.Before(since.Truncate(time.Second)) {
@@ -112,9 +111,8 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 		last = e.TS
 		task, _ := e.Details["taskId"].(string)
 		text, _ := e.Details["text"].(string)
-		if task != "" && !seen[task] {
+		if task != "" {
 			seen[task] = true
-			order = append(order, task)
 		}
 		switch e.Event {
 		case "merge_" + string(merge.EventLanded):

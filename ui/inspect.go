@@ -25,7 +25,7 @@ func (u *UI) showDiff(taskID string) {
 	tv.SetDynamicColors(true).SetWrap(false)
 	tv.SetText("looking up the changes of " + tview.Escape(present.Clean(taskID)) + "…")
 	stat := false
-	var load func()
+	load := func() {}
 	load = func() {
 		st := stat
 		u.work(func(ctx context.Context) func() {
