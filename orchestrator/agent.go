@@ -552,13 +552,14 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				continue // the same signal through a second channel
 			}
 			seen[s.Type] = true
+			if n, ok := s.Percent(); ok && s.Type == signal.Progress {
+				// State first, then the event: whoever sees the event finds it.
+				r.update(func(st *State, a *AgentState) { a.Progress = n })
+			}
 			r.event(EvSignal, s.String(), map[string]any{"type": string(s.Type), "source": ev.source})
 			r.ledgerLine(t, "signal "+s.String())
 			switch s.Type {
 			case signal.Progress:
-				if n, ok := s.Percent(); ok {
-					r.update(func(st *State, a *AgentState) { a.Progress = n })
-				}
 			case signal.NeedsHelp:
 				if res, ok := r.needsHelp(t, wt, pp, det, gen, s.Payload); !ok {
 					return res

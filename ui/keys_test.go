@@ -65,7 +65,7 @@ func TestPrefixKeyParsingAndCollision(t *testing.T) {
 // The help overlay shows the generated text.
 func TestHelpOverlayFromTable(t *testing.T) {
 	_, _, o := fixture()
-	d := startUI(t, o, 150, 50)
+	d := startUI(t, o, 150, 80) // tall enough for every key at once
 	d.press("?")
 	for _, a := range defaultKeys() {
 		d.expect(a.Desc)

@@ -192,8 +192,10 @@ func (u *UI) prompt(title, label, initial, button string, done func(string)) {
 // showHelp is the key table as text.
 func (u *UI) showHelp() {
 	tv := textBox("KEYBOARD SHORTCUTS (Esc closes)")
-	tv.SetText(helpText(u.keys.table, u.o.Config.TUI.PrefixKey))
-	u.openOverlay(ovHelp, tv, 72, 44, u.closeKeys('?', 'q'), nil)
+	text := helpText(u.keys.table, u.o.Config.TUI.PrefixKey)
+	tv.SetText(text)
+	// As tall as the text (the screen bounds it; the box scrolls).
+	u.openOverlay(ovHelp, tv, 72, strings.Count(text, "\n")+3, u.closeKeys('?', 'q'), nil)
 }
 
 // showIntervention is the seed's intervention dialog.
