@@ -143,6 +143,9 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 		h.t.Fatal(err)
 	}
 	if !h.untrusted {
+		// Autopilot picks tasks without assign: trust the default Claude
+		// profile's worktree for each task up front.
+		h.trustClaude(h.worktree("claude", tk.ID))
 		if !h.codexTrusted {
 			// Codex asks about the repository's root for a worktree in it.
 			if err := clitest.TrustCodexDirs(h.home, h.root); err != nil {
@@ -185,19 +188,25 @@ func (h *harness) stop() {
 	}
 }
 
+// trustClaude answers Claude Code's folder-trust question for dir (and its
+// path with symlinks resolved) in the test home.
+func (h *harness) trustClaude(dir string) {
+	h.t.Helper()
+	dirs := []string{dir}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+		dirs = append(dirs, filepath.Join(real, filepath.Base(dir)))
+	}
+	if err := clitest.TrustDirs(h.home, dirs...); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *harness) assign(id, profile string) {
 	h.t.Helper()
 	if p := h.cfg.Agents.Available[profile]; p.TranscriptKind() == config.TranscriptClaude && !h.untrusted {
 		// Claude Code asks whether to trust each new working directory,
 		// a trusted parent or not; an exact entry answers it.
-		dir := h.worktree(profile, id)
-		dirs := []string{dir}
-		if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
-			dirs = append(dirs, filepath.Join(real, filepath.Base(dir)))
-		}
-		if err := clitest.TrustDirs(h.home, dirs...); err != nil {
-			h.t.Fatal(err)
-		}
+		h.trustClaude(h.worktree(profile, id))
 	}
 	if err := h.eng.Do(context.Background(), orchestrator.Command{Kind: orchestrator.CmdAssign, TaskID: id, Agent: profile}); err != nil {
 		h.t.Fatal(err)

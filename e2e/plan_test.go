@@ -43,18 +43,14 @@ func TestPlanFromSpecWithClaude(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Claude Code asks about trusting a repository's root even with "/"
-	// trusted (measured with 2.1.330; linked worktrees are not asked): trust
-	// the root the Plan Agent runs in.
-	var cc map[string]any
-	b, _ := os.ReadFile(filepath.Join(home, ".claude.json"))
-	json.Unmarshal(b, &cc)
-	cc["projects"].(map[string]any)[dir] = map[string]any{"hasTrustDialogAccepted": true}
-	b, _ = json.Marshal(cc)
-	os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o644)
+	// Claude Code asks about trusting each folder: trust exactly the root
+	// the Plan Agent runs in.
+	if err := clitest.TrustDirs(home, dir); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, ".chorus", "config.json")
 	var cfg map[string]any
-	b, _ = os.ReadFile(path)
+	b, _ := os.ReadFile(path)
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
