@@ -92,7 +92,7 @@ func logEvents(log *slog.Logger, events <-chan orchestrator.Event) (stop func())
 
 // eventLevel: what a person debugging a run looks for first is at info
 // and above; the rest (iterations, signals, quality runs) at debug.
-func eventLevel(kind string) slog.Level {
+func eventLevel(kind orchestrator.EventKind) slog.Level {
 	switch kind {
 	case orchestrator.EvError:
 		return slog.LevelError
@@ -111,6 +111,6 @@ func eventLevel(kind string) slog.Level {
 
 // mergeKind is the engine's event kind for a merge service event (see
 // orchestrator's merge link: "merge_" and the kind with underscores).
-func mergeKind(k merge.EventKind) string {
-	return "merge_" + strings.ReplaceAll(string(k), "-", "_")
+func mergeKind(k merge.EventKind) orchestrator.EventKind {
+	return orchestrator.EventKind("merge_" + strings.ReplaceAll(string(k), "-", "_"))
 }

@@ -301,7 +301,7 @@ func printEvent(w io.Writer, ev orchestrator.Event) {
 	if task == "" {
 		task = "-"
 	}
-	what := ev.Kind
+	what := string(ev.Kind)
 	if ev.Text != "" {
 		what += ": " + ev.Text
 	}
@@ -350,7 +350,7 @@ func (s *summary) add(ev orchestrator.Event) {
 		s.errorText = append(s.errorText, ev.Task+": "+ev.Text)
 	case orchestrator.EvIteration:
 		s.iterations++
-	case "merge_" + string(merge.EventLanded):
+	case orchestrator.EventKind("merge_" + string(merge.EventLanded)):
 		s.merges++
 	}
 }

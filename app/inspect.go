@@ -52,7 +52,7 @@ merge is found in .chorus/merge-history.jsonl or by the Chorus-Task trailer.`,
 
 // newMergeDecisionCmd approves or drops a merge waiting in the queue,
 // without the full-screen view.
-func newMergeDecisionCmd(g *globals, kind string) *cobra.Command {
+func newMergeDecisionCmd(g *globals, kind orchestrator.CommandKind) *cobra.Command {
 	use, short, done := "approve ID", "Approve a merge waiting for approval, and land it", "approved %s"
 	if kind == orchestrator.CmdMergeDrop {
 		use, short, done = "drop ID", "Take a task out of the merge queue (its branch stays)", "dropped %s from the merge queue"

@@ -228,7 +228,7 @@ func readUsage(dir chorusdir.Dir) *usageReport {
 					Usage  *orchestrator.Usage `json:"usage"`
 				} `json:"details"`
 			}
-			if json.Unmarshal(b, &e) != nil || e.Event != orchestrator.EvCompleted || e.TS.Before(since) || e.Details.Usage == nil || e.Details.TaskID == "" {
+			if json.Unmarshal(b, &e) != nil || orchestrator.EventKind(e.Event) != orchestrator.EvCompleted || e.TS.Before(since) || e.Details.Usage == nil || e.Details.TaskID == "" {
 				continue
 			}
 			if !e.Details.Usage.IsZero() {

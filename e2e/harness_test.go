@@ -246,7 +246,7 @@ func (h *harness) report() string {
 	return b.String()
 }
 
-func kind(k, task string) func(orchestrator.Event) bool {
+func kind(k orchestrator.EventKind, task string) func(orchestrator.Event) bool {
 	return func(e orchestrator.Event) bool { return e.Kind == k && (task == "" || e.Task == task) }
 }
 
@@ -259,7 +259,7 @@ func (h *harness) get(id string) beads.Task {
 	return tk
 }
 
-func (h *harness) count(k string) int {
+func (h *harness) count(k orchestrator.EventKind) int {
 	n := 0
 	for _, ev := range h.log {
 		if ev.Kind == k {

@@ -225,7 +225,7 @@ func (r *agentRun) update(fn func(s *State, a *AgentState)) {
 	})
 }
 
-func (r *agentRun) event(kind, text string, fields map[string]any) {
+func (r *agentRun) event(kind EventKind, text string, fields map[string]any) {
 	fn := func() {
 		r.e.emit(Event{Kind: kind, Agent: r.id, Task: r.taskID, Text: text, Fields: fields})
 		r.e.dirty = false // an event only: nothing to persist

@@ -16,47 +16,50 @@ import (
 	"github.com/chorus-dev/chorus/taskid"
 )
 
+// CommandKind names what a Command asks for: one of the Cmd constants.
+type CommandKind string
+
 // Command kinds. Commands are plain data so any front end (or, later, a
 // detached client) can send them.
 const (
-	CmdAssign   = "assign"   // TaskID, optional Agent profile
-	CmdPause    = "pause"    // no new spawns; running agents go on
-	CmdResume   = "resume"   //
-	CmdMode     = "mode"     // Text: semi-auto | autopilot
-	CmdStop     = "stop"     // AgentID: task back to open, work kept
-	CmdRedirect = "redirect" // AgentID → TaskID
-	CmdBlock    = "block"    // TaskID, Text reason
-	CmdEdit     = "edit"     // TaskID, Title/Description/Acceptance
-	CmdKillAll  = "kill-all" //
-	CmdAnswer   = "answer"   // AgentID, Text typed to an agent that asked
-	CmdRetry    = "retry"    // TaskID: a failed task back to open
-	CmdDone     = "done"     // TaskID: close by hand
-	CmdSignal   = "signal"   // AgentID, Signal: from `chorus signal`
+	CmdAssign   CommandKind = "assign"   // TaskID, optional Agent profile
+	CmdPause    CommandKind = "pause"    // no new spawns; running agents go on
+	CmdResume   CommandKind = "resume"   //
+	CmdMode     CommandKind = "mode"     // Text: semi-auto | autopilot
+	CmdStop     CommandKind = "stop"     // AgentID: task back to open, work kept
+	CmdRedirect CommandKind = "redirect" // AgentID → TaskID
+	CmdBlock    CommandKind = "block"    // TaskID, Text reason
+	CmdEdit     CommandKind = "edit"     // TaskID, Title/Description/Acceptance
+	CmdKillAll  CommandKind = "kill-all" //
+	CmdAnswer   CommandKind = "answer"   // AgentID, Text typed to an agent that asked
+	CmdRetry    CommandKind = "retry"    // TaskID: a failed task back to open
+	CmdDone     CommandKind = "done"     // TaskID: close by hand
+	CmdSignal   CommandKind = "signal"   // AgentID, Signal: from `chorus signal`
 	// CmdRollback: Level 1 AgentID (its last iteration), 2 TaskID (one
 	// merged task), 3 TaskID (and its dependents), 4 Text (checkpoint ref).
-	CmdRollback   = "rollback"
-	CmdCheckpoint = "checkpoint"  // Text: reason
-	CmdApprove    = "approve"     // TaskID: a merge waiting for approval
-	CmdMergeRetry = "merge-retry" // TaskID: a merge waiting for a human, tried again
-	CmdMergeDrop  = "merge-drop"  // TaskID: taken out of the merge queue
-	CmdMergeUser  = "merge-user"  // Text: a user's own branch to merge
+	CmdRollback   CommandKind = "rollback"
+	CmdCheckpoint CommandKind = "checkpoint"  // Text: reason
+	CmdApprove    CommandKind = "approve"     // TaskID: a merge waiting for approval
+	CmdMergeRetry CommandKind = "merge-retry" // TaskID: a merge waiting for a human, tried again
+	CmdMergeDrop  CommandKind = "merge-drop"  // TaskID: taken out of the merge queue
+	CmdMergeUser  CommandKind = "merge-user"  // Text: a user's own branch to merge
 	// CmdMergeAcceptTarget releases a merge queue held because the target
 	// branch moved outside Chorus; Text, if set, is the tip being accepted.
-	CmdMergeAcceptTarget = "merge-accept-target"
+	CmdMergeAcceptTarget CommandKind = "merge-accept-target"
 )
 
 // Command is a request from a front end.
 type Command struct {
-	Kind        string  `json:"kind"`
-	TaskID      string  `json:"taskId,omitempty"`
-	AgentID     string  `json:"agentId,omitempty"`
-	Agent       string  `json:"agent,omitempty"` // profile name
-	Text        string  `json:"text,omitempty"`
-	Title       *string `json:"title,omitempty"`
-	Description *string `json:"description,omitempty"`
-	Acceptance  *string `json:"acceptance,omitempty"`
-	Signal      string  `json:"signal,omitempty"` // "TYPE: payload"
-	Level       int     `json:"level,omitempty"`  // rollback level
+	Kind        CommandKind `json:"kind"`
+	TaskID      string      `json:"taskId,omitempty"`
+	AgentID     string      `json:"agentId,omitempty"`
+	Agent       string      `json:"agent,omitempty"` // profile name
+	Text        string      `json:"text,omitempty"`
+	Title       *string     `json:"title,omitempty"`
+	Description *string     `json:"description,omitempty"`
+	Acceptance  *string     `json:"acceptance,omitempty"`
+	Signal      string      `json:"signal,omitempty"` // "TYPE: payload"
+	Level       int         `json:"level,omitempty"`  // rollback level
 	// Question and Options travel with a CmdSignal from `chorus ask`.
 	Question string   `json:"question,omitempty"`
 	Options  []string `json:"options,omitempty"`

@@ -44,37 +44,41 @@ type Options struct {
 // Event is one thing that happened, for front ends and the session log.
 type Event struct {
 	Time   time.Time      `json:"time"`
-	Kind   string         `json:"kind"`
+	Kind   EventKind      `json:"kind"`
 	Agent  string         `json:"agent,omitempty"`
 	Task   string         `json:"task,omitempty"`
 	Text   string         `json:"text,omitempty"`
 	Fields map[string]any `json:"fields,omitempty"`
 }
 
+// EventKind names what an Event reports; the kinds are the Ev constants,
+// spelled once here and in the files that own them.
+type EventKind string
+
 // Event kinds.
 const (
-	EvAssigned    = "agent_assigned"
-	EvStarted     = "agent_started"
-	EvIteration   = "iteration_started"
-	EvSignal      = "signal"
-	EvQuality     = "quality"
-	EvCompleted   = "task_completed"
-	EvBlocked     = "task_blocked"
-	EvFailed      = "task_failed"
-	EvReleased    = "task_released"
-	EvNeedsHelp   = "needs_help"
-	EvAlert       = "alert"
-	EvAgentExit   = "agent_exited"
-	EvFinished    = "agent_finished"
-	EvPaused      = "paused"
-	EvResumed     = "resumed"
-	EvMode        = "mode_changed"
-	EvIdle        = "idle"
-	EvError       = "error"
-	EvMergeQueued = "merge_queued"
-	EvRecovered   = "recovered"
-	EvCheckpoint  = "checkpoint"
-	EvRollback    = "rollback"
+	EvAssigned    EventKind = "agent_assigned"
+	EvStarted     EventKind = "agent_started"
+	EvIteration   EventKind = "iteration_started"
+	EvSignal      EventKind = "signal"
+	EvQuality     EventKind = "quality"
+	EvCompleted   EventKind = "task_completed"
+	EvBlocked     EventKind = "task_blocked"
+	EvFailed      EventKind = "task_failed"
+	EvReleased    EventKind = "task_released"
+	EvNeedsHelp   EventKind = "needs_help"
+	EvAlert       EventKind = "alert"
+	EvAgentExit   EventKind = "agent_exited"
+	EvFinished    EventKind = "agent_finished"
+	EvPaused      EventKind = "paused"
+	EvResumed     EventKind = "resumed"
+	EvMode        EventKind = "mode_changed"
+	EvIdle        EventKind = "idle"
+	EvError       EventKind = "error"
+	EvMergeQueued EventKind = "merge_queued"
+	EvRecovered   EventKind = "recovered"
+	EvCheckpoint  EventKind = "checkpoint"
+	EvRollback    EventKind = "rollback"
 )
 
 // Snapshot is an immutable copy of the engine's state for front ends.
@@ -371,7 +375,7 @@ func (e *Engine) emit(ev Event) {
 	if ev.Text != "" {
 		details["text"] = ev.Text
 	}
-	_ = e.opt.Dir.AppendLog("implementation", ev.Kind, details)
+	_ = e.opt.Dir.AppendLog("implementation", string(ev.Kind), details)
 	e.subMu.Lock()
 	for _, ch := range e.subs {
 		select {

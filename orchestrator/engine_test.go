@@ -125,7 +125,7 @@ func (h *harness) report() string {
 	return b.String()
 }
 
-func kind(k, task string) func(Event) bool {
+func kind(k EventKind, task string) func(Event) bool {
 	return func(e Event) bool { return e.Kind == k && (task == "" || e.Task == task) }
 }
 
@@ -138,7 +138,7 @@ func (h *harness) get(id string) beads.Task {
 	return tk
 }
 
-func (h *harness) count(k string) int {
+func (h *harness) count(k EventKind) int {
 	n := 0
 	for _, ev := range h.log {
 		if ev.Kind == k {

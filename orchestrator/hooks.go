@@ -16,7 +16,7 @@ import (
 
 // EvHook reports a hook's answer when it said more than a silent continue.
 // A hook that failed is an EvAlert naming the hook and the problem.
-const EvHook = "hook"
+const EvHook EventKind = "hook"
 
 // outHookBlocked: a pre-task-claim, pre-agent-start or pre-iteration hook
 // said block; the task is not (or no longer) claimed and autopilot leaves

@@ -144,7 +144,7 @@ func (r *agentRun) note(text string) {
 }
 
 // EvNote is an agent's note, also written to its task's ledger.
-const EvNote = "note"
+const EvNote EventKind = "note"
 
 // qualityDone reports a check's results (events, ledger) and counts
 // checks failing the same way in a row.

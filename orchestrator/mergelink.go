@@ -71,7 +71,7 @@ func (e *Engine) forwardMerge(ctx context.Context) {
 			if len(ev.Files) > 0 {
 				text += " [" + strings.Join(ev.Files, ", ") + "]"
 			}
-			kind := "merge_" + strings.ReplaceAll(string(ev.Kind), "-", "_")
+			kind := EventKind("merge_" + strings.ReplaceAll(string(ev.Kind), "-", "_"))
 			select {
 			case e.msgs <- func() {
 				e.emit(Event{Kind: kind, Task: ev.TaskID, Text: text, Fields: map[string]any{"commit": ev.Commit}})

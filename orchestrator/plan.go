@@ -23,7 +23,7 @@ import (
 const (
 	// EvPlanTurn: the Plan Agent finished a turn. Fields["complete"] says
 	// whether it signalled COMPLETE; Text carries BLOCKED/NEEDS_HELP text.
-	EvPlanTurn = "plan_turn"
+	EvPlanTurn EventKind = "plan_turn"
 )
 
 // CmdType types Text into an agent (the chat line). A Plan Agent whose

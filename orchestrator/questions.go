@@ -18,7 +18,7 @@ import (
 
 // EvAnswered: a question asked with `chorus ask` was answered; Text is the
 // answer.
-const EvAnswered = "question_answered"
+const EvAnswered EventKind = "question_answered"
 
 // recordQuestion records a question from `chorus ask` on its agent.
 // Loop only.

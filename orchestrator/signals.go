@@ -10,7 +10,7 @@ import (
 // EvSignalRejected reports a `chorus signal` envelope the engine refused:
 // unsigned, signed with another agent's key, for a task the agent does not
 // work on, or from an agent that is not running.
-const EvSignalRejected = "signal_rejected"
+const EvSignalRejected EventKind = "signal_rejected"
 
 // maxSeenSignals bounds the envelope ids a run remembers against replays.
 const maxSeenSignals = 1024

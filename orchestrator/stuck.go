@@ -111,8 +111,8 @@ func (r *agentRun) setStuck(v stuck.Verdict) {
 // go on without a person (Text says why, Fields["cause"] the kind),
 // EvNeedsHumanCleared when the screen recovered.
 const (
-	EvNeedsHuman        = "needs_human"
-	EvNeedsHumanCleared = "needs_human_cleared"
+	EvNeedsHuman        EventKind = "needs_human"
+	EvNeedsHumanCleared EventKind = "needs_human_cleared"
 )
 
 // trustWorktree marks an interactive Claude Code agent's worktree, exactly

@@ -49,7 +49,7 @@ func Timeline(d chorusdir.Dir, taskID string) ([]Stage, error) {
 				continue
 			}
 			text, _ := e.Details["text"].(string)
-			switch e.Event {
+			switch EventKind(e.Event) {
 			case EvAssigned:
 				if strings.Contains(text, "resolving") {
 					add("resolving", e.TS, text)

@@ -114,8 +114,8 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 		if task != "" {
 			seen[task] = true
 		}
-		switch e.Event {
-		case "merge_" + string(merge.EventLanded):
+		switch orchestrator.EventKind(e.Event) {
+		case orchestrator.EventKind("merge_" + string(merge.EventLanded)):
 			commit, _ := e.Details["commit"].(string)
 			l := Landed{Task: task, Title: title[task], Commit: commit, At: e.TS}
 			if i, ok := landed[task]; ok {
@@ -125,7 +125,7 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 				r.Landed = append(r.Landed, l)
 			}
 		case orchestrator.EvFailed, orchestrator.EvBlocked:
-			kind := map[string]string{orchestrator.EvFailed: "failed", orchestrator.EvBlocked: "blocked"}[e.Event]
+			kind := map[orchestrator.EventKind]string{orchestrator.EvFailed: "failed", orchestrator.EvBlocked: "blocked"}[orchestrator.EventKind(e.Event)]
 			f := Failed{Task: task, Title: title[task], Kind: kind, Reason: text}
 			if last, _ := e.Details["lastFailure"].(string); last != "" && !strings.Contains(text, last) {
 				f.Reason += "; last: " + last

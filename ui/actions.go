@@ -52,7 +52,7 @@ func (u *UI) sendAll(cs []orchestrator.Command, ok string, onOK func()) {
 			u.loadTasks()
 			u.pumpApply(func() {
 				if err != nil {
-					u.setFlash(failed.Kind+": "+err.Error(), present.Err)
+					u.setFlash(string(failed.Kind)+": "+err.Error(), present.Err)
 					return
 				}
 				if ok != "" {

@@ -121,7 +121,7 @@ func (s *session) report() string {
 	return b.String()
 }
 
-func kind(k, task string) func(orchestrator.Event) bool {
+func kind(k orchestrator.EventKind, task string) func(orchestrator.Event) bool {
 	return func(e orchestrator.Event) bool { return e.Kind == k && (task == "" || e.Task == task) }
 }
 

@@ -535,7 +535,7 @@ func readLogTail(path string, n int) ([]string, error) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
 		}
-		ev := orchestrator.Event{Time: e.TS, Kind: e.Event}
+		ev := orchestrator.Event{Time: e.TS, Kind: orchestrator.EventKind(e.Event)}
 		ev.Agent, _ = e.Details["agentId"].(string)
 		ev.Task, _ = e.Details["taskId"].(string)
 		ev.Text, _ = e.Details["text"].(string)

@@ -16,7 +16,7 @@ import (
 const logRingSize = 2000
 
 // reloadKinds are the events after which the task list may have changed.
-var reloadKinds = map[string]bool{
+var reloadKinds = map[orchestrator.EventKind]bool{
 	orchestrator.EvAssigned: true, orchestrator.EvCompleted: true, orchestrator.EvBlocked: true,
 	orchestrator.EvFailed: true, orchestrator.EvReleased: true, orchestrator.EvFinished: true,
 	orchestrator.EvRollback: true, orchestrator.EvRecovered: true, "merge_landed": true,
@@ -322,7 +322,7 @@ func (u *UI) onEvent(ev orchestrator.Event, apply func(func())) {
 	}
 	switch ev.Kind {
 	case orchestrator.EvNeedsHelp, orchestrator.EvNeedsHuman, orchestrator.EvBlocked, orchestrator.EvFailed:
-		what := map[string]string{orchestrator.EvNeedsHelp: "NEEDS HELP", orchestrator.EvNeedsHuman: "NEEDS HUMAN", orchestrator.EvBlocked: "BLOCKED", orchestrator.EvFailed: "FAILED"}[ev.Kind]
+		what := map[orchestrator.EventKind]string{orchestrator.EvNeedsHelp: "NEEDS HELP", orchestrator.EvNeedsHuman: "NEEDS HUMAN", orchestrator.EvBlocked: "BLOCKED", orchestrator.EvFailed: "FAILED"}[ev.Kind]
 		msg := fmt.Sprintf("%s %s: %s", ev.Task, what, ev.Text)
 		apply(func() {
 			u.setFlash(msg, present.Err)
