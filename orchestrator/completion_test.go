@@ -150,7 +150,16 @@ hang
 			e.Sign(key)
 		}
 		b, _ := json.Marshal(e)
-		os.WriteFile(filepath.Join(h.dir.Path, signal.SignalsDir, e.ID+".json"), b, 0o644)
+		// Whole or not at all, as `chorus signal` writes: the watcher must
+		// never read a half-written forgery (that is a different refusal).
+		dir := filepath.Join(h.dir.Path, signal.SignalsDir)
+		tmp := filepath.Join(dir, ".tmp-"+e.ID)
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, e.ID+".json")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	forge("unsigned")
 	h.waitFor(func(e Event) bool { return e.Kind == EvSignalRejected && strings.Contains(e.Text, "unsigned") })
