@@ -87,6 +87,20 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	return &session{p: p, store: s, engine: eng, target: target, log: log}, release, nil
 }
 
+// run starts the session's engine under a context derived from parent,
+// with `chorus signal` routed to it; cancel stops it and done reports how
+// Run ended.
+func (ss *session) run(parent context.Context) (context.Context, context.CancelFunc, <-chan error, error) {
+	runCtx, cancel := context.WithCancel(parent)
+	if err := ss.engine.RouteSignals(runCtx); err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.engine.Run(runCtx) }()
+	return runCtx, cancel, done, nil
+}
+
 // runImplementation starts the engine with a front end.
 func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOptions, ready int, stderr io.Writer) error {
 	// Autopilot alone with an agent that cannot start would only cycle.
@@ -116,13 +130,11 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	defer release()
 	eng := ss.engine
 	// The engine outlives a signal until the UI has let go of the terminal.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	if err := ss.engine.RouteSignals(runCtx); err != nil {
+	_, cancel, done, err := ss.run(context.WithoutCancel(ctx))
+	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(runCtx) }()
+	defer cancel()
 	uerr := ui.Run(ctx, ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
 	running := eng.Snapshot().Running
 	cancel()
@@ -183,13 +195,11 @@ func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptio
 	defer release()
 	eng := ss.engine
 	events := eng.Subscribe()
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := ss.engine.RouteSignals(runCtx); err != nil {
+	_, cancel, done, err := ss.run(ctx)
+	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(runCtx) }()
+	defer cancel()
 	start := time.Now()
 	fmt.Fprintf(out, "%s chorus: %s mode, up to %d agents, target branch %s\n", start.Format("15:04:05"), p.cfg.Mode, p.cfg.Agents.MaxParallel, ss.target)
 	if first != nil {

@@ -44,13 +44,11 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 	}
 	defer release()
 	eng := ss.engine
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	if err := ss.engine.RouteSignals(runCtx); err != nil {
+	runCtx, cancel, done, err := ss.run(context.WithoutCancel(ctx))
+	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- eng.Run(runCtx) }()
+	defer cancel()
 	loop := &planning.Loop{
 		Engine: eng, Store: s, Rules: p.loadRules, StatePath: p.dir.PlanningState(),
 		Max: p.cfg.Planning.MaxReviewIterations, Agent: st.agent,
