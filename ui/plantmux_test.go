@@ -18,19 +18,8 @@ func TestPlanInTmux(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the binary in tmux")
 	}
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux not installed")
-	}
-	sock := fmt.Sprintf("chorus-plan-test-%d", os.Getpid())
-	tm := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-L", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	x := newTmux(t, "chorus-plan-test")
+	tmux, sock, tm := x.bin, x.sock, x.cmd
 	s := newSession(t, `
 @ prompt~todo
 run "chorus task create 'Add todo model' --acceptance 'go test ./model passes'"
@@ -40,20 +29,7 @@ hang
 	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
 	tm("new-session", "-d", "-x", "160", "-y", "40", "-e", "PATH="+os.Getenv("PATH"),
 		fmt.Sprintf("%s -C %s plan; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", testkit.Chorus(t), s.root, tmux, sock))
-	waitScreen := func(want string) string {
-		t.Helper()
-		deadline := time.Now().Add(waitLimit)
-		for {
-			out := tm("capture-pane", "-p")
-			if strings.Contains(out, want) {
-				return out
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the pane never showed %q:\n%s", want, out)
-			}
-			tm("wait-for", "-S", "nothing") // a round trip to the tmux server, not a sleep
-		}
-	}
+	waitScreen := x.waitScreen
 	waitScreen("What should be built?")
 	tm("send-keys", "-l", "Build a todo API")
 	waitScreen("> Build a todo API")
