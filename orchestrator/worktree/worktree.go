@@ -730,7 +730,7 @@ func resolve(p string) (string, error) {
 }
 
 // ClearStaleLocks removes git's lock files (index.lock, HEAD.lock) from a
-// worktree's private git directory. Only call it when no process can be
+// worktree's private git directory, and the lock on its branch's ref. Only call it when no process can be
 // using the worktree — its agent is stopped or died with a crashed Chorus —
 // since a killed `git add` leaves index.lock behind and every later commit
 // there would fail.
@@ -747,9 +747,22 @@ func (m *Manager) ClearStaleLocks(wt Worktree) ([]string, error) {
 	if !filepath.IsAbs(gd) {
 		gd = filepath.Join(wt.Dir, gd)
 	}
+	locks := []string{filepath.Join(gd, "index.lock"), filepath.Join(gd, "HEAD.lock"), filepath.Join(gd, "ORIG_HEAD.lock")}
+	if wt.Branch != "" {
+		// A commit killed between writing its object and moving the branch
+		// leaves the branch's own lock in the shared git directory; every
+		// later commit on that branch fails with "cannot lock ref".
+		common := filepath.Join(gd, "..", "..")
+		if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+			common = strings.TrimSpace(string(c))
+			if !filepath.IsAbs(common) {
+				common = filepath.Join(gd, common)
+			}
+		}
+		locks = append(locks, filepath.Join(common, "refs", "heads", filepath.FromSlash(wt.Branch)+".lock"))
+	}
 	var removed []string
-	for _, name := range []string{"index.lock", "HEAD.lock", "ORIG_HEAD.lock"} {
-		p := filepath.Join(gd, name)
+	for _, p := range locks {
 		if err := os.Remove(p); err == nil {
 			removed = append(removed, p)
 		} else if !errors.Is(err, fs.ErrNotExist) {

@@ -530,3 +530,43 @@ func TestHasWorkWhenTargetContainsBranch(t *testing.T) {
 		t.Fatalf("HasWork = %v, %v; want true", has, err)
 	}
 }
+
+// TestClearStaleLocksBranchRef: a commit killed between writing its object
+// and moving the branch leaves refs/heads/<branch>.lock in the shared git
+// directory; until it goes, every commit on that branch fails.
+func TestClearStaleLocksBranchRef(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	wt, err := m.Ensure(ctx, "script", "t9", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := run(t, wt.Dir, "git", "rev-parse", "--path-format=absolute", "--git-common-dir")
+	private := run(t, wt.Dir, "git", "rev-parse", "--path-format=absolute", "--git-dir")
+	locks := []string{
+		filepath.Join(common, "refs", "heads", filepath.FromSlash(wt.Branch)+".lock"),
+		filepath.Join(private, "index.lock"),
+	}
+	for _, l := range locks {
+		write(t, l, "")
+	}
+	write(t, filepath.Join(wt.Dir, "work.txt"), "work\n")
+	if ok, err := m.CommitWIP(ctx, wt, "blocked"); ok || err == nil {
+		t.Fatalf("commit with the locks held: %v, %v (want an error)", ok, err)
+	}
+	removed, err := m.ClearStaleLocks(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != len(locks) {
+		t.Errorf("removed %v, want %v", removed, locks)
+	}
+	if ok, err := m.CommitWIP(ctx, wt, "saved"); !ok || err != nil {
+		t.Fatalf("CommitWIP after clearing = %v, %v", ok, err)
+	}
+	// The main checkout's own locks are not the worktree's to clear.
+	if exists(filepath.Join(common, "index.lock")) {
+		t.Error("index.lock appeared in the main checkout")
+	}
+}
