@@ -72,7 +72,7 @@ type Proc struct {
 	out      chan []byte
 	stall    time.Duration
 	coalesce time.Duration
-	dropped int64 // bytes; reader-owned until readerDone, then read under mu
+	dropped  int64 // bytes; reader-owned until readerDone, then read under mu
 
 	log      *os.File
 	logSize  int64
