@@ -56,6 +56,11 @@ type Spec struct {
 	Coalesce time.Duration
 }
 
+// bulkRead is a read size that says the terminal's buffer was full (the
+// line discipline hands over at most a few KiB a read): more is waiting, so
+// the next read comes at once and a flood is read at full speed.
+const bulkRead = 1024
+
 // DefaultCoalesce is one frame of the grid: the screen cannot show bytes
 // sooner than that anyway.
 const DefaultCoalesce = 33 * time.Millisecond
@@ -212,7 +217,7 @@ func (p *Proc) readLoop() {
 	defer close(p.out)
 	buf := make([]byte, 32<<10)
 	stalled := false
-	var last time.Time // of the last read that brought bytes
+	var last time.Time // of the last read that brought a trickle of bytes
 	for {
 		if p.coalesce > 0 && !last.IsZero() {
 			// Busy: let the child's next writes gather in the terminal's
@@ -226,8 +231,11 @@ func (p *Proc) readLoop() {
 			}
 		}
 		n, err := p.pty.Read(buf)
-		if n > 0 {
+		last = time.Time{}
+		if n > 0 && n < bulkRead {
 			last = time.Now()
+		}
+		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
 			p.writeLog(chunk)
 			p.remember(chunk)

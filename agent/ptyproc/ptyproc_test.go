@@ -435,3 +435,32 @@ func TestBusyOutputCoalesced(t *testing.T) {
 		}
 	}
 }
+
+// TestFloodNotThrottled: a child writing as fast as it can is read at full
+// speed whatever the coalescing window: full reads are followed at once by
+// the next. With a two-second window, a throttled reader would need minutes
+// for this megabyte.
+func TestFloodNotThrottled(t *testing.T) {
+	const size = 1 << 20
+	p, err := Start(Spec{Argv: []string{"sh", "-c", "head -c " + strconv.Itoa(size) + " /dev/zero | tr '\\0' x"}, Coalesce: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int)
+	go func() {
+		n := 0
+		for b := range p.Output() {
+			n += len(b)
+		}
+		got <- n
+	}()
+	select {
+	case n := <-got:
+		if n != size {
+			t.Fatalf("read %d bytes, want %d", n, size)
+		}
+	case <-time.After(failSafe):
+		p.Stop(0)
+		t.Fatal("a flood was read at the coalescing window's pace")
+	}
+}

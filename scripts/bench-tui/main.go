@@ -3,6 +3,9 @@
 //	bench-tui pace FILE RATE SECONDS   write FILE to stdout in a loop at RATE bytes/s
 //	bench-tui chorus FILE RATE SECONDS run the Chorus UI with 8 tiles, each fed by
 //	                                   a pacer under its own PTY
+//	bench-tui ingest FILE              cat FILE under a 120x40 PTY into one emulator,
+//	                                   as the engine reads an agent; print the wall
+//	                                   and CPU seconds it took
 //
 // The chorus mode drives the real ui package through a stand-in engine
 // whose agents are pacers, so the UI's cost (emulation, frames, drawing)
@@ -16,6 +19,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
@@ -30,6 +34,13 @@ import (
 const tiles = 8
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "ingest" {
+		if err := ingest(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 5 {
 		fmt.Fprintln(os.Stderr, "usage: bench-tui pace|chorus FILE RATE SECONDS")
 		os.Exit(2)
@@ -156,4 +167,32 @@ func chorus(file string, rate int, d time.Duration) error {
 	cfg.Agents.MaxParallel = tiles
 	ms, _ := strconv.Atoi(os.Getenv("FRAME_MS"))
 	return ui.Run(ctx, ui.Options{Engine: e, Store: st, Config: cfg, Version: "bench", FrameInterval: time.Duration(ms) * time.Millisecond})
+}
+
+// ingest reads FILE the way the engine reads an agent: through a PTY (the
+// engine's own process type) into an emulator, until the writer is done.
+// It prints "wall CPU" in seconds; CPU is this process's own (user+system),
+// the emulator's and the reading's.
+func ingest(file string) error {
+	var r0 syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r0); err != nil {
+		return err
+	}
+	start := time.Now()
+	f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}, Cols: 120, Rows: 40, LogCap: -1})
+	if err != nil {
+		return err
+	}
+	emu := term.New(120, 40, term.WithScrollback(10000), term.WithReplies(io.Discard))
+	for chunk := range f.Output() {
+		emu.Write(chunk)
+	}
+	wall := time.Since(start)
+	var r1 syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r1); err != nil {
+		return err
+	}
+	cpu := time.Duration(r1.Utime.Nano()-r0.Utime.Nano()) + time.Duration(r1.Stime.Nano()-r0.Stime.Nano())
+	fmt.Printf("%.3f %.3f\n", wall.Seconds(), cpu.Seconds())
+	return nil
 }
