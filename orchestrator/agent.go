@@ -57,6 +57,8 @@ type agentRun struct {
 	// sawBusy: the agent's screen has shown busyMarker, so typing into it
 	// waits for it to be idle and confirms by it turning busy.
 	sawBusy atomic.Bool
+	// continued: a person answered a stuck alert with Continue (CmdContinue).
+	continued atomic.Bool
 	// meters are the transcript readers of this run's processes; their
 	// last reading is booked before the run finishes.
 	meters sync.WaitGroup
@@ -423,6 +425,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			run.Errors = 0
 		}
 		pending = res.failure
+		if r.continued.Swap(false) {
+			run.NoCommitStreak = 0
+		}
 		head, _ := e.wt.HeadCommit(context.Background(), wt)
 		if head == base {
 			run.NoCommitStreak++

@@ -35,6 +35,10 @@ const (
 	CmdRetry    CommandKind = "retry"    // TaskID: a failed task back to open
 	CmdDone     CommandKind = "done"     // TaskID: close by hand
 	CmdSignal   CommandKind = "signal"   // AgentID, Signal: from `chorus signal`
+	// CmdContinue (AgentID): a person saw a stuck alert and lets the agent
+	// go on; its count of iterations without a commit starts again, so the
+	// alerts that hand a task to a person count from here.
+	CmdContinue CommandKind = "continue"
 	// CmdRollback: Level 1 AgentID (its last iteration), 2 TaskID (one
 	// merged task), 3 TaskID (and its dependents), 4 Text (checkpoint ref).
 	CmdRollback   CommandKind = "rollback"
@@ -241,6 +245,16 @@ func (e *Engine) apply(c Command) error {
 			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
 		}
 		r.cancel(errStopped)
+	case CmdContinue:
+		r := e.runs[c.AgentID]
+		if r == nil {
+			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
+		}
+		r.continued.Store(true)
+		if a := e.st.Agents[c.AgentID]; a != nil {
+			a.Alert = ""
+		}
+		e.emit(Event{Kind: EvContinued, Agent: c.AgentID, Task: r.taskID, Text: "a person let the agent continue; stuck alerts count again from here"})
 	case CmdRedirect:
 		r := e.runs[c.AgentID]
 		if r == nil {
