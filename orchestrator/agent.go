@@ -322,6 +322,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		run = *e.st.run(t.ID)
 		e.dirty = false // a read: the first iteration's record writes it
 	})
+	r.led.mu.Lock()
+	r.led.failKey, r.led.failCount, r.led.failText = run.FailKey, run.FailStreak, run.FailText
+	r.led.mu.Unlock()
 	retire, err := r.publishKey()
 	if err != nil {
 		e.opt.Store.Release(context.Background(), t.ID)

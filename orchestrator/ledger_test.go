@@ -140,6 +140,36 @@ hang
 	}
 }
 
+// The count of a repeating failure survives the agent being stopped and
+// the task taken up again: two failures in a row, one per run, are two.
+func TestRepeatedFailureCountedAcrossRuns(t *testing.T) {
+	script := `
+run "date +%s%N >> work.txt"
+commit "attempt"
+signal COMPLETE
+hang
+`
+	h := newHarness(t, script, func(c *config.Config) {
+		c.Completion.MaxIterations = 20
+		c.Completion.RepeatedFailures = 2
+		c.QualityCommands = []config.QualityCommand{{Name: "test", Command: "echo 'TestX failed'; exit 1", Required: true, Order: 1}}
+	})
+	id := h.task("hopeless", beads.CreateOptions{})
+	h.start()
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	q := h.waitFor(func(e Event) bool { return e.Kind == EvQuality && e.Task == id })
+	// Stopped once the failure is handed back (the next iteration began),
+	// not while the check is still being recorded.
+	h.waitFor(func(e Event) bool { return e.Kind == EvIteration && e.Task == id && e.Fields["iteration"] == 2 })
+	h.do(Command{Kind: CmdStop, AgentID: q.Agent})
+	h.waitFor(kind(EvReleased, id))
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	ev := h.waitFor(kind(EvNeedsHuman, id))
+	if !strings.Contains(ev.Text, "same quality failure 2 times") {
+		t.Fatalf("needs-human event: %q\n%s", ev.Text, h.report())
+	}
+}
+
 // Stuck alerts that keep coming hand the task to a person too.
 func TestStuckAlertsGoToPerson(t *testing.T) {
 	h := newHarness(t, "exit 0\n", func(c *config.Config) {

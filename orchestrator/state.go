@@ -77,6 +77,12 @@ type TaskRun struct {
 	NoCommitStreak int    `json:"noCommitStreak"`
 	Errors         int    `json:"consecutiveErrors"`
 	LastFailure    string `json:"lastFailure,omitempty"`
+	// FailKey, FailStreak and FailText are the quality failure repeating
+	// in a row (its fingerprint, count and evidence), kept across respawns,
+	// stops and restarts so "the same failure N times" counts them all.
+	FailKey    string `json:"failKey,omitempty"`
+	FailStreak int    `json:"failStreak,omitempty"`
+	FailText   string `json:"failText,omitempty"`
 	IterationBase  string `json:"iterationBase,omitempty"` // HEAD when the last iteration started
 	Completed      bool   `json:"completed"`               // quality passed; closing pending
 	// CompleteSignalled: the agent signalled COMPLETE and its quality
