@@ -870,9 +870,11 @@ func (r *agentRun) chorusPath() string {
 	return filepath.Dir(r.e.opt.ChorusExe)
 }
 
-// argv builds the command line: profile args, model override, prompt.
-func (r *agentRun) argv(t beads.Task, prompt string) []string {
+// argv builds the command line: profile args, extra options, model
+// override, prompt.
+func (r *agentRun) argv(t beads.Task, prompt string, extra ...string) []string {
 	argv := append([]string{r.profile.Command}, r.profile.Args...)
+	argv = append(argv, extra...)
 	if m, ok := t.Metadata[beads.MetaModel].(string); ok && m != "" && r.profile.AllowModelOverride && r.profile.ModelFlag != "" {
 		argv = append(argv, r.profile.ModelFlag, m)
 	}
@@ -900,7 +902,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	}
 	r.trustWorktree(wt.Dir, r.env(it))
 	p, err := ptyproc.Start(ptyproc.Spec{
-		Argv: r.argv(t, arg), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
+		Argv: r.argv(t, arg, r.codexTrustArgs(wt.Dir)...), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),
 		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
 	})
