@@ -73,12 +73,12 @@ type simRun struct {
 
 const simLimit = 3 * time.Minute
 
-// startSim runs session with a simulation screen in its interface options.
-func startSim(t *testing.T, session func(func(*ui.Options)) error) *simRun {
+// startSim runs session on a simulation screen.
+func startSim(t *testing.T, session func(tcell.Screen) error) *simRun {
 	t.Helper()
 	r := &simRun{t: t, sc: simScreen{SimulationScreen: tcell.NewSimulationScreen("UTF-8"), w: 160, h: 45, shown: make(chan struct{}, 1), ready: make(chan struct{}), once: &sync.Once{}},
 		done: make(chan error, 1)}
-	go func() { r.done <- session(func(o *ui.Options) { o.Screen = r.sc }) }()
+	go func() { r.done <- session(r.sc) }()
 	return r
 }
 
@@ -180,8 +180,8 @@ exit 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startSim(t, func(uo func(*ui.Options)) error {
-		return runPlanScreen(ctx, p, s, planStart{prompt: p.planPrompt(rules), uiOptions: uo}, io.Discard)
+	r := startSim(t, func(sc tcell.Screen) error {
+		return runPlanScreen(ctx, p, s, planStart{prompt: p.planPrompt(rules), uiOptions: func(o *ui.Options) { o.Screen = sc }}, io.Discard)
 	})
 	txt := r.wait("What should be built?")
 	if h := headerLine(txt); !strings.Contains(h, "PLANNING") || strings.Contains(h, "semi-auto") {
@@ -246,7 +246,9 @@ func TestModeChoiceScreen(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			p, s := openProject(t, ctx, dir)
-			r := startSim(t, func(uo func(*ui.Options)) error { return chooseModeScreen(ctx, p, s, io.Discard, uo) })
+			r := startSim(t, func(sc tcell.Screen) error {
+				return chooseModeScreen(ctx, p, s, io.Discard, func(o *ui.Options) { o.Screen = sc })
+			})
 			txt := r.wait("Semi-Auto: you assign tasks")
 			if !strings.Contains(txt, c.remark) {
 				t.Fatalf("mode dialog lacks %q:\n%s", c.remark, txt)

@@ -131,7 +131,7 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 			return withCode(ExitSetup, fmt.Errorf("Chorus is not set up in %s; run `chorus init --yes` first", root))
 		}
 		fmt.Fprintln(stderr, "No .chorus/ here yet: starting init.")
-		if err := runInit(ctx, g, &initOptions{maxAgents: o.maxAgents}, cmd.InOrStdin(), stderr); err != nil {
+		if _, err := runInit(ctx, g, &initOptions{maxAgents: o.maxAgents}, cmd.InOrStdin(), stderr); err != nil {
 			return err
 		}
 	}
