@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ exit 0
 	}
 	tm("send-keys", "a") // Apply Fixes
 	waitScreen("The plan is ready: 2 task(s), all valid.")
-	tm("send-keys", "a") // Autopilot
+	tm("send-keys", "a")        // Autopilot
 	waitScreen("implementing-") // the agent's own output, in its tile
 	waitScreen("│ autopilot │")
 	// q quits, asking first while agents run.
@@ -78,5 +79,67 @@ exit 0
 		if time.Now().After(deadline) {
 			t.Fatalf("chorus never exited:\n%s", out)
 		}
+	}
+}
+
+// `chorus init` in a real terminal: the wizard's four steps and the
+// confirmation answered with keys, the files written as answered, and
+// planning opened right after (no tasks yet), asking for the goal.
+func TestInitWizardInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary in tmux")
+	}
+	x := newTmux(t, "chorus-init-test")
+	tmux, sock, tm := x.bin, x.sock, x.cmd
+	root := testkit.Repo(t)
+	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
+	tm("new-session", "-d", "-x", "160", "-y", "40", "-e", "PATH="+os.Getenv("PATH"),
+		fmt.Sprintf("%s -C %s init; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", testkit.Chorus(t), root, tmux, sock))
+	waitScreen := x.waitScreen
+	enter := func(line string) {
+		if line != "" {
+			tm("send-keys", "-l", line)
+		}
+		tm("send-keys", "Enter")
+	}
+	if out := waitScreen("Step 1/4"); !strings.Contains(out, "All prerequisites met") {
+		t.Fatalf("prerequisites:\n%s", out)
+	}
+	enter("")
+	waitScreen("Step 2/4")
+	enter("prefix demo")
+	waitScreen("[demo-]")
+	enter("")
+	waitScreen("Step 3/4")
+	enter("add check git status --short")
+	waitScreen("1. [*] check")
+	enter("")
+	waitScreen("Step 4/4")
+	enter("max_acceptance_criteria 4")
+	waitScreen("[4]")
+	enter("")
+	waitScreen("Confirm")
+	enter("")
+	if out := waitScreen("What should be built?"); !strings.Contains(out, "│ PLANNING │") {
+		t.Fatalf("planning after init:\n%s", out)
+	}
+	cfg, err := config.Load(filepath.Join(root, ".chorus", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Project.TaskIDPrefix != "demo" || len(cfg.QualityCommands) != 1 || cfg.QualityCommands[0].Command != "git status --short" {
+		t.Fatalf("config: %+v %+v", cfg.Project, cfg.QualityCommands)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, ".chorus", "task-rules.md")); !strings.Contains(string(b), "| max_acceptance_criteria | 4 |") {
+		t.Fatalf("task-rules.md:\n%s", b)
+	}
+	// Tab leaves the chat line (Esc then q would arrive as Alt-q), q
+	// asks, y quits.
+	tm("send-keys", "Tab")
+	tm("send-keys", "q")
+	waitScreen("Quit Chorus?")
+	tm("send-keys", "y")
+	if out := waitScreen("chorus-exited-"); !strings.Contains(out, "chorus-exited-0") {
+		t.Fatalf("exit:\n%s", out)
 	}
 }
