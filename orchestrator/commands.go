@@ -63,8 +63,8 @@ type Command struct {
 	Priority *int      `json:"priority,omitempty"`
 	Labels   *[]string `json:"labels,omitempty"`
 	Deps     *[]string `json:"deps,omitempty"`
-	Signal      string      `json:"signal,omitempty"` // "TYPE: payload"
-	Level       int         `json:"level,omitempty"`  // rollback level
+	Signal   string    `json:"signal,omitempty"` // "TYPE: payload"
+	Level    int       `json:"level,omitempty"`  // rollback level
 	// Question and Options travel with a CmdSignal from `chorus ask`.
 	Question string   `json:"question,omitempty"`
 	Options  []string `json:"options,omitempty"`

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 

@@ -256,7 +256,7 @@ func (w *wizard) handle(line string) (done bool, msg string, err error) {
 		return false, "", fmt.Errorf("%q: type a setting and a value (settings: %s), or Enter when done", line, strings.Join(names, ", "))
 	case stepConfirm:
 		if !next {
-			return false, "", errors.New(`Enter or "yes" writes the files; "back" or Esc goes back; Ctrl-C quits without writing`)
+			return false, "", errors.New(`press Enter (or type "yes") to write the files; "back" or Esc goes back; Ctrl-C quits without writing`)
 		}
 		if err := w.valid(w.s); err != nil {
 			return false, "", err
