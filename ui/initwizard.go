@@ -341,7 +341,7 @@ func RunInit(ctx context.Context, o InitOptions) (InitSetup, error) {
 	header := &barView{Box: tview.NewBox(), left: " CHORUS INIT"}
 	body := tview.NewTextView().SetDynamicColors(false).SetRegions(false).SetWrap(true)
 	body.SetBorder(true)
-	msg := tview.NewTextView().SetDynamicColors(false)
+	msg := tview.NewTextView().SetDynamicColors(false).SetWrap(true) // two rows: a config error names the field and what is allowed
 	input := tview.NewInputField().SetLabel("> ")
 	input.SetFieldBackgroundColor(tcell.ColorDefault)
 	noColor := os.Getenv("NO_COLOR") != ""
@@ -397,7 +397,7 @@ func RunInit(ctx context.Context, o InitOptions) (InitSetup, error) {
 	layout := tview.NewFlex().SetDirection(tview.FlexRow).
 		AddItem(header, 1, 0, false).
 		AddItem(body, 0, 1, false).
-		AddItem(msg, 1, 0, false).
+		AddItem(msg, 2, 0, false).
 		AddItem(input, 1, 0, true)
 	app.SetRoot(layout, true).SetFocus(input)
 	if o.Screen != nil {
