@@ -102,7 +102,8 @@ func TestInitWizardInTmux(t *testing.T) {
 		}
 		tm("send-keys", "Enter")
 	}
-	if out := waitScreen("Step 1/4"); !strings.Contains(out, "All prerequisites met") {
+	// The screen may be caught half drawn: wait for the verdict itself.
+	if out := waitScreen("All prerequisites met"); !strings.Contains(out, "Step 1/4") {
 		t.Fatalf("prerequisites:\n%s", out)
 	}
 	enter("")
