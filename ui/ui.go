@@ -103,24 +103,38 @@ type UI struct {
 	ctx    context.Context // cancelled when the UI ends; workers use it
 	cancel context.CancelFunc
 
-	// Pump inbox: appended by any goroutine, never blocking the sender.
+	quitOnce sync.Once
+	quitCh   chan struct{}
+
+	// The rest is grouped by the goroutine that owns it.
+	inboxState // any goroutine → the pump
+	frameState // terminals → the pump
+	pumpState  // the pump goroutine only
+	viewState  // the event goroutine only
+	testHooks  // tests and the latency benchmark
+}
+
+// inboxState is the pump's inbox: appended by any goroutine, never
+// blocking the sender, and the count of workers still running.
+type inboxState struct {
 	inMu   sync.Mutex
 	inbox  []func()
 	inWake chan struct{}
 	nBusy  atomic.Int64  // workers whose result has not reached the inbox
 	idle   chan struct{} // poked when nBusy drops to zero
 	nWork  atomic.Int64  // workers ever started (the test barrier's clock)
+}
 
-	quitOnce sync.Once
-	quitCh   chan struct{}
-
-	// Frames: terminals wake the pump through wakeFrame.
+// frameState: terminals wake the pump through wakeFrame.
+type frameState struct {
 	frameWake  chan struct{}
 	frameArmed atomic.Bool  // a wake was sent since the pump last took the dirty flags
 	turns      atomic.Int64 // pump turns, for tests that check an idle UI sleeps
 	clk        clock
+}
 
-	// (pump)
+// pumpState belongs to the pump goroutine.
+type pumpState struct {
 	tiles       map[string]*tile.Tile
 	tasks       []beads.Task
 	loading     bool
@@ -133,8 +147,12 @@ type UI struct {
 	logRing     []string
 	pumpPending []func()
 	lastRuntime time.Duration
+	wasIdle     bool // the last snapshot's Idle
+}
 
-	// (ui)
+// viewState belongs to the event goroutine (tview's): the widgets and
+// what is selected, open and typed.
+type viewState struct {
 	vm          viewModel
 	pages       *tview.Pages
 	header      *lineView
@@ -149,7 +167,6 @@ type UI struct {
 	full        bool
 	passthrough string
 	flash       present.Seg
-	wasIdle     bool // pump only: the last snapshot's Idle
 	over        *overlay
 	undo        []undoEntry
 	logView     func(line string) // feeds the open log overlay
@@ -158,16 +175,16 @@ type UI struct {
 	chat        *tview.InputField // the "> " chat line
 	chatOn      bool              // the chat line has the keyboard
 	plan        PlanView          // the last planning stage shown
+}
 
-	// keySeq/drawSeq let the latency benchmark see when a key's effect
-	// reached the screen.
-	keySeq  atomic.Int64
-	afterFn func()
-
-	// Test hooks: onScreen runs right after SetScreen (a simulation
-	// screen is sized there, as SetScreen resets it); keyDone hears about
-	// every key once its handler ran; afterFlush (pump) runs once the
-	// next QueueUpdateDraw has drawn.
+// testHooks: onScreen runs right after SetScreen (a simulation screen is
+// sized there, as SetScreen resets it); keyDone hears about every key once
+// its handler ran; afterFlush (pump) runs once the next QueueUpdateDraw has
+// drawn. keySeq and afterFn let the latency benchmark see when a key's
+// effect reached the screen.
+type testHooks struct {
+	keySeq      atomic.Int64
+	afterFn     func()
 	onScreen    func(tcell.Screen)
 	pumpStarted chan struct{} // closed once the pump's first load is under way
 	keyDone     chan struct{}
@@ -219,10 +236,11 @@ func newUI(o Options) (*UI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tui.prefixKey: %w", err)
 	}
-	u := &UI{o: o, eng: o.Engine, app: tview.NewApplication(), prefix: prefix,
-		inWake: make(chan struct{}, 1), frameWake: make(chan struct{}, 1), clk: realClock{}, quitCh: make(chan struct{}), idle: make(chan struct{}, 1),
-		tiles: map[string]*tile.Tile{}, labels: map[string]string{},
-		gridSpec: o.Config.TUI.AgentGrid, focus: panelTasks}
+	u := &UI{o: o, eng: o.Engine, app: tview.NewApplication(), prefix: prefix, quitCh: make(chan struct{}),
+		inboxState: inboxState{inWake: make(chan struct{}, 1), idle: make(chan struct{}, 1)},
+		frameState: frameState{frameWake: make(chan struct{}, 1), clk: realClock{}},
+		pumpState:  pumpState{tiles: map[string]*tile.Tile{}, labels: map[string]string{}},
+		viewState:  viewState{gridSpec: o.Config.TUI.AgentGrid, focus: panelTasks}}
 	if u.gridSpec == "" {
 		u.gridSpec = "auto"
 	}
