@@ -113,7 +113,17 @@ func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOpt
 		if !isTTY(os.Stdin) || !isTTY(os.Stdout) {
 			return withCode(ExitUsage, errors.New("the full-screen interface needs a terminal; run with --headless for plain progress lines"))
 		}
-		return runTUI(ctx, p, s, stderr)
+		if o.inProcess {
+			return runTUI(ctx, p, s, stderr)
+		}
+		g := o.global
+		if g == nil {
+			g = &globals{}
+		}
+		return runEngineTUI(ctx, p, g, s, o, stderr)
+	}
+	if o.json && o.stdout == nil {
+		o.stdout = os.Stdout
 	}
 	return runHeadless(ctx, p, s, o, stderr)
 }
@@ -229,7 +239,7 @@ loop:
 	for {
 		select {
 		case ev := <-events:
-			printEvent(out, ev)
+			o.print(out, ev)
 			sum.add(ev)
 			// Nobody is here to answer (or to log in, or to pass a dialog):
 			// the task waits for a human. Errors the CLI still retries may
@@ -257,7 +267,7 @@ loop:
 	for {
 		select {
 		case ev := <-events:
-			printEvent(out, ev)
+			o.print(out, ev)
 			sum.add(ev)
 			continue
 		default:
@@ -300,6 +310,18 @@ loop:
 		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human, %d error(s)", sum.failed, sum.blocked, sum.errors))
 	}
 	return nil
+}
+
+// print shows one event: a line on out, or with --json a JSON object on
+// stdout.
+func (o *runOptions) print(out io.Writer, ev orchestrator.Event) {
+	if o.json && o.stdout != nil {
+		if err := writeEventJSON(o.stdout, ev); err != nil {
+			fmt.Fprintf(out, "chorus: %v\n", err)
+		}
+		return
+	}
+	printEvent(out, ev)
 }
 
 func printEvent(w io.Writer, ev orchestrator.Event) {

@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/planning"
+	"github.com/chorus-dev/chorus/remote"
 )
 
 // runOptions are the root command's flags.
@@ -26,6 +27,12 @@ type runOptions struct {
 	maxAgents int
 	headless  bool
 	tasks     []string
+	json      bool      // --json: events as JSON objects on stdout
+	stdout    io.Writer // where --json events go
+	global    *globals
+	// inProcess runs the TUI's engine in this process (the demo), not as
+	// a background engine to attach to.
+	inProcess bool
 }
 
 // Route is where `chorus` without a subcommand goes.
@@ -138,6 +145,24 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	p, err = g.loadProject(ctx, stderr, true)
 	if err != nil {
 		return err
+	}
+	if o.json && !o.headless {
+		return withCode(ExitUsage, errors.New("--json goes with --headless (or use `chorus events --json` beside a running engine)"))
+	}
+	o.stdout = cmd.OutOrStdout()
+	// An engine already runs for this repository: the TUI attaches to it
+	// whatever the planning state says.
+	if !o.headless && isTTY(os.Stdin) && isTTY(os.Stdout) {
+		if c, err := dialEngine(ctx, p, remote.RoleTUI); err == nil {
+			s, err := p.store(ctx)
+			if err != nil {
+				c.Close()
+				return err
+			}
+			return runAttached(ctx, p, s, c, stderr)
+		} else if !errors.Is(err, remote.ErrNoEngine) {
+			return err
+		}
 	}
 	// Say so up front when another Chorus owns the repository: its claimed
 	// tasks would otherwise look like an empty queue.

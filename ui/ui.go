@@ -158,6 +158,9 @@ type UI struct {
 	chat        *tview.InputField // the "> " chat line
 	chatOn      bool              // the chat line has the keyboard
 	plan        PlanView          // the last planning stage shown
+	attached    bool              // the engine runs in another process (RunAttached)
+	prefixArmed bool              // attached: the prefix key was the last key
+	outcome     Outcome           // attached: detach or stop, once quitting
 
 	// keySeq/drawSeq let the latency benchmark see when a key's effect
 	// reached the screen.

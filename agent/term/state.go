@@ -14,19 +14,20 @@ type Tap struct {
 	Resize func(w, h int)
 }
 
-// Attach returns the emulator's size and its state rendered as bytes that
-// rebuild it (scrollback, both screens, cursor, modes, title) when written
-// to a fresh emulator of that size, and from then on hands tap every write
-// and resize: a remote copy fed the state and then the tap's stream stays
-// identical to this one (history rows wider than the screen, left by a
-// narrowing resize, are cut to its width). The snapshot and the registration are atomic. The
-// returned func removes the tap.
-func (e *Emulator) Attach(t *Tap) (w, h int, state []byte, detach func()) {
+// Attach calls first with the emulator's size and its state rendered as
+// bytes that rebuild it (scrollback, both screens, cursor, modes, title)
+// when written to a fresh emulator of that size, and from then on hands
+// tap every write and resize: a remote copy fed the state and then the
+// tap's stream stays identical to this one (history rows wider than the
+// screen, left by a narrowing resize, are cut to its width). first runs
+// under the emulator's lock, so nothing is written between the state and
+// the tap's first bytes. The returned func removes the tap.
+func (e *Emulator) Attach(t *Tap, first func(w, h int, state []byte)) (detach func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	state = e.render()
+	first(e.w, e.h, e.render())
 	e.taps = append(e.taps, t)
-	return e.w, e.h, state, func() {
+	return func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for i, x := range e.taps {

@@ -78,10 +78,12 @@ func TestStateRebuildsTheEmulator(t *testing.T) {
 		a.Write([]byte(noise(r, 200)))
 		var stream []byte
 		var sizes [][2]int
-		w, h, st, detach := a.Attach(&Tap{
+		var w, h int
+		var st []byte
+		detach := a.Attach(&Tap{
 			Output: func(p []byte) { stream = append(stream, p...) },
 			Resize: func(w, h int) { sizes = append(sizes, [2]int{w, h}) },
-		})
+		}, func(cols, rows int, state []byte) { w, h, st = cols, rows, state })
 		b := New(w, h, WithScrollback(200))
 		b.Write(st)
 		same(t, fmt.Sprintf("seed %d, state", seed), a, b)
