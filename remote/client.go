@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/term"
@@ -44,6 +45,8 @@ type Client struct {
 
 	changed chan struct{}
 	done    chan struct{}
+
+	outFrames atomic.Int64 // output frames received (tests)
 }
 
 // Dial connects to the engine listening on path as role, and checks the
@@ -160,6 +163,7 @@ func (c *Client) read(r *bufio.Reader) {
 			return
 		}
 		if kind == frameOut {
+			c.outFrames.Add(1)
 			agent, data, e := splitOut(p)
 			if e != nil {
 				err = e

@@ -33,8 +33,9 @@ type Engine interface {
 }
 
 // DefaultInterval is how long terminal output is gathered before it is
-// sent: one batch per agent per interval, not one per PTY read.
-const DefaultInterval = 10 * time.Millisecond
+// sent: one batch per agent per interval, not one per PTY read. Below the
+// TUI's frame interval (~33 ms), so a batch delays a frame by one at most.
+const DefaultInterval = 20 * time.Millisecond
 
 // maxQueued is how much a client may fall behind before it is dropped (a
 // suspended TUI must not grow the engine without bound).

@@ -221,7 +221,6 @@ func (r *renderer) cup(x, y int) {
 	r.b.WriteString("\x1b[" + strconv.Itoa(y+1) + ";" + strconv.Itoa(x+1) + "H")
 }
 
-
 // sgrOf is the SGR sequence that sets exactly c's attributes and colours.
 func sgrOf(c Cell) string {
 	var b strings.Builder

@@ -48,7 +48,9 @@ func noise(r *rand.Rand, n int) string {
 	pieces := []func(){
 		func() { fmt.Fprintf(&b, "line %d of output\r\n", r.Intn(1000)) },
 		func() { fmt.Fprintf(&b, "\x1b[%d;%dm coloured \x1b[0m", 30+r.Intn(8), 40+r.Intn(8)) },
-		func() { fmt.Fprintf(&b, "\x1b[38;5;%dm\x1b[48;2;%d;%d;%dmrgb\x1b[m", r.Intn(256), r.Intn(256), r.Intn(256), r.Intn(256)) },
+		func() {
+			fmt.Fprintf(&b, "\x1b[38;5;%dm\x1b[48;2;%d;%d;%dmrgb\x1b[m", r.Intn(256), r.Intn(256), r.Intn(256), r.Intn(256))
+		},
 		func() { b.WriteString("\x1b[1;3;4;7;9;53mstyled\x1b[22;23;24;27;29;55m plain") },
 		func() { b.WriteString("宽字符 and e\u0301 and 👍🏽 ") },
 		func() { b.WriteString(strings.Repeat("wrapped-", 1+r.Intn(12))) },
