@@ -361,6 +361,11 @@ docs/events.md for the format).`,
 				printEvent(out, ev)
 				return nil
 			}
+			// A first line says whom we follow, and that following has begun.
+			if err := print(orchestrator.Event{Time: time.Now(), Kind: EvEngineAttached, Text: fmt.Sprintf("following the engine, pid %d", c.PID()),
+				Fields: map[string]any{"pid": c.PID(), "protocol": remote.Version}}); err != nil {
+				return withCode(ExitFailure, err)
+			}
 			for {
 				select {
 				case ev := <-events:
@@ -386,6 +391,10 @@ docs/events.md for the format).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per event (docs/events.md)")
 	return cmd
 }
+
+// EvEngineAttached is the first line of `chorus events`: the engine
+// followed, and that every event after it is seen.
+const EvEngineAttached orchestrator.EventKind = "engine_attached"
 
 // writeEventJSON prints one event as one line of JSON.
 func writeEventJSON(w io.Writer, ev orchestrator.Event) error {
