@@ -167,6 +167,10 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	// Say so up front when another Chorus owns the repository: its claimed
 	// tasks would otherwise look like an empty queue.
 	if st, err := p.dir.InspectLock(); err == nil && st.Held {
+		if c, err := dialEngine(ctx, p, remote.RoleEvents); err == nil {
+			c.Close()
+			return withCode(ExitLocked, fmt.Errorf("a background Chorus engine (pid %d) runs this repository: `chorus attach` opens it, `chorus events --json` follows it, `chorus stop --wait` ends it", c.PID()))
+		}
 		return withCode(ExitLocked, (&chorusdir.HeldError{Path: p.dir.Lock(), Holder: st.Holder}))
 	} else if err == nil && st.Stale() {
 		// Left by a Chorus that was killed: take it and let it go, which
