@@ -105,6 +105,11 @@ func runEngine(ctx context.Context, g *globals, o *runOptions, ready io.WriteClo
 	defer cancel()
 	srv := &remote.Server{Eng: ss.engine, Stop: cancel, Log: ss.log}
 	srvCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	if p.cfg.TUI.Notify {
+		n := newNotifier(ss.log)
+		srv.OnChange = func() { n.changed(ss.engine.Snapshot()) }
+		go n.follow(srvCtx, ss.engine.Subscribe())
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(srvCtx, ln) }()
 	ss.log.Info("engine serving", "socket", path, "pid", os.Getpid())

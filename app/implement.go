@@ -205,6 +205,13 @@ func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptio
 	defer release()
 	eng := ss.engine
 	events := eng.Subscribe()
+	var notify *notifier
+	if p.cfg.TUI.Notify {
+		notify = newNotifier(ss.log)
+		nctx, stopNotify := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopNotify()
+		go notify.follow(nctx, eng.Subscribe())
+	}
 	_, cancel, done, err := ss.run(ctx)
 	if err != nil {
 		return err
@@ -276,6 +283,9 @@ loop:
 	}
 	snap := eng.Snapshot()
 	sum.print(out, snap, time.Since(start))
+	if notify != nil && !interrupted {
+		notify.finished(snap)
+	}
 	if snap.Mode == config.ModeAutopilot {
 		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
 			fmt.Fprintf(out, "  report: not written: %v\n", err)

@@ -50,6 +50,9 @@ type Server struct {
 	Log  *slog.Logger
 	// Interval batches terminal output (default DefaultInterval).
 	Interval time.Duration
+	// OnChange, when set, runs after every engine change (the server
+	// takes the engine's one Changed channel).
+	OnChange func()
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -125,6 +128,9 @@ func (s *Server) fanOut(ctx context.Context) {
 					c.snapDue()
 				}
 			})
+			if s.OnChange != nil {
+				s.OnChange()
+			}
 		case ev := <-events:
 			b, err := appendMsg(nil, &Msg{T: "event", Event: &ev})
 			if err != nil {
