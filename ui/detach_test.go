@@ -79,6 +79,18 @@ hang
 			t.Fatalf("%s after attaching:\n%s", name, out)
 		}
 	}
+	// A third TUI killed with -9 takes nothing with it: the agents it
+	// watched go on below.
+	other.cmd("new-session", "-d", "-s", "att3", "-x", "120", "-y", "30", "-e", env, bin+" -C "+s.root+" attach; sleep 600")
+	waitPane(other, "att3", "history of t-b line")
+	shell := strings.TrimSpace(other.cmd("display", "-p", "-t", "att3", "#{pane_pid}"))
+	tui, err := exec.Command("pgrep", "-P", shell, "-f", "attach").Output()
+	if err != nil {
+		t.Fatalf("the third TUI's pid: %v", err)
+	}
+	if out, err := exec.Command("kill", "-9", strings.TrimSpace(string(tui))).CombinedOutput(); err != nil {
+		t.Fatalf("kill -9: %v %s", err, out)
+	}
 	// Live output reaches both, and both tasks land.
 	other.cmd("wait-for", "-S", "go-t-a")
 	other.cmd("wait-for", "-S", "go-t-b")
