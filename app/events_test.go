@@ -146,4 +146,34 @@ signal COMPLETE
 	if st, err := chorusdir.At(dir).InspectLock(); err != nil || st.Held {
 		t.Errorf("lock after stop: %+v %v", st, err)
 	}
+
+	// kill -9 of the engine leaves its socket and lock behind; the next
+	// engine clears both and starts (recovery runs as after any crash).
+	start := func() *exec.Cmd {
+		t.Helper()
+		pr, pw, _ := os.Pipe()
+		e := exec.Command(chorusBinary(t), "-C", dir, "engine", "--ready-fd", "3")
+		e.ExtraFiles = []*os.File{pw}
+		e.Stdout, e.Stderr = &engOut, &engOut
+		if err := e.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pw.Close()
+		if b, _ := io.ReadAll(pr); strings.TrimSpace(string(b)) != "ok" {
+			t.Fatalf("engine: %q\n%s", b, engOut.String())
+		}
+		return e
+	}
+	killed := start()
+	killed.Process.Kill()
+	killed.Wait()
+	if _, err := os.Stat(remote.SocketPath(chorusdir.At(dir))); err != nil {
+		t.Fatalf("the killed engine's socket: %v", err)
+	}
+	next := start()
+	defer next.Process.Kill()
+	if r := chorus(t, dir, "stop", "--wait"); r.code != 0 {
+		t.Fatalf("stop after a crash: %d %s", r.code, r.stderr)
+	}
+	next.Wait()
 }
