@@ -40,7 +40,8 @@ import (
 )
 
 // Engine is what the UI needs from the orchestrator; *orchestrator.Engine
-// implements it. Every method may block on the engine loop, so the UI
+// implements it in the same process, *remote.Client for an engine in
+// another one. Every method may block on the engine loop, so the UI
 // calls them only from its pump or worker goroutines.
 type Engine interface {
 	Changed() <-chan struct{}
