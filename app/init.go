@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,17 +10,21 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/taskrules"
+	"github.com/chorus-dev/chorus/ui"
 )
 
 type initOptions struct {
 	yes       bool
 	maxAgents int
 	prefix    string
+	// wizard adjusts the wizard's options; set, it stands in for a
+	// terminal (tests give it a simulation screen).
+	wizard func(*ui.InitOptions)
 }
 
 func newInitCmd(g *globals) *cobra.Command {
@@ -31,10 +34,19 @@ func newInitCmd(g *globals) *cobra.Command {
 		Short: "Set up Chorus in this repository (.chorus/, .agent/, .gitignore)",
 		Long: `Checks prerequisites, detects the project type and its quality commands,
 and creates .chorus/ from the built-in template. Running it again keeps every
-file that already exists and says so.`,
+file that already exists and says so.
+
+In a terminal, without --yes, a first init is a full-screen wizard: the
+prerequisites, the project name and task id prefix, the quality commands
+(add, edit, remove, toggle required) and the task-rule limits, then a
+confirmation; planning starts right after when there are no tasks yet.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runInit(cmd.Context(), g, o, cmd.InOrStdin(), cmd.ErrOrStderr())
+			wizard, err := runInit(cmd.Context(), g, o, cmd.InOrStdin(), cmd.ErrOrStderr())
+			if err != nil || !wizard {
+				return err
+			}
+			return afterWizard(cmd, g)
 		},
 	}
 	c.Flags().BoolVarP(&o.yes, "yes", "y", false, "accept every default without asking")
@@ -91,49 +103,30 @@ func toolChecks(ctx context.Context, cfg config.Config) []check {
 	return out
 }
 
-func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, stderr io.Writer) error {
+// runInit sets Chorus up. Without --yes, on a fresh repository, the
+// person answers the wizard first; wizard says it ran (and was confirmed).
+func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, stderr io.Writer) (wizard bool, err error) {
 	wd, err := g.workDir()
 	if err != nil {
-		return withCode(ExitSetup, err)
+		return false, withCode(ExitSetup, err)
 	}
 	root, err := gitx.MainRoot(ctx, wd)
 	if err != nil {
 		fmt.Fprintln(stderr, "✗ git repository: not found")
-		return withCode(ExitSetup, fmt.Errorf("%s is not inside a git repository; run `git init` there first", wd))
+		return false, withCode(ExitSetup, fmt.Errorf("%s is not inside a git repository; run `git init` there first", wd))
 	}
 	d := chorusdir.At(root)
-	if !o.yes {
-		f, isFile := stdin.(*os.File)
-		if !isFile || !term.IsTerminal(int(f.Fd())) {
-			return withCode(ExitUsage, errors.New("init needs confirmation; run `chorus init --yes` to accept the defaults non-interactively"))
-		}
-		fmt.Fprintf(stderr, "Set up Chorus in %s? [Y/n] ", root)
-		ans, _ := bufio.NewReader(stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(ans)); a != "" && a != "y" && a != "yes" {
-			return withCode(ExitFailure, errors.New("init cancelled"))
-		}
-	}
 	if o.maxAgents < 0 || o.maxAgents > 32 {
-		return withCode(ExitUsage, fmt.Errorf("--max-agents: %d is not valid; allowed: an integer from 1 to 32", o.maxAgents))
+		return false, withCode(ExitUsage, fmt.Errorf("--max-agents: %d is not valid; allowed: an integer from 1 to 32", o.maxAgents))
+	}
+	_, statErr := os.Stat(d.Config())
+	wizard = !o.yes && errors.Is(statErr, os.ErrNotExist)
+	if !o.yes && o.wizard == nil && !isTTY(stdin) {
+		return false, withCode(ExitUsage, errors.New("init asks its questions in a terminal, and standard input is not one; run `chorus init --yes` to accept the defaults non-interactively (--prefix and --max-agents set those two)"))
 	}
 
-	fmt.Fprintln(stderr, "Checking prerequisites…")
-	fmt.Fprintf(stderr, "  ✓ git repository at %s\n", root)
 	cfg := config.Default()
-	for _, c := range toolChecks(ctx, cfg) {
-		mark := "✓"
-		switch {
-		case c.Fatal:
-			mark = "✗"
-		case !c.OK:
-			mark = "!" // optional and missing: Chorus works without it
-		}
-		fmt.Fprintf(stderr, "  %s %s: %s\n", mark, c.Name, c.Detail)
-		if c.Fatal {
-			return withCode(ExitSetup, errors.New(c.Detail))
-		}
-	}
-
+	checks := toolChecks(ctx, cfg)
 	det := config.Detect(root)
 	cfg.Project.Name = det.Name
 	cfg.Project.Type = det.Type
@@ -148,21 +141,59 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 	if cfg.QualityCommands == nil {
 		cfg.QualityCommands = []config.QualityCommand{}
 	}
-	if err := cfg.Validate(); err != nil {
-		return withCode(ExitUsage, err)
-	}
-	fmt.Fprintln(stderr, "Project detection:")
-	if det.Evidence != "" {
-		fmt.Fprintf(stderr, "  %s found → %s\n", det.Evidence, det.Type)
+	var limits map[string]int
+	if wizard {
+		if cfg, limits, err = initWizard(ctx, root, cfg, det, checks, o); err != nil {
+			return false, err
+		}
 	} else {
-		fmt.Fprintln(stderr, "  no go.mod, package.json, pyproject.toml or Cargo.toml: type unknown")
+		fmt.Fprintln(stderr, "Checking prerequisites…")
+		fmt.Fprintf(stderr, "  ✓ git repository at %s\n", root)
+		for _, c := range checks {
+			mark := "✓"
+			switch {
+			case c.Fatal:
+				mark = "✗"
+			case !c.OK:
+				mark = "!" // optional and missing: Chorus works without it
+			}
+			fmt.Fprintf(stderr, "  %s %s: %s\n", mark, c.Name, c.Detail)
+			if c.Fatal {
+				return false, withCode(ExitSetup, errors.New(c.Detail))
+			}
+		}
 	}
-	fmt.Fprintf(stderr, "  name %q, task id prefix %q\n", cfg.Project.Name, cfg.Project.TaskIDPrefix)
+	if err := cfg.Validate(); err != nil {
+		return false, withCode(ExitUsage, err)
+	}
+	if !wizard {
+		fmt.Fprintln(stderr, "Project detection:")
+		if det.Evidence != "" {
+			fmt.Fprintf(stderr, "  %s found → %s\n", det.Evidence, det.Type)
+		} else {
+			fmt.Fprintln(stderr, "  no go.mod, package.json, pyproject.toml or Cargo.toml: type unknown")
+		}
+		fmt.Fprintf(stderr, "  name %q, task id prefix %q\n", cfg.Project.Name, cfg.Project.TaskIDPrefix)
+	}
 
 	fresh := !d.Exists()
 	res, err := config.Install(root, cfg)
 	if err != nil {
-		return withCode(ExitFailure, err)
+		return false, withCode(ExitFailure, err)
+	}
+	// The wizard's limits go into the task-rules.md just written (one the
+	// user already had is theirs and kept).
+	if limits != nil && contains(res.Created, ".chorus/task-rules.md") {
+		b, err := os.ReadFile(d.TaskRules())
+		if err == nil {
+			var text string
+			if text, err = taskrules.SetLimits(string(b), limits); err == nil {
+				err = chorusdir.WriteAtomic(d.TaskRules(), []byte(text), 0o644)
+			}
+		}
+		if err != nil {
+			return false, withCode(ExitFailure, fmt.Errorf("writing the task-rule limits to %s: %w", d.TaskRules(), err))
+		}
 	}
 	for _, p := range res.Created {
 		fmt.Fprintf(stderr, "  created %s\n", p)
@@ -191,8 +222,90 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 	} else {
 		fmt.Fprintln(stderr, "Chorus was already set up here; existing files were left as they are.")
 	}
-	fmt.Fprintln(stderr, "Next: create tasks with `chorus task create \"title\"`, then run `chorus`.")
-	return nil
+	if !wizard {
+		fmt.Fprintln(stderr, "Next: create tasks with `chorus task create \"title\"`, then run `chorus`.")
+	}
+	return wizard, nil
+}
+
+// initWizard asks the person, full screen, to confirm or change what was
+// detected; it returns the config to write and task-rules.md's limits.
+func initWizard(ctx context.Context, root string, cfg config.Config, det config.Detected, checks []check, o *initOptions) (config.Config, map[string]int, error) {
+	setup := ui.InitSetup{Root: root, Evidence: det.Evidence, Type: det.Type, Name: cfg.Project.Name,
+		Prefix: cfg.Project.TaskIDPrefix, MaxAgents: cfg.Agents.MaxParallel, Quality: cfg.QualityCommands}
+	if setup.Type == "" {
+		setup.Type = "unknown"
+	}
+	for _, c := range checks {
+		setup.Checks = append(setup.Checks, ui.InitCheck{Name: c.Name, Detail: c.Detail, OK: c.OK, Fatal: c.Fatal})
+	}
+	for _, l := range taskrules.Limits(config.TaskRulesTemplate()) {
+		setup.Limits = append(setup.Limits, ui.InitLimit{Name: l.Name, Description: l.Description, Value: l.Value})
+	}
+	apply := func(s ui.InitSetup) config.Config {
+		c := cfg
+		c.Project.Name, c.Project.TaskIDPrefix, c.Agents.MaxParallel = s.Name, s.Prefix, s.MaxAgents
+		c.QualityCommands = append([]config.QualityCommand{}, s.Quality...)
+		return c
+	}
+	opts := ui.InitOptions{Setup: setup, Check: func(s ui.InitSetup) error { return apply(s).Validate() }}
+	if o.wizard != nil {
+		o.wizard(&opts)
+	}
+	got, err := ui.RunInit(ctx, opts)
+	if errors.Is(err, ui.ErrInitCancelled) {
+		for _, c := range checks {
+			if c.Fatal {
+				return cfg, nil, withCode(ExitSetup, fmt.Errorf("%s; nothing was written", c.Detail))
+			}
+		}
+		return cfg, nil, withCode(ExitFailure, err)
+	}
+	if err != nil {
+		return cfg, nil, withCode(ExitFailure, fmt.Errorf("%w (run `chorus init --yes` where there is no terminal)", err))
+	}
+	limits := map[string]int{}
+	for _, l := range got.Limits {
+		limits[l.Name] = l.Value
+	}
+	return apply(got), limits, nil
+}
+
+// afterWizard goes straight into planning when the project has no tasks
+// yet, as `chorus` would; otherwise it says what comes next.
+func afterWizard(cmd *cobra.Command, g *globals) error {
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	p, err := g.loadProject(ctx, stderr, true)
+	if err != nil {
+		return err
+	}
+	s, err := p.store(ctx)
+	if err != nil {
+		return err
+	}
+	all, err := s.List(ctx)
+	if err != nil {
+		return withCode(ExitTasks, err)
+	}
+	switch {
+	case len(all) > 0:
+		fmt.Fprintf(stderr, "Next: %d task(s) are already in the tracker; run `chorus` to review them and start.\n", len(all))
+		return nil
+	case !hasCommit(ctx, p.root):
+		fmt.Fprintln(stderr, "Next: make a first commit (agents branch from it), then run `chorus` to plan the work.")
+		return nil
+	case !isTTY(os.Stdin) || !isTTY(os.Stdout):
+		fmt.Fprintln(stderr, "Next: run `chorus` to plan the work.")
+		return nil
+	}
+	fmt.Fprintln(stderr, "No tasks yet: starting planning.")
+	return resumePlanScreen(ctx, p, s, stderr)
+}
+
+// hasCommit says the checked-out branch has a commit to branch from.
+func hasCommit(ctx context.Context, root string) bool {
+	_, err := gitx.Git(ctx, root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	return err == nil
 }
 
 func contains(xs []string, s string) bool {

@@ -80,7 +80,11 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 		fmt.Fprintf(stderr, "chorus: stopped %d agent(s); their tasks went back to open with their work committed\n", running)
 	}
 	if !d.chosen() {
-		fmt.Fprintln(stderr, "chorus: planning paused; run `chorus` to resume it")
+		if st.choose {
+			fmt.Fprintln(stderr, "chorus: no mode chosen; run `chorus` to choose one and start")
+		} else {
+			fmt.Fprintln(stderr, "chorus: planning paused; run `chorus` to resume it")
+		}
 	}
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, errors.New("interrupted"))
@@ -186,8 +190,18 @@ func (d *planDriver) run(ctx context.Context) {
 	review := d.st.reviewing
 	switch {
 	case d.st.choose:
-		st, _ := planning.Load(d.p.dir.PlanningState())
-		d.show(ctx, ui.PlanView{Stage: ui.PlanChoose, Tasks: st.PlanSummary.EstimatedTasks})
+		// The plan was marked ready (by a review, or by init before any
+		// task existed): say so if the tasks no longer pass the rules, but
+		// leave the choice to the person.
+		open, vs, err := d.loop.Check(ctx)
+		v := ui.PlanView{Stage: ui.PlanChoose, Tasks: open}
+		switch {
+		case err != nil:
+			v.Text = err.Error()
+		case len(vs) > 0:
+			v.Text = fmt.Sprintf("The plan has %d task(s); %d rule violation(s) remain (`chorus task validate` lists them, `chorus plan` reviews them).", open, len(vs))
+		}
+		d.show(ctx, v)
 	case !review:
 		if req.Goal == "" && req.SpecPath == "" {
 			d.show(ctx, ui.PlanView{Stage: ui.PlanGoal})
@@ -290,6 +304,13 @@ func (d *planDriver) chooseMode(ctx context.Context, mode string) bool {
 	if mode != config.ModeSemiAuto && mode != config.ModeAutopilot {
 		return false
 	}
+	// Autopilot alone with an agent that cannot start would only cycle.
+	if mode == config.ModeAutopilot {
+		if msg := defaultAgentMissing(d.p.cfg); msg != "" {
+			d.show(ctx, ui.PlanView{Stage: ui.PlanChoose, Tasks: d.tasks(ctx), Text: msg + "; pick Semi-Auto or install it (see `chorus doctor`)"})
+			return false
+		}
+	}
 	if _, err := planning.Update(d.p.dir.PlanningState(), func(s *planning.State) {
 		s.Status, s.ChosenMode = planning.StatusImplementation, &mode
 	}); err != nil {
@@ -306,6 +327,27 @@ func (d *planDriver) chooseMode(ctx context.Context, mode string) bool {
 	d.done = true
 	d.show(ctx, ui.PlanView{Stage: ui.PlanDone, Text: "the plan is ready: " + mode + " mode"})
 	return true
+}
+
+// tasks counts the plan's open tasks for the mode dialog.
+func (d *planDriver) tasks(ctx context.Context) int {
+	open, _, _ := d.loop.Check(ctx)
+	return open
+}
+
+// chooseModeScreen is the mode choice for a ready plan: the planning
+// screen opened at its last dialog, the implementation view after it.
+// uiOptions adjusts the interface's options (tests give it a screen).
+func chooseModeScreen(ctx context.Context, p *project, s beads.Store, stderr io.Writer, uiOptions func(*ui.Options)) error {
+	st, err := planning.Load(p.dir.PlanningState())
+	if err != nil {
+		return withCode(ExitSetup, err)
+	}
+	rules, err := p.loadRules()
+	if err != nil {
+		return err
+	}
+	return runPlanScreen(ctx, p, s, planStart{prompt: p.planPrompt(rules), agent: st.Agent, choose: true, uiOptions: uiOptions}, stderr)
 }
 
 // resumePlanScreen opens the planning screen where planning-state.json

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
+	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/planning"
 	"github.com/chorus-dev/chorus/ui"
 )
@@ -63,14 +64,101 @@ func (s simScreen) text() string {
 	return b.String()
 }
 
-// From a goal typed in the chat line to the implementation view, with
-// the scripted agent as the Plan Agent: it creates two tasks, one with a
+// simRun is a screen-driven session on a simulation screen.
+type simRun struct {
+	t    *testing.T
+	sc   simScreen
+	done chan error
+}
+
+const simLimit = 3 * time.Minute
+
+// startSim runs session on a simulation screen.
+func startSim(t *testing.T, session func(tcell.Screen) error) *simRun {
+	t.Helper()
+	r := &simRun{t: t, sc: simScreen{SimulationScreen: tcell.NewSimulationScreen("UTF-8"), w: 160, h: 45, shown: make(chan struct{}, 1), ready: make(chan struct{}), once: &sync.Once{}},
+		done: make(chan error, 1)}
+	go func() { r.done <- session(r.sc) }()
+	return r
+}
+
+// wait returns the screen once it shows want.
+func (r *simRun) wait(want string) string {
+	r.t.Helper()
+	deadline := time.After(simLimit)
+	select {
+	case <-r.sc.ready:
+	case <-deadline:
+		r.t.Fatal("the screen was never initialised")
+	}
+	for {
+		if txt := r.sc.text(); strings.Contains(txt, want) {
+			return txt
+		}
+		select {
+		case <-r.sc.shown:
+		case err := <-r.done:
+			r.t.Fatalf("the session ended (%v) before showing %q:\n%s", err, want, r.sc.text())
+		case <-deadline:
+			r.t.Fatalf("the screen never showed %q:\n%s", want, r.sc.text())
+		}
+	}
+}
+
+func (r *simRun) typeText(text string) {
+	for _, c := range text {
+		r.sc.InjectKey(tcell.KeyRune, c, 0)
+	}
+}
+
+// end cancels the session and waits for it to end as interrupted.
+func (r *simRun) end(cancel context.CancelFunc) {
+	r.t.Helper()
+	cancel()
+	select {
+	case err := <-r.done:
+		var ee *exitError
+		if err != nil && !(errors.As(err, &ee) && ee.code == ExitInterrupted) {
+			r.t.Fatalf("ended with %v", err)
+		}
+	case <-time.After(simLimit):
+		r.t.Fatal("the session did not end")
+	}
+}
+
+// headerLine is the screen's first row.
+func headerLine(txt string) string { return strings.SplitN(txt, "\n", 2)[0] }
+
+// openProject loads an initialised project and its task store.
+func openProject(t *testing.T, ctx context.Context, dir string) (*project, beads.Store) {
+	t.Helper()
+	bin := chorusBinary(t)
+	old := selfExe
+	selfExe = func() string { return bin }
+	t.Cleanup(func() { selfExe = old })
+	p, err := (&globals{dir: dir}).loadProject(ctx, io.Discard, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.store(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, s
+}
+
+// From a goal typed in the chat line to agents at work, with the
+// scripted agent as the Plan Agent: it creates two tasks, one with a
 // vague criterion; the configured review (one iteration) hands it back
 // and the agent leaves it; the review dialog shows it, Apply Fixes hands
-// it over again and the agent fixes it; the plan is valid, Semi-Auto is
-// picked, and the implementation view shows the tasks.
+// it over again and the agent fixes it; the plan is valid, Autopilot is
+// picked, and an implementation agent starts on a task. The header says
+// PLANNING, then REVIEW, then the mode.
 func TestPlanScreen(t *testing.T) {
 	script := `
+@ prompt~Protocol
+print "implementation agent at work"
+hang
 @ prompt~2/2:
 run "chorus task update $(cat vague.id) --acceptance 'GET /todos returns 200 and a JSON list'"
 signal COMPLETE
@@ -85,97 +173,95 @@ signal COMPLETE
 exit 0
 `
 	dir := scriptedProject(t, script, func(cfg map[string]any) { cfg["planning"] = map[string]any{"maxReviewIterations": 1} })
-	bin := chorusBinary(t)
-	old := selfExe
-	selfExe = func() string { return bin }
-	t.Cleanup(func() { selfExe = old })
-
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := (&globals{dir: dir}).loadProject(ctx, io.Discard, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := p.store(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, s := openProject(t, ctx, dir)
 	rules, err := p.loadRules()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := simScreen{SimulationScreen: tcell.NewSimulationScreen("UTF-8"), w: 160, h: 45, shown: make(chan struct{}, 1), ready: make(chan struct{}), once: &sync.Once{}}
-	done := make(chan error, 1)
-	go func() {
-		done <- runPlanScreen(ctx, p, s, planStart{prompt: p.planPrompt(rules), uiOptions: func(o *ui.Options) { o.Screen = sc }}, io.Discard)
-	}()
-	const limit = 3 * time.Minute
-	waitShown := func(want string) string {
-		t.Helper()
-		deadline := time.After(limit)
-		select {
-		case <-sc.ready:
-		case <-deadline:
-			t.Fatal("the screen was never initialised")
-		}
-		for {
-			if txt := sc.text(); strings.Contains(txt, want) {
-				return txt
-			}
-			select {
-			case <-sc.shown:
-			case err := <-done:
-				t.Fatalf("the planning screen ended (%v) before showing %q:\n%s", err, want, sc.text())
-			case <-deadline:
-				t.Fatalf("the screen never showed %q:\n%s", want, sc.text())
-			}
-		}
+	r := startSim(t, func(sc tcell.Screen) error {
+		return runPlanScreen(ctx, p, s, planStart{prompt: p.planPrompt(rules), uiOptions: func(o *ui.Options) { o.Screen = sc }}, io.Discard)
+	})
+	txt := r.wait("What should be built?")
+	if h := headerLine(txt); !strings.Contains(h, "PLANNING") || strings.Contains(h, "semi-auto") {
+		t.Fatalf("header while planning: %q", h)
 	}
-	typeText := func(text string) {
-		for _, r := range text {
-			sc.InjectKey(tcell.KeyRune, r, 0)
-		}
-	}
-
-	waitShown("What should be built?")
-	typeText("Build a todo API")
-	waitShown("> Build a todo API")
-	sc.InjectKey(tcell.KeyEnter, 0, 0)
-	waitShown("Add todo model")
-	waitShown("Add list endpoint")
-	txt := waitShown("TASK REVIEW")
+	r.typeText("Build a todo API")
+	r.wait("> Build a todo API")
+	r.sc.InjectKey(tcell.KeyEnter, 0, 0)
+	r.wait("Add todo model")
+	r.wait("Add list endpoint")
+	txt = r.wait("TASK REVIEW")
 	for _, want := range []string{"vague_criteria", "Apply Fixes", "Edit Rules", "Review Again", "Back to Plan"} {
 		if !strings.Contains(txt, want) {
 			t.Fatalf("review dialog lacks %q:\n%s", want, txt)
 		}
 	}
+	if h := headerLine(txt); !strings.Contains(h, "REVIEW") {
+		t.Fatalf("header during the review: %q", h)
+	}
 	if st := loadPlanState(t, dir); st.Status != planning.StatusReviewing || len(st.ReviewIterations) != 1 || st.PlanSummary.UserGoal != "Build a todo API" {
 		t.Fatalf("state at the review: %+v", st)
 	}
-	sc.InjectKey(tcell.KeyEnter, 0, 0) // Apply Fixes has the focus
-	txt = waitShown("The plan is ready: 2 task(s)")
+	r.sc.InjectKey(tcell.KeyEnter, 0, 0) // Apply Fixes has the focus
+	txt = r.wait("The plan is ready: 2 task(s)")
 	if !strings.Contains(txt, "Semi-Auto") || !strings.Contains(txt, "Autopilot") {
 		t.Fatalf("mode dialog:\n%s", txt)
 	}
 	if st := loadPlanState(t, dir); st.Status != planning.StatusReady || len(st.ReviewIterations) != 2 {
 		t.Fatalf("state when valid: %+v", st)
 	}
-	sc.InjectKey(tcell.KeyEnter, 0, 0) // Semi-Auto
-	txt = waitShown("semi-auto mode")
+	r.typeText("a") // Autopilot
+	r.wait("implementation agent at work")
+	txt = r.wait("│ autopilot │") // the header, once the planning screen gave way
 	if strings.Contains(txt, "TASK REVIEW") || strings.Contains(txt, "Autopilot:") || !strings.Contains(txt, "TASKS (2)") {
 		t.Fatalf("implementation view:\n%s", txt)
 	}
-	if st := loadPlanState(t, dir); st.Status != planning.StatusImplementation || st.Mode() != "semi-auto" {
+	if st := loadPlanState(t, dir); st.Status != planning.StatusImplementation || st.Mode() != "autopilot" {
 		t.Fatalf("state after the choice: %+v", st)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		var ee *exitError
-		if err != nil && !(errors.As(err, &ee) && ee.code == ExitInterrupted) {
-			t.Fatalf("ended with %v", err)
-		}
-	case <-time.After(limit):
-		t.Fatal("the session did not end")
+	r.end(cancel)
+}
+
+// A ready plan (init marks an empty project's plan ready; tasks were then
+// created by hand) opens on the mode dialog, which says what still breaks
+// the rules; the choice is recorded and starts the implementation view in
+// that mode.
+func TestModeChoiceScreen(t *testing.T) {
+	for _, c := range []struct {
+		name, acceptance, remark, key, mode, then string
+	}{
+		{"valid, autopilot", "GET /a returns 200", "The plan is ready: 1 task(s), all valid.", "a", "autopilot", "implementation agent at work"},
+		{"violations, semi-auto", "works correctly", "1 rule violation(s) remain", "s", "semi-auto", "semi-auto mode"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := scriptedProject(t, "@ prompt~Protocol\nprint \"implementation agent at work\"\nhang\n", nil)
+			if r := chorus(t, dir, "task", "create", "Add a", "--acceptance", c.acceptance); r.code != 0 {
+				t.Fatal(r.stderr)
+			}
+			if st := loadPlanState(t, dir); st.Status != planning.StatusReady || st.Mode() != "" {
+				t.Fatalf("state before: %+v", st)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p, s := openProject(t, ctx, dir)
+			r := startSim(t, func(sc tcell.Screen) error {
+				return chooseModeScreen(ctx, p, s, io.Discard, func(o *ui.Options) { o.Screen = sc })
+			})
+			txt := r.wait("Semi-Auto: you assign tasks")
+			if !strings.Contains(txt, c.remark) {
+				t.Fatalf("mode dialog lacks %q:\n%s", c.remark, txt)
+			}
+			r.typeText(c.key)
+			r.wait(c.then)
+			if h := headerLine(r.wait("│ " + c.mode + " │")); strings.Contains(h, "PLANNING") {
+				t.Fatalf("header: %q", h)
+			}
+			if st := loadPlanState(t, dir); st.Status != planning.StatusImplementation || st.Mode() != c.mode {
+				t.Fatalf("state after the choice: %+v", st)
+			}
+			r.end(cancel)
+		})
 	}
 }

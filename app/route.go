@@ -138,7 +138,7 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 			return withCode(ExitSetup, fmt.Errorf("Chorus is not set up in %s; run `chorus init --yes` first", root))
 		}
 		fmt.Fprintln(stderr, "No .chorus/ here yet: starting init.")
-		if err := runInit(ctx, g, &initOptions{maxAgents: o.maxAgents}, cmd.InOrStdin(), stderr); err != nil {
+		if _, err := runInit(ctx, g, &initOptions{maxAgents: o.maxAgents}, cmd.InOrStdin(), stderr); err != nil {
 			return err
 		}
 	}
@@ -238,9 +238,13 @@ func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *ru
 		}
 		return nil
 	case RouteModeChoice, RouteImplement:
-		// A ready plan whose mode nobody gave starts in the configured mode
-		// (semi-auto by default: nothing starts until the person assigns
-		// work or switches to autopilot in the UI).
+		// A ready plan whose mode nobody gave: the person picks it, and
+		// the choice is recorded as the dialog closes.
+		if route == RouteModeChoice && !o.headless && isTTY(os.Stdin) && isTTY(os.Stdout) {
+			return chooseModeScreen(ctx, p, s, stderr, nil)
+		}
+		// The mode was given (--autopilot, --mode, headless: the configured
+		// one): record it as the choice.
 		if o.headless || (isTTY(os.Stdin) && isTTY(os.Stdout)) {
 			if _, err := planning.Update(p.dir.PlanningState(), func(st *planning.State) {
 				mode := p.cfg.Mode

@@ -180,7 +180,7 @@ func tasksJSON(ts []beads.Task) ([]byte, error) {
 	if ts == nil {
 		ts = []beads.Task{}
 	}
-	b, err := beads.MarshalTasks(ts) // what json.Encoder writes, minus its newline
+	b, err := json.Marshal(ts)
 	return append(b, '\n'), err
 }
 

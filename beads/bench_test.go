@@ -128,3 +128,18 @@ func BenchmarkProcessGitRevParse(b *testing.B) {
 		}
 	}
 }
+
+// Open + read + every task decoded, as `chorus task list --json` does.
+func BenchmarkBuiltinOpenList10k(b *testing.B) {
+	repo := initRepo(b)
+	writeBig(b, repo, 10000)
+	for b.Loop() {
+		s, err := beads.Open(bg, beads.OpenOptions{RepoDir: repo})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.List(bg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

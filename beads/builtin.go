@@ -228,7 +228,7 @@ func decodeRecords(recs []record, errs []error) {
 	strs := make(map[string]string, 64)
 	for i := range recs {
 		r := &recs[i]
-		err := decodeWith(&scanner{b: r.raw, strs: strs}, r, false)
+		err := decodeWith(&scanner{b: r.raw, strs: strs}, r)
 		if err != nil {
 			*r = record{line: r.line, raw: r.raw}
 			err = decodeSlow(r.raw, r)

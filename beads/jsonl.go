@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"math/bits"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -581,27 +583,49 @@ func (s *scanner) itext() (string, error) {
 	return string(raw), nil
 }
 
-// decodeLine fills r's index fields from line; with full it also builds
-// r.task. It returns errSlow when the line needs encoding/json.
-func decodeLine(line []byte, r *record, full bool) error {
-	return decodeWith(&scanner{b: line}, r, full)
+// decodeLine fills r's index fields from line. It returns errSlow when the
+// line needs encoding/json.
+func decodeLine(line []byte, r *record) error {
+	return decodeWith(&scanner{b: line}, r)
 }
 
-// topKeys and depKeys are the fields encoding/json fills in a record and
-// in a dependency, numbered for the duplicate check.
+// The fields the index pass reads itself. Every other field of a record is
+// only checked (see checkers), and whole tasks are decoded by encoding/json
+// from Task's own tags, so a new Task field needs no change here.
 var (
-	topKeys = index("_type", "id", "title", "description", "acceptance_criteria", "notes", "status", "priority",
-		"issue_type", "assignee", "created_at", "created_by", "updated_at", "started_at", "closed_at",
-		"close_reason", "labels", "dependencies", "metadata", "defer_until", "ephemeral")
-	depKeys = index("issue_id", "depends_on_id", "type", "created_at", "created_by")
+	topKeys = jsonIndex(reflect.TypeFor[slowRecord]())
+	depKeys = jsonIndex(reflect.TypeFor[Dependency]())
 )
 
-func index(keys ...string) map[string]uint {
-	m := make(map[string]uint, len(keys))
-	for i, k := range keys {
-		m[k] = uint(i)
+// jsonIndex numbers the JSON names of t's fields (embedded structs
+// flattened), for the duplicate check.
+func jsonIndex(t reflect.Type) map[string]uint {
+	m := map[string]uint{}
+	for _, f := range reflect.VisibleFields(t) {
+		if name := jsonName(f); name != "" {
+			m[name] = uint(len(m))
+		}
+	}
+	if len(m) > 32 {
+		panic("beads: more than 32 JSON fields; widen the duplicate-key mask")
 	}
 	return m
+}
+
+// jsonName is the name encoding/json gives f, or "" when it has none.
+func jsonName(f reflect.StructField) string {
+	if f.Anonymous || !f.IsExported() {
+		return ""
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return ""
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name
 }
 
 // fieldKey checks a key against the fields of keys. encoding/json matches
@@ -625,11 +649,11 @@ func fieldKey(keys map[string]uint, k []byte, seen *uint32) error {
 	return nil
 }
 
-func decodeWith(s *scanner, r *record, full bool) error {
-	var t *Task
-	if full {
-		t = new(Task)
-	}
+// decodeWith is the index pass: the fields Ready needs, read in one pass
+// without reflection (several times faster than encoding/json on a large
+// task file; BenchmarkIndexPass10k), every other field checked so that the
+// verdict on the line is encoding/json's.
+func decodeWith(s *scanner, r *record) error {
 	r.kind = "issue"
 	var seen uint32
 	err := s.object(func(k []byte) error {
@@ -670,79 +694,12 @@ func decodeWith(s *scanner, r *record, full bool) error {
 		case "dependencies":
 			r.deps = r.deps[:0]
 			err = s.array(func() error {
-				var d Dependency
-				var dseen uint32
-				err := s.object(func(k []byte) error {
-					if err := fieldKey(depKeys, k, &dseen); err != nil {
-						return err
-					}
-					var err error
-					switch string(k) {
-					case "issue_id":
-						start := s.i
-						raw, esc, e := s.str()
-						if e == nil && !esc && string(raw) == r.id && valid(raw) {
-							d.IssueID = r.id // usually the record's own id
-						} else {
-							s.i = start
-							d.IssueID, e = s.text()
-						}
-						err = e
-					case "depends_on_id":
-						d.DependsOnID, err = s.text()
-					case "type":
-						d.Type, err = s.itext()
-					case "created_at":
-						d.CreatedAt, err = s.time()
-					case "created_by":
-						if full {
-							d.CreatedBy, err = s.text()
-						} else {
-							err = s.checkText()
-						}
-					default:
-						err = s.skip()
-					}
-					return err
-				})
+				d, err := s.dependency(r.id)
 				r.deps = append(r.deps, d)
 				return err
 			})
 		default:
-			if !full {
-				return s.check(k)
-			}
-			switch string(k) {
-			case "title":
-				t.Title, err = s.text()
-			case "description":
-				t.Description, err = s.text()
-			case "acceptance_criteria":
-				t.AcceptanceCriteria, err = s.text()
-			case "notes":
-				t.Notes, err = s.text()
-			case "created_by":
-				t.CreatedBy, err = s.text()
-			case "close_reason":
-				t.CloseReason, err = s.text()
-			case "updated_at":
-				t.UpdatedAt, err = s.time()
-			case "started_at":
-				t.StartedAt, err = s.ptime()
-			case "closed_at":
-				t.ClosedAt, err = s.ptime()
-			case "metadata":
-				start := s.i
-				if err = s.skip(); err == nil {
-					var m map[string]any
-					if json.Unmarshal(s.b[start:s.i], &m) != nil {
-						return errSlow
-					}
-					t.Metadata = m
-				}
-			default:
-				err = s.skip()
-			}
+			err = s.check(topChecks, k)
 		}
 		return err
 	})
@@ -753,39 +710,93 @@ func decodeWith(s *scanner, r *record, full bool) error {
 	if s.i != len(s.b) {
 		return errSlow
 	}
-	if full {
-		r.fillTask(t)
-		r.task = t
-	}
 	return nil
 }
 
-// check consumes the value of a field the index pass does not keep,
-// making sure encoding/json could still decode it into the task: a title
-// that is a number, or a time that does not parse, makes the line bad
-// even though this pass never looks at it again.
-func (s *scanner) check(k []byte) error {
-	var err error
-	switch string(k) {
-	case "title", "description", "acceptance_criteria", "notes", "created_by", "close_reason":
-		err = s.checkText()
-	case "updated_at":
-		_, err = s.time()
-	case "started_at", "closed_at":
-		_, err = s.ptime()
-	case "metadata":
-		s.ws()
-		if s.isNull() {
-			return nil
+// dependency reads one dependency record of the task with id own.
+func (s *scanner) dependency(own string) (Dependency, error) {
+	var d Dependency
+	var seen uint32
+	err := s.object(func(k []byte) error {
+		if err := fieldKey(depKeys, k, &seen); err != nil {
+			return err
 		}
-		if s.peek() != '{' {
-			return errSlow
+		var err error
+		switch string(k) {
+		case "issue_id":
+			start := s.i
+			raw, esc, e := s.str()
+			if e == nil && !esc && string(raw) == own && valid(raw) {
+				d.IssueID = own // usually the record's own id
+			} else {
+				s.i = start
+				d.IssueID, e = s.text()
+			}
+			err = e
+		case "depends_on_id":
+			d.DependsOnID, err = s.text()
+		case "type":
+			d.Type, err = s.itext()
+		case "created_at":
+			d.CreatedAt, err = s.time()
+		default:
+			err = s.check(depChecks, k)
 		}
-		err = s.skip()
-	default:
-		err = s.skip()
+		return err
+	})
+	return d, err
+}
+
+// A checker consumes a field's value without keeping it, failing where
+// encoding/json would fail to decode it into the field.
+type checker func(s *scanner) error
+
+var (
+	topChecks = checkers(reflect.TypeFor[slowRecord]())
+	depChecks = checkers(reflect.TypeFor[Dependency]())
+)
+
+// checkers derives a checker for every field of t from its type: strings
+// and times by hand (the common, large fields), anything else by decoding
+// the value into a fresh one of the field's type.
+func checkers(t reflect.Type) map[string]checker {
+	m := map[string]checker{}
+	for _, f := range reflect.VisibleFields(t) {
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		switch ft := f.Type; {
+		case ft.Kind() == reflect.String:
+			m[name] = (*scanner).checkText
+		case ft == reflect.TypeFor[time.Time]():
+			m[name] = func(s *scanner) error { _, err := s.time(); return err }
+		case ft == reflect.TypeFor[*time.Time]():
+			m[name] = func(s *scanner) error { _, err := s.ptime(); return err }
+		default:
+			m[name] = func(s *scanner) error {
+				start := s.i
+				if err := s.skip(); err != nil {
+					return err
+				}
+				if json.Unmarshal(s.b[start:s.i], reflect.New(ft).Interface()) != nil {
+					return errSlow
+				}
+				return nil
+			}
+		}
 	}
-	return err
+	return m
+}
+
+// check consumes the value of a field the index pass does not keep. A
+// title that is a number, or a time that does not parse, makes the line
+// bad even though this pass never looks at it again.
+func (s *scanner) check(checks map[string]checker, k []byte) error {
+	if c, ok := checks[string(k)]; ok {
+		return c(s)
+	}
+	return s.skip()
 }
 
 // checkText consumes a string (or null, which encoding/json ignores for a
@@ -853,14 +864,16 @@ func normTimes(t *Task) {
 	}
 }
 
-// knownKeys are the top-level fields Task owns; everything else in a
-// record is carried over untouched when the record is rewritten.
-var knownKeys = map[string]bool{
-	"_type": true, "id": true, "title": true, "description": true, "acceptance_criteria": true,
-	"notes": true, "status": true, "priority": true, "issue_type": true, "assignee": true,
-	"created_at": true, "created_by": true, "updated_at": true, "started_at": true,
-	"closed_at": true, "close_reason": true, "labels": true, "dependencies": true, "metadata": true,
-}
+// knownKeys are the top-level fields Task owns (and "_type", which every
+// record is written with); everything else in a record is carried over
+// untouched when the record is rewritten.
+var knownKeys = func() map[string]bool {
+	m := map[string]bool{"_type": true}
+	for k := range jsonIndex(reflect.TypeFor[Task]()) {
+		m[k] = true
+	}
+	return m
+}()
 
 // encodeRecord writes t as one JSONL line, keeping raw's unknown fields
 // (and the extra fields of dependency records that still exist).

@@ -32,12 +32,6 @@ type record struct {
 	drop  map[string]bool // unknown fields to remove on rewrite
 }
 
-func (r *record) fillTask(t *Task) {
-	t.ID, t.Status, t.Priority, t.IssueType, t.Assignee, t.CreatedAt = r.id, r.status, r.priority, r.itype, r.assignee, r.created
-	t.Labels = slices.Clone(r.labels)
-	t.Dependencies = slices.Clone(r.deps)
-}
-
 // setTask makes t the record's truth and refreshes the index fields.
 func (r *record) setTask(t *Task) {
 	r.task = t
@@ -51,15 +45,13 @@ func (r *record) full() (*Task, error) {
 	if r.task != nil {
 		return r.task, nil
 	}
+	// encoding/json, from Task's tags: a whole task is decoded only for the
+	// records a caller gets back, once per version of the file.
 	var x record
-	if err := decodeLine(r.raw, &x, true); err != nil {
-		x = record{}
-		if err := decodeSlow(r.raw, &x); err != nil {
-			return nil, err
-		}
+	if err := decodeSlow(r.raw, &x); err != nil {
+		return nil, err
 	}
 	r.task = x.task
-	normTimes(r.task)
 	return r.task, nil
 }
 

@@ -142,6 +142,8 @@ type AgentProfile struct {
 	// TrustWorktrees: before an interactive Claude Code agent starts, its
 	// worktree (exactly that path) is marked trusted in Claude Code's config,
 	// so its first-run trust dialog, whose default answer exits, is not shown.
+	// An interactive Codex agent is told on its command line instead (-c
+	// projects=…, the worktree and the repository, for that run only).
 	TrustWorktrees bool `json:"trustWorktrees,omitempty" mapstructure:"trustworktrees"`
 }
 
@@ -427,8 +429,8 @@ func (c Config) Validate() error {
 		default:
 			add(f+".transcript", p.Transcript, `"" (from the command), claude, codex, none`)
 		}
-		if p.TrustWorktrees && (p.Format != FormatTerminal || !strings.HasPrefix(filepath.Base(p.Command), "claude")) {
-			add(f+".trustWorktrees", true, "only for an interactive Claude Code agent (command claude, format \"\"), the one that asks to trust a folder; remove it here")
+		if base := filepath.Base(p.Command); p.TrustWorktrees && (p.Format != FormatTerminal || !strings.HasPrefix(base, "claude") && !strings.HasPrefix(base, "codex")) {
+			add(f+".trustWorktrees", true, "only for an interactive Claude Code or Codex agent (command claude or codex, format \"\"), the ones that ask to trust a folder; remove it here")
 		}
 	}
 	seen := map[string]bool{}

@@ -109,6 +109,12 @@ func PromptTemplate(name string) string {
 	return string(b)
 }
 
+// TaskRulesTemplate is the text of the task-rules.md that Install writes.
+func TaskRulesTemplate() string {
+	b, _ := chorus.Template.ReadFile(path.Join(".chorus-template", "task-rules.md"))
+	return string(b)
+}
+
 // ensureGitignore appends the entries .gitignore lacks, once.
 func ensureGitignore(path string, entries []string) ([]string, error) {
 	old, err := os.ReadFile(path)

@@ -193,6 +193,41 @@ func TestCodexTrustDialogNeedsHuman(t *testing.T) {
 	}
 }
 
+// With trustWorktrees on, the same untrusted setup never shows Codex's
+// dialog and the task completes; no trust is saved in the user's Codex
+// config.
+func TestCodexTrustWorktreesSkipsDialog(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.QualityCommands = quality
+		p := c.Agents.Available["codex"]
+		p.TrustWorktrees = true
+		c.Agents.Available["codex"] = p
+	})
+	h.untrusted = true
+	id := h.task("say hello", beads.CreateOptions{})
+	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: []modelserver.Turn{
+		{Gen: func(r modelserver.Request) modelserver.Turn {
+			return codexRuns(r, func(chorus string) string {
+				return "echo hello > hello.txt && " + commit("feat: hello", id) + " && " + chorus + " signal COMPLETE"
+			})
+		}},
+		{Text: "Done."},
+	}})
+	cfgFile := filepath.Join(h.home, ".codex", "config.toml")
+	before, _ := os.ReadFile(cfgFile)
+	t.Cleanup(h.killCodexDaemons) // after h.stop, registered by start
+	h.start()
+	h.assign(id, "codex")
+	h.waitFor(kind(orchestrator.EvCompleted, id))
+	if n := h.count(orchestrator.EvNeedsHuman); n != 0 {
+		t.Fatalf("NEEDS_HUMAN raised %d times\n%s", n, h.report())
+	}
+	// Codex writes its own first-run flags there; no trust was saved.
+	if after, _ := os.ReadFile(cfgFile); strings.Contains(string(after), "projects") {
+		t.Fatalf("the Codex config changed:\n--- before\n%s\n--- after\n%s", before, after)
+	}
+}
+
 // killCodexDaemons ends the app-server Codex leaves running from the
 // test's home after the CLI exits (it detaches from the agent's process
 // group), so tests do not leak it.

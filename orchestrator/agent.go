@@ -57,6 +57,8 @@ type agentRun struct {
 	// sawBusy: the agent's screen has shown busyMarker, so typing into it
 	// waits for it to be idle and confirms by it turning busy.
 	sawBusy atomic.Bool
+	// continued: a person answered a stuck alert with Continue (CmdContinue).
+	continued atomic.Bool
 	// meters are the transcript readers of this run's processes; their
 	// last reading is booked before the run finishes.
 	meters sync.WaitGroup
@@ -320,6 +322,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		run = *e.st.run(t.ID)
 		e.dirty = false // a read: the first iteration's record writes it
 	})
+	r.led.mu.Lock()
+	r.led.failKey, r.led.failCount, r.led.failText = run.FailKey, run.FailStreak, run.FailText
+	r.led.mu.Unlock()
 	retire, err := r.publishKey()
 	if err != nil {
 		e.opt.Store.Release(context.Background(), t.ID)
@@ -423,6 +428,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			run.Errors = 0
 		}
 		pending = res.failure
+		if r.continued.Swap(false) {
+			run.NoCommitStreak = 0
+		}
 		head, _ := e.wt.HeadCommit(context.Background(), wt)
 		if head == base {
 			run.NoCommitStreak++
@@ -862,9 +870,11 @@ func (r *agentRun) chorusPath() string {
 	return filepath.Dir(r.e.opt.ChorusExe)
 }
 
-// argv builds the command line: profile args, model override, prompt.
-func (r *agentRun) argv(t beads.Task, prompt string) []string {
+// argv builds the command line: profile args, extra options, model
+// override, prompt.
+func (r *agentRun) argv(t beads.Task, prompt string, extra ...string) []string {
 	argv := append([]string{r.profile.Command}, r.profile.Args...)
+	argv = append(argv, extra...)
 	if m, ok := t.Metadata[beads.MetaModel].(string); ok && m != "" && r.profile.AllowModelOverride && r.profile.ModelFlag != "" {
 		argv = append(argv, r.profile.ModelFlag, m)
 	}
@@ -892,7 +902,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	}
 	r.trustWorktree(wt.Dir, r.env(it))
 	p, err := ptyproc.Start(ptyproc.Spec{
-		Argv: r.argv(t, arg), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
+		Argv: r.argv(t, arg, r.codexTrustArgs(wt.Dir)...), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),
 		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
 	})

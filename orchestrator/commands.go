@@ -35,6 +35,10 @@ const (
 	CmdRetry    CommandKind = "retry"    // TaskID: a failed task back to open
 	CmdDone     CommandKind = "done"     // TaskID: close by hand
 	CmdSignal   CommandKind = "signal"   // AgentID, Signal: from `chorus signal`
+	// CmdContinue (AgentID): a person saw a stuck alert and lets the agent
+	// go on; its count of iterations without a commit starts again, so the
+	// alerts that hand a task to a person count from here.
+	CmdContinue CommandKind = "continue"
 	// CmdRollback: Level 1 AgentID (its last iteration), 2 TaskID (one
 	// merged task), 3 TaskID (and its dependents), 4 Text (checkpoint ref).
 	CmdRollback   CommandKind = "rollback"
@@ -58,8 +62,13 @@ type Command struct {
 	Title       *string     `json:"title,omitempty"`
 	Description *string     `json:"description,omitempty"`
 	Acceptance  *string     `json:"acceptance,omitempty"`
-	Signal      string      `json:"signal,omitempty"` // "TYPE: payload"
-	Level       int         `json:"level,omitempty"`  // rollback level
+	// Priority, Labels and Deps travel with a CmdEdit: set, they replace
+	// the task's (Deps: the ids it is blocked by).
+	Priority *int      `json:"priority,omitempty"`
+	Labels   *[]string `json:"labels,omitempty"`
+	Deps     *[]string `json:"deps,omitempty"`
+	Signal   string    `json:"signal,omitempty"` // "TYPE: payload"
+	Level    int       `json:"level,omitempty"`  // rollback level
 	// Question and Options travel with a CmdSignal from `chorus ask`.
 	Question string   `json:"question,omitempty"`
 	Options  []string `json:"options,omitempty"`
@@ -151,7 +160,7 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 		}
 		return closeOnce(e.opt.Store, c.TaskID, "closed by the user")
 	case CmdEdit:
-		if _, err := e.opt.Store.Update(ctx, c.TaskID, beads.Update{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance}); err != nil {
+		if err := editTask(ctx, e.opt.Store, c); err != nil {
 			return err
 		}
 		return e.do(ctx, func() {
@@ -241,6 +250,16 @@ func (e *Engine) apply(c Command) error {
 			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
 		}
 		r.cancel(errStopped)
+	case CmdContinue:
+		r := e.runs[c.AgentID]
+		if r == nil {
+			return fmt.Errorf("%w: %s", ErrUnknownAgent, c.AgentID)
+		}
+		r.continued.Store(true)
+		if a := e.st.Agents[c.AgentID]; a != nil {
+			a.Alert = ""
+		}
+		e.emit(Event{Kind: EvContinued, Agent: c.AgentID, Task: r.taskID, Text: "a person let the agent continue; stuck alerts count again from here"})
 	case CmdRedirect:
 		r := e.runs[c.AgentID]
 		if r == nil {
@@ -483,4 +502,70 @@ func (e *Engine) Recover(ctx context.Context) error {
 		}
 	}
 	return e.st.save(e.opt.Dir.State())
+}
+
+// editTask writes a CmdEdit to the store: the text fields and priority in
+// one update, then the labels and dependencies that differ. A dependency
+// that would close a cycle is refused by the store, and named.
+func editTask(ctx context.Context, st beads.Store, c Command) error {
+	if _, err := st.Update(ctx, c.TaskID, beads.Update{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority}); err != nil {
+		return err
+	}
+	if c.Labels == nil && c.Deps == nil {
+		return nil
+	}
+	t, err := st.Get(ctx, c.TaskID)
+	if err != nil {
+		return err
+	}
+	if c.Labels != nil {
+		add, drop := setDiff(t.Labels, *c.Labels)
+		for _, l := range add {
+			if err := st.AddLabel(ctx, c.TaskID, l); err != nil {
+				return fmt.Errorf("label %s: %w", l, err)
+			}
+		}
+		for _, l := range drop {
+			if err := st.RemoveLabel(ctx, c.TaskID, l); err != nil {
+				return fmt.Errorf("label %s: %w", l, err)
+			}
+		}
+	}
+	if c.Deps != nil {
+		add, drop := setDiff(t.BlockedBy(), *c.Deps)
+		for _, d := range add {
+			if err := st.AddDependency(ctx, c.TaskID, d); err != nil {
+				return fmt.Errorf("%s blocked by %s: %w", c.TaskID, d, err)
+			}
+		}
+		for _, d := range drop {
+			if err := st.RemoveDependency(ctx, c.TaskID, d); err != nil {
+				return fmt.Errorf("%s blocked by %s: %w", c.TaskID, d, err)
+			}
+		}
+	}
+	return nil
+}
+
+// setDiff says what to add to have and what to drop from it to get want.
+func setDiff(have, want []string) (add, drop []string) {
+	in := func(xs []string, x string) bool {
+		for _, y := range xs {
+			if y == x {
+				return true
+			}
+		}
+		return false
+	}
+	for _, w := range want {
+		if !in(have, w) && !in(add, w) {
+			add = append(add, w)
+		}
+	}
+	for _, h := range have {
+		if !in(want, h) {
+			drop = append(drop, h)
+		}
+	}
+	return add, drop
 }

@@ -68,6 +68,7 @@ const (
 	EvReleased    EventKind = "task_released"
 	EvNeedsHelp   EventKind = "needs_help"
 	EvAlert       EventKind = "alert"
+	EvContinued   EventKind = "agent_continued" // a person let a stuck agent go on (CmdContinue)
 	EvAgentExit   EventKind = "agent_exited"
 	EvFinished    EventKind = "agent_finished"
 	EvPaused      EventKind = "paused"

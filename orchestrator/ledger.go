@@ -156,18 +156,23 @@ func (r *agentRun) qualityDone(t beads.Task, ok bool, results []QualityResult) {
 		r.ledgerLine(t, fmt.Sprintf("quality %s: %s (exit %d)", q.Name, word, q.ExitCode))
 	}
 	r.led.mu.Lock()
-	defer r.led.mu.Unlock()
 	if ok || len(results) == 0 {
 		r.led.failKey, r.led.failCount, r.led.failText = "", 0, ""
-		return
-	}
-	key := failureKey(results)
-	if key == r.led.failKey {
-		r.led.failCount++
 	} else {
-		r.led.failKey, r.led.failCount = key, 1
+		key := failureKey(results)
+		if key == r.led.failKey {
+			r.led.failCount++
+		} else {
+			r.led.failKey, r.led.failCount = key, 1
+		}
+		r.led.failText = describeFailure(results)
 	}
-	r.led.failText = describeFailure(results)
+	key, n, text := r.led.failKey, r.led.failCount, r.led.failText
+	r.led.mu.Unlock()
+	r.update(func(s *State, _ *AgentState) {
+		tr := s.run(t.ID)
+		tr.FailKey, tr.FailStreak, tr.FailText = key, n, text
+	})
 }
 
 // volatile are the parts of a command's output that change between two

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -138,6 +140,36 @@ hang
 	}
 }
 
+// The count of a repeating failure survives the agent being stopped and
+// the task taken up again: two failures in a row, one per run, are two.
+func TestRepeatedFailureCountedAcrossRuns(t *testing.T) {
+	script := `
+run "date +%s%N >> work.txt"
+commit "attempt"
+signal COMPLETE
+hang
+`
+	h := newHarness(t, script, func(c *config.Config) {
+		c.Completion.MaxIterations = 20
+		c.Completion.RepeatedFailures = 2
+		c.QualityCommands = []config.QualityCommand{{Name: "test", Command: "echo 'TestX failed'; exit 1", Required: true, Order: 1}}
+	})
+	id := h.task("hopeless", beads.CreateOptions{})
+	h.start()
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	q := h.waitFor(func(e Event) bool { return e.Kind == EvQuality && e.Task == id })
+	// Stopped once the failure is handed back (the next iteration began),
+	// not while the check is still being recorded.
+	h.waitFor(func(e Event) bool { return e.Kind == EvIteration && e.Task == id && e.Fields["iteration"] == 2 })
+	h.do(Command{Kind: CmdStop, AgentID: q.Agent})
+	h.waitFor(kind(EvReleased, id))
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	ev := h.waitFor(kind(EvNeedsHuman, id))
+	if !strings.Contains(ev.Text, "same quality failure 2 times") {
+		t.Fatalf("needs-human event: %q\n%s", ev.Text, h.report())
+	}
+}
+
 // Stuck alerts that keep coming hand the task to a person too.
 func TestStuckAlertsGoToPerson(t *testing.T) {
 	h := newHarness(t, "exit 0\n", func(c *config.Config) {
@@ -155,6 +187,45 @@ func TestStuckAlertsGoToPerson(t *testing.T) {
 	h.waitFor(kind(EvBlocked, id))
 	if n := h.count(EvIteration); n != 2 {
 		t.Fatalf("%d iterations, want 2", n)
+	}
+}
+
+// Continue on a stuck alert lets the agent go on: the alerts that hand the
+// task to a person count again from there, so it gets one more iteration
+// than without (the second one waits until Continue was sent).
+func TestContinueAfterStuckAlert(t *testing.T) {
+	d := t.TempDir()
+	fifo := filepath.Join(d, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `run "if [ ! -f ` + d + `/first ]; then touch ` + d + `/first; elif [ ! -f ` + d + `/second ]; then touch ` + d + `/second; read x < ` + fifo + `; fi"
+exit 0
+`
+	h := newHarness(t, script, func(c *config.Config) {
+		c.Completion.StuckIterations = 1
+		c.Completion.StuckAlerts = 2
+		c.Completion.MaxIterations = 10
+	})
+	id := h.task("stuck", beads.CreateOptions{})
+	h.start()
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	alert := h.waitFor(func(e Event) bool {
+		return e.Kind == EvAlert && e.Task == id && strings.Contains(e.Text, "may be stuck")
+	})
+	h.do(Command{Kind: CmdContinue, AgentID: alert.Agent})
+	h.waitFor(kind(EvContinued, id))
+	// Let the second iteration end.
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("go\n")
+	f.Close()
+	h.waitFor(kind(EvNeedsHuman, id))
+	h.waitFor(kind(EvBlocked, id))
+	if n := h.count(EvIteration); n != 3 {
+		t.Fatalf("%d iterations, want 3 (2 without Continue)", n)
 	}
 }
 

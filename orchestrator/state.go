@@ -77,8 +77,14 @@ type TaskRun struct {
 	NoCommitStreak int    `json:"noCommitStreak"`
 	Errors         int    `json:"consecutiveErrors"`
 	LastFailure    string `json:"lastFailure,omitempty"`
-	IterationBase  string `json:"iterationBase,omitempty"` // HEAD when the last iteration started
-	Completed      bool   `json:"completed"`               // quality passed; closing pending
+	// FailKey, FailStreak and FailText are the quality failure repeating
+	// in a row (its fingerprint, count and evidence), kept across respawns,
+	// stops and restarts so "the same failure N times" counts them all.
+	FailKey       string `json:"failKey,omitempty"`
+	FailStreak    int    `json:"failStreak,omitempty"`
+	FailText      string `json:"failText,omitempty"`
+	IterationBase string `json:"iterationBase,omitempty"` // HEAD when the last iteration started
+	Completed     bool   `json:"completed"`               // quality passed; closing pending
 	// CompleteSignalled: the agent signalled COMPLETE and its quality
 	// check had not finished; recorded first, so a crash during the check
 	// leads to a re-check, not a lost COMPLETE and a spent iteration.

@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,6 +116,39 @@ const (
 	EvNeedsHuman        EventKind = "needs_human"
 	EvNeedsHumanCleared EventKind = "needs_human_cleared"
 )
+
+// codexTrustArgs are the options that tell an interactive Codex agent, for
+// this run only, that its worktree (and the repository it belongs to,
+// which is what Codex asks about) are trusted, when its profile asks for
+// trustWorktrees: otherwise its first run in each new worktree waits at
+// "Trust this folder?". Nothing is written to the user's Codex config. The
+// table is given whole because -c splits a dotted key on every ".".
+func (r *agentRun) codexTrustArgs(dir string) []string {
+	if !r.profile.TrustWorktrees || r.profile.TranscriptKind() != config.TranscriptCodex || dir == "" {
+		return nil
+	}
+	var entries []string
+	for _, d := range []string{dir, r.e.opt.Dir.Root} {
+		q, ok := tomlString(d)
+		if !ok {
+			r.event(EvAlert, "cannot tell Codex to trust "+strconv.Quote(d)+": the path has control characters", nil)
+			return nil
+		}
+		entries = append(entries, q+`={trust_level="trusted"}`)
+	}
+	return []string{"-c", "projects={" + strings.Join(entries, ",") + "}"}
+}
+
+// tomlString quotes s as a TOML basic string; paths with control
+// characters are refused rather than escaped.
+func tomlString(s string) (string, bool) {
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return "", false
+		}
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`, true
+}
 
 // trustWorktree marks an interactive Claude Code agent's worktree, exactly
 // that path, trusted in the CLI's config when its profile asks for it, so

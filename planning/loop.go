@@ -214,20 +214,9 @@ func (l *Loop) Review(ctx context.Context, resume string) (Result, error) {
 	iteration := len(st.ReviewIterations)
 	var prev []taskrules.Violation
 	for {
-		rules, err := l.Rules()
+		open, vs, err := l.Check(ctx)
 		if err != nil {
 			return Result{}, err
-		}
-		all, err := l.Store.List(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		vs := taskrules.Validate(all, rules)
-		open := 0
-		for _, t := range all {
-			if t.Status != beads.StatusClosed {
-				open++
-			}
 		}
 		fixed := countFixed(prev, vs)
 		valid := len(vs) == 0 && open > 0
@@ -271,6 +260,25 @@ func (l *Loop) Review(ctx context.Context, resume string) (Result, error) {
 		}
 		prev = vs
 	}
+}
+
+// Check validates the tasks against the rules as they are now, with no
+// agent and no change to the state: open counts the tasks not closed.
+func (l *Loop) Check(ctx context.Context) (open int, vs []taskrules.Violation, err error) {
+	rules, err := l.Rules()
+	if err != nil {
+		return 0, nil, err
+	}
+	all, err := l.Store.List(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, t := range all {
+		if t.Status != beads.StatusClosed {
+			open++
+		}
+	}
+	return open, taskrules.Validate(all, rules), nil
 }
 
 // Stop ends the Plan Agent, if it runs.

@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# Compares agent/term's ingest speed with tmux's on the same bytes.
+# Compares agent/term's ingest with tmux's on the same bytes, both fed the
+# same way: `cat` writing into a real PTY, read by the side measured.
 #
 # The bytes are the recorded streams in agent/term/testdata/replay, joined as
-# BenchmarkReplay joins them. tmux gets them through a real PTY (cat in a
-# detached 120x40 pane, no client attached, so nothing is drawn), repeated
-# until there are about 20 MB; the time runs until cat has written the last
-# byte and tmux has answered a wait-for sent after it. The emulator's
-# figure comes from `go test -bench BenchmarkReplay` in the same run.
+# BenchmarkReplay joins them and repeated to about MB megabytes. tmux reads
+# them in a detached 120x40 pane (no client attached, so nothing is drawn);
+# its time runs until cat has written the last byte and tmux has answered a
+# wait-for sent after it, and its CPU is the server's over that span. Chorus
+# reads them as the engine reads an agent (ptyproc into one emulator with
+# tmux's scrollback), in `bench-tui ingest`; its CPU is that process's own.
+# Each side runs ROUNDS times, interleaved; medians are printed.
 #
 # Usage: scripts/bench-tmux-ingest.sh [MB]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET_MB=${1:-20}
+ROUNDS=${ROUNDS:-3}
 WORK=$(mktemp -d)
 SOCK=chorus-bench-$$
-CONF=$(mktemp)
-echo 'set -g history-limit 10000' >"$CONF" # as the emulator's default
+CONF=$WORK/tmux.conf
+echo 'set -g history-limit 10000' >"$CONF" # as the emulator's scrollback here
 T=(tmux -L "$SOCK" -f "$CONF")
 cleanup() {
 	"${T[@]}" kill-server 2>/dev/null || true
-	rm -rf "$WORK" "$CONF"
+	rm -rf "$WORK"
 }
 trap cleanup EXIT
+HZ=$(getconf CLK_TCK)
+cpu() { local s; s=$(cat "/proc/$1/stat"); echo "${s##*) }" | awk '{print $12+$13}'; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+(cd "$ROOT" && go build -o "$WORK/bench-tui" ./scripts/bench-tui)
 one=$WORK/one.raw
 : >"$one"
 for d in "$ROOT"/agent/term/testdata/replay/*/; do
@@ -35,18 +43,26 @@ reps=$(((TARGET_MB * 1000000 + size - 1) / size))
 for ((i = 0; i < reps; i++)); do cat "$one"; done >"$WORK/all.raw"
 total=$(stat -c %s "$WORK/all.raw")
 
-start=$(date +%s.%N)
-"${T[@]}" new-session -d -s bench -x 120 -y 40 \
-	"stty raw -echo; cat '$WORK/all.raw'; tmux -L '$SOCK' wait-for -S ingested; sleep 600"
-"${T[@]}" wait-for ingested
-end=$(date +%s.%N)
-tmux_mbs=$(echo "$total $start $end" | awk '{printf "%.2f", $1 / ($3 - $2) / 1e6}')
+"${T[@]}" new-session -d -s idle -x 120 -y 40 "sleep 100000"
+srv=$("${T[@]}" display -p '#{pid}')
+: >"$WORK/tmux.txt"
+: >"$WORK/chorus.txt"
+for ((r = 1; r <= ROUNDS; r++)); do
+	c0=$(cpu "$srv")
+	start=$(date +%s.%N)
+	"${T[@]}" new-window -d -t idle "stty raw -echo; cat '$WORK/all.raw'; tmux -L '$SOCK' wait-for -S ingested-$r; sleep 100000"
+	"${T[@]}" wait-for "ingested-$r"
+	end=$(date +%s.%N)
+	c1=$(cpu "$srv")
+	echo "$start $end $c0 $c1" | awk -v hz="$HZ" '{printf "%.3f %.3f\n", $2 - $1, ($4 - $3) / hz}' >>"$WORK/tmux.txt"
+	"$WORK/bench-tui" ingest "$WORK/all.raw" >>"$WORK/chorus.txt"
+done
+tw=$(cut -d' ' -f1 "$WORK/tmux.txt" | median)
+tc=$(cut -d' ' -f2 "$WORK/tmux.txt" | median)
+cw=$(cut -d' ' -f1 "$WORK/chorus.txt" | median)
+cc=$(cut -d' ' -f2 "$WORK/chorus.txt" | median)
 
-go_out=$(cd "$ROOT" && go test -run '^$' -bench '^BenchmarkReplay$' -benchtime 3s ./agent/term/)
-go_mbs=$(echo "$go_out" | awk '/^BenchmarkReplay/ {for (i = 1; i <= NF; i++) if ($(i+1) == "MB/s") print $i}')
-allocs=$(echo "$go_out" | awk '/^BenchmarkReplay/ {for (i = 1; i <= NF; i++) if ($(i+1) == "allocs/KB") print $i}')
-
-echo "bytes fed to tmux:   $total ($reps x $size)"
-echo "tmux through a PTY:  $tmux_mbs MB/s"
-echo "agent/term (4 KiB):     $go_mbs MB/s, $allocs allocs/KB"
-echo "ratio agent/term/tmux:  $(echo "$go_mbs $tmux_mbs" | awk '{printf "%.1f", $1 / $2}')x"
+echo "bytes fed to each side: $total ($reps x $size), $ROUNDS rounds, medians"
+echo "tmux (server):          wall ${tw} s, CPU ${tc} s"
+echo "Chorus (ptyproc+term):  wall ${cw} s, CPU ${cc} s"
+echo "tmux/Chorus:            wall $(echo "$tw $cw" | awk '{printf "%.2f", $1 / $2}')x, CPU $(echo "$tc $cc" | awk '{printf "%.2f", $1 / $2}')x (above 1: Chorus is faster)"

@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
 # CPU cost of the Chorus grid against tmux showing the same streams.
 #
-# Eight tiles each receive a recorded Claude Code stream (agent/term/testdata/
-# replay/claude-fullscreen/stream.raw) in a loop at 10x its real rate, for
-# SECONDS (default 60). The same run starts a tmux server with the same 8
-# streams in 8 tiled panes and an attached client. Both "terminals" are
-# script(1) PTYs of 200x60 draining into /dev/null, so each side pays for
+# For each recorded stream, eight tiles each receive it in a loop at 10x its
+# real rate. The same run starts a tmux server with the same 8 streams in 8
+# tiled panes and an attached client. Both "terminals" are script(1) PTYs of
+# 200x60 draining into /dev/null, so each side pays for reading the PTYs,
 # parsing the streams and drawing its screen, nothing else. Pacers are
-# separate processes and are not counted.
+# separate processes and are not counted. Both sides run until the measured
+# window has closed and been read, then are killed: a side that is gone
+# before that is an error, never a figure.
 #
-# The recordings carry no timestamps; the real rate is taken as REAL_RATE
-# bytes/s (default 600: a ~12 KB session recorded over ~20 s).
+# Streams are agent/term/testdata/replay/<name>/stream.raw (recorded with
+# scripts/record-term.sh) plus "buildlog", a compiler's verbose log made on
+# the spot. The recordings carry no timestamps; the real rate is taken as
+# REAL_RATE bytes/s (default 600: a ~12 KB session recorded over ~20 s).
 #
-# Usage: scripts/bench-tui.sh            load run (ratio Chorus/tmux)
-#        IDLE=1 scripts/bench-tui.sh     8 idle tiles: Chorus's CPU only
+# Usage: scripts/bench-tui.sh                  all streams, WINDOW s each
+#        STREAMS="vim htop" scripts/bench-tui.sh
+#        IDLE=1 scripts/bench-tui.sh           8 idle tiles: Chorus's CPU only
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SECONDS_RUN=${SECONDS_RUN:-60}
+WINDOW=${WINDOW:-30}
 REAL_RATE=${REAL_RATE:-600}
-STREAM=${STREAM:-$ROOT/agent/term/testdata/replay/claude-fullscreen/stream.raw}
+STREAMS=${STREAMS:-claude-fullscreen claude-classic vim htop less buildlog}
 RATE=$((REAL_RATE * 10))
-[[ ${IDLE:-} == 1 ]] && RATE=0
+[[ ${IDLE:-} == 1 ]] && RATE=0 && STREAMS=claude-fullscreen
 TMP=$(mktemp -d)
 SOCK=chorus-bench-$$
 BIN=$TMP/bench-tui
+LIVE=100000 # seconds: the load runs until this script kills it
 (cd "$ROOT" && go build -o "$BIN" ./scripts/bench-tui)
 cleanup() {
 	tmux -L "$SOCK" kill-server 2>/dev/null || true
@@ -31,45 +36,71 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-
-# cpu PID: utime+stime of the process itself, in clock ticks. Fields are
-# counted after the ")" closing the command name, which has a space in it
-# for tmux ("tmux: server").
-cpu() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12+$13}' || echo 0; }
 HZ=$(getconf CLK_TCK)
 
-# Chorus, in a 200x60 PTY drained to /dev/null.
-script -qfc "stty cols 200 rows 60; exec $BIN chorus $STREAM $RATE $SECONDS_RUN" /dev/null >/dev/null 2>&1 &
-if [[ ${IDLE:-} != 1 ]]; then
-	cat >"$TMP/tmux.conf" <<CONF
+# cpu PID: utime+stime of the process, in clock ticks; fails when it is
+# gone. Fields are counted after the ")" closing the command name, which
+# has a space in it for tmux ("tmux: server").
+cpu() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo "bench-tui: process $1 ($2) ended before the window closed" >&2; exit 1; }
+	echo "${s##*) }" | awk '{print $12+$13}'
+}
+secs() { echo "scale=3; $1/$HZ" | bc; }
+
+stream_file() {
+	if [[ $1 == buildlog ]]; then
+		# A verbose build: long plain lines, the shape of most agents' tool output.
+		(cd "$ROOT" && go build -a -x -o /dev/null ./agent/term 2>&1 | head -c 200000 | sed 's/$/\r/') >"$TMP/buildlog.raw"
+		echo "$TMP/buildlog.raw"
+	else
+		echo "$ROOT/agent/term/testdata/replay/$1/stream.raw"
+	fi
+}
+
+run_one() {
+	local name=$1 file
+	file=$(stream_file "$name")
+	script -qfc "stty cols 200 rows 60; exec env ${CHORUS_ENV:-} $BIN chorus $file $RATE $LIVE" /dev/null >/dev/null 2>&1 &
+	local T=(tmux -L "$SOCK" -f "$TMP/tmux.conf")
+	if [[ ${IDLE:-} != 1 ]]; then
+		"${T[@]}" new-session -d -x 200 -y 60 "$BIN pace $file $RATE $LIVE"
+		for _ in $(seq 7); do
+			"${T[@]}" split-window -t 0 "$BIN pace $file $RATE $LIVE"
+			"${T[@]}" select-layout -t 0 tiled >/dev/null
+		done
+		script -qfc "stty cols 200 rows 60; exec tmux -L $SOCK attach" /dev/null >/dev/null 2>&1 &
+	fi
+	sleep 2 # let both start before the measured window opens
+	local ch srv cli c0 c1 s0 s1 k0 k1
+	ch=$(pgrep -f "^$BIN chorus" | head -1)
+	c0=$(cpu "$ch" chorus)
+	if [[ ${IDLE:-} != 1 ]]; then
+		srv=$("${T[@]}" display -p '#{pid}')
+		cli=$(pgrep -f "^tmux -L $SOCK attach" | head -1)
+		s0=$(cpu "$srv" "tmux server")
+		k0=$(cpu "$cli" "tmux client")
+	fi
+	sleep "$WINDOW"
+	c1=$(cpu "$ch" chorus)
+	if [[ ${IDLE:-} == 1 ]]; then
+		echo "idle, 8 tiles, ${WINDOW} s: chorus $(secs $((c1 - c0))) CPU s"
+	else
+		s1=$(cpu "$srv" "tmux server")
+		k1=$(cpu "$cli" "tmux client")
+		local c=$((c1 - c0)) t=$((s1 - s0 + k1 - k0))
+		printf '%-18s chorus %7s CPU s   tmux server+client %7s CPU s   ratio %s\n' "$name" "$(secs $c)" "$(secs $t)" \
+			"$(if ((t > 0)); then echo "scale=2; $c/$t" | bc; else echo n/a; fi)"
+		"${T[@]}" kill-server 2>/dev/null || true
+	fi
+	pkill -f "^$BIN " 2>/dev/null || true
+	wait 2>/dev/null || true
+}
+
+cat >"$TMP/tmux.conf" <<CONF
 set -g status off
 set -g history-limit 5000
 set -g escape-time 0
 CONF
-	T=(tmux -L "$SOCK" -f "$TMP/tmux.conf")
-	"${T[@]}" new-session -d -x 200 -y 60 "$BIN pace $STREAM $RATE $((SECONDS_RUN + 5))"
-	for _ in $(seq 7); do
-		"${T[@]}" split-window -t 0 "$BIN pace $STREAM $RATE $((SECONDS_RUN + 5))"
-		"${T[@]}" select-layout -t 0 tiled >/dev/null
-	done
-	script -qfc "stty cols 200 rows 60; exec tmux -L $SOCK attach" /dev/null >/dev/null 2>&1 &
-fi
-sleep 2 # let both start before the measured window opens
-CH=$(pgrep -f "^$BIN chorus" | head -1)
-if [[ ${IDLE:-} != 1 ]]; then
-	SRV=$(tmux -L "$SOCK" display -p '#{pid}')
-	CLI=$(pgrep -f "^tmux -L $SOCK attach" | head -1)
-fi
-c0=$(cpu "$CH")
-if [[ ${IDLE:-} != 1 ]]; then s0=$(cpu "$SRV"); k0=$(cpu "$CLI"); fi
-sleep $((SECONDS_RUN - 4))
-c1=$(cpu "$CH")
-if [[ ${IDLE:-} == 1 ]]; then
-	echo "idle, 8 tiles, $((SECONDS_RUN - 4)) s: chorus $(echo "scale=3; ($c1-$c0)/$HZ" | bc) CPU s"
-	exit 0
-fi
-s1=$(cpu "$SRV")
-k1=$(cpu "$CLI")
-chorus=$(echo "scale=3; ($c1-$c0)/$HZ" | bc)
-tmuxs=$(echo "scale=3; ($s1-$s0+$k1-$k0)/$HZ" | bc)
-echo "8 streams at ${RATE} B/s each, $((SECONDS_RUN - 4)) s: chorus ${chorus} CPU s, tmux server+client ${tmuxs} CPU s, ratio $(echo "scale=2; $chorus/$tmuxs" | bc)"
+echo "8 tiles per stream at ${RATE} B/s each, ${WINDOW} s window, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+for s in $STREAMS; do run_one "$s"; done

@@ -207,3 +207,31 @@ func TestCriteria(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// The init wizard reads the template's limits and writes them back
+// changed; the file still parses, to the new values, and nothing else in
+// it moves.
+func TestLimitsRoundTrip(t *testing.T) {
+	text := "# Task Rules\n\n## Configurable Limits\n\n| Setting | Value | Description |\n|---------|-------|-------------|\n| max_acceptance_criteria | 10 | Maximum criteria per task |\n| `max_description_length` | 500 | Maximum chars |\n\n## Optional Rules\n\n- [ ] require_test_file: x\n"
+	ls := Limits(text)
+	if len(ls) != 2 || ls[0] != (Limit{MaxAcceptanceCriteria, 10, "Maximum criteria per task"}) || ls[1].Name != MaxDescriptionLength || ls[1].Value != 500 {
+		t.Fatalf("limits %+v", ls)
+	}
+	out, err := SetLimits(text, map[string]int{MaxAcceptanceCriteria: 6, MaxDescriptionLength: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Parse("rules.md", out)
+	if err != nil || r.MaxAcceptanceCriteria != 6 || r.MaxDescriptionLength != 0 {
+		t.Fatalf("parsed %+v %v\n%s", r, err, out)
+	}
+	if a, b := strings.Split(text, "\n"), strings.Split(out, "\n"); len(a) != len(b) || a[0] != b[0] || a[len(a)-2] != b[len(b)-2] {
+		t.Fatalf("other lines moved:\n%s", out)
+	}
+	if _, err := SetLimits(text, map[string]int{MaxTitleLength: 80}); err == nil || !strings.Contains(err.Error(), "not in the Configurable Limits table") {
+		t.Fatalf("missing row: %v", err)
+	}
+	if _, err := SetLimits(text, map[string]int{MaxAcceptanceCriteria: -1}); err == nil {
+		t.Fatal("negative limit accepted")
+	}
+}

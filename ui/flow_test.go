@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -398,5 +399,38 @@ hang
 	d.quitted()
 	if st := s.get("t-a").Status; st != beads.StatusClosed {
 		t.Fatalf("t-a: %s\n%s", st, d.text())
+	}
+}
+
+// e edits priority, labels and dependencies too; a dependency that would
+// close a cycle is refused with the reason; u undoes the whole edit.
+func TestFlowEditPriorityLabelsDeps(t *testing.T) {
+	s := newSession(t, "hang\n", nil)
+	s.task("t-a", "alpha", 0)
+	s.task("t-b", "beta", 1)
+	d := s.start(150, 45)
+	d.ui(func() { d.u.setPanel(panelTasks); d.u.selTask = "t-b" })
+	d.press("e")
+	if d.overlay() != ovEditTask {
+		t.Fatalf("edit form not open: %q", d.overlay())
+	}
+	// Title → Description → Acceptance → Priority: open it, P1 → P3.
+	d.press("<Tab>", "<Tab>", "<Tab>", "<Enter>", "<Down>", "<Down>", "<Enter>")
+	d.press("<Tab>", "backend api", "<Tab>", "t-a", "<C-s>")
+	b := s.get("t-b")
+	if b.Priority != 3 || !reflect.DeepEqual(b.Labels, []string{"api", "backend"}) && !reflect.DeepEqual(b.Labels, []string{"backend", "api"}) || !reflect.DeepEqual(b.BlockedBy(), []string{"t-a"}) {
+		t.Fatalf("t-b after the edit: priority %d labels %v blocked by %v", b.Priority, b.Labels, b.BlockedBy())
+	}
+	// t-a blocked by t-b would close a cycle.
+	d.ui(func() { d.u.selTask = "t-a" })
+	d.press("e", "<Tab>", "<Tab>", "<Tab>", "<Tab>", "<Tab>", "t-b", "<C-s>")
+	d.waitShown("cycle")
+	if got := s.get("t-a").BlockedBy(); len(got) != 0 {
+		t.Fatalf("t-a blocked by %v after a refused cycle", got)
+	}
+	d.press("u")
+	b = s.get("t-b")
+	if b.Priority != 1 || len(b.Labels) != 0 || len(b.BlockedBy()) != 0 {
+		t.Fatalf("t-b after undo: priority %d labels %v blocked by %v", b.Priority, b.Labels, b.BlockedBy())
 	}
 }

@@ -23,7 +23,7 @@ func (u *UI) build() {
 	}
 	hint := hints(u.keys.table, u.o.Config.TUI.PrefixKey)
 	u.header = newLineView(&u.theme, func() present.Line {
-		return present.Header(u.o.Version, u.vm.snap, len(u.vm.tasks), u.passthrough)
+		return present.Header(u.o.Version, u.vm.snap, len(u.vm.tasks), u.passthrough, u.phase())
 	})
 	u.footer = newLineView(&u.theme, func() present.Line {
 		h := hint

@@ -26,17 +26,26 @@ func (u *UI) retryTask() {
 	u.send(orchestrator.Command{Kind: orchestrator.CmdRetry, TaskID: id}, id+" back to pending", nil)
 }
 
+// taskEdit is what the task form gives back.
+type taskEdit struct {
+	title, desc, acc string
+	prio             int
+	labels, deps     []string
+}
+
 // taskForm is the new-task and edit-task form.
-func (u *UI) taskForm(name, title string, t beads.Task, submit func(title, desc, acc string, prio int, deps []string)) {
+func (u *UI) taskForm(name, title string, t beads.Task, submit func(taskEdit)) {
 	f := tview.NewForm()
 	f.AddInputField("Title", t.Title, 0, nil, nil)
 	f.AddTextArea("Description", t.Description, 0, 4, 0, nil)
 	f.AddTextArea("Acceptance", t.AcceptanceCriteria, 0, 3, 0, nil)
-	isNew := name == ovNewTask
-	if isNew {
-		f.AddDropDown("Priority", []string{"P0", "P1", "P2", "P3", "P4"}, 2, nil)
-		f.AddInputField("Blocked by (ids)", "", 0, nil, nil)
+	prio := 2
+	if name == ovEditTask {
+		prio = min(max(t.Priority, 0), 4)
 	}
+	f.AddDropDown("Priority", []string{"P0", "P1", "P2", "P3", "P4"}, prio, nil)
+	f.AddInputField("Labels", strings.Join(t.Labels, " "), 0, nil, nil)
+	f.AddInputField("Blocked by (ids)", strings.Join(t.BlockedBy(), " "), 0, nil, nil)
 	save := func() {
 		get := func(label string) string {
 			switch it := f.GetFormItemByLabel(label).(type) {
@@ -47,24 +56,22 @@ func (u *UI) taskForm(name, title string, t beads.Task, submit func(title, desc,
 			}
 			return ""
 		}
+		words := func(label string) []string {
+			return strings.FieldsFunc(get(label), func(r rune) bool { return r == ',' || r == ' ' })
+		}
 		ti := strings.TrimSpace(get("Title"))
 		if ti == "" {
 			u.setFlash("a task needs a title", present.Warn)
 			return
 		}
-		prio := 2
-		var deps []string
-		if isNew {
-			prio, _ = f.GetFormItemByLabel("Priority").(*tview.DropDown).GetCurrentOption()
-			deps = strings.FieldsFunc(get("Blocked by (ids)"), func(r rune) bool { return r == ',' || r == ' ' })
-		}
+		p, _ := f.GetFormItemByLabel("Priority").(*tview.DropDown).GetCurrentOption()
 		u.closeOverlay()
-		submit(ti, get("Description"), get("Acceptance"), prio, deps)
+		submit(taskEdit{title: ti, desc: get("Description"), acc: get("Acceptance"), prio: p, labels: words("Labels"), deps: words("Blocked by (ids)")})
 	}
 	f.AddButton("Save", save).AddButton("Cancel", u.closeOverlay)
 	f.SetBorder(true).SetTitle(" " + present.Clean(title) + " (Esc cancels) ")
 	f.SetCancelFunc(u.closeOverlay)
-	u.openOverlay(name, f, 90, 22, func(ev *tcell.EventKey) *tcell.EventKey {
+	u.openOverlay(name, f, 90, 26, func(ev *tcell.EventKey) *tcell.EventKey {
 		if ev.Key() == tcell.KeyCtrlS {
 			save()
 			return nil
@@ -74,8 +81,8 @@ func (u *UI) taskForm(name, title string, t beads.Task, submit func(title, desc,
 }
 
 func (u *UI) newTask() {
-	u.taskForm(ovNewTask, "New task", beads.Task{}, func(title, desc, acc string, prio int, deps []string) {
-		u.createTask(title, beads.CreateOptions{Priority: prio, PrioritySet: true, Description: desc, Acceptance: acc, Deps: deps})
+	u.taskForm(ovNewTask, "New task", beads.Task{}, func(e taskEdit) {
+		u.createTask(e.title, beads.CreateOptions{Priority: e.prio, PrioritySet: true, Description: e.desc, Acceptance: e.acc, Labels: e.labels, Deps: e.deps})
 	})
 }
 
@@ -89,15 +96,25 @@ func (u *UI) editTask() {
 		u.setFlash(id+" is not loaded yet", present.Warn)
 		return
 	}
-	u.taskForm(ovEditTask, "Edit "+id, old, func(title, desc, acc string, _ int, _ []string) {
-		c := orchestrator.Command{Kind: orchestrator.CmdEdit, TaskID: id, Title: &title, Description: &desc, Acceptance: &acc}
-		ot, od, oa := old.Title, old.Description, old.AcceptanceCriteria
+	u.taskForm(ovEditTask, "Edit "+id, old, func(e taskEdit) {
+		labels, deps := e.labels, e.deps
+		if labels == nil {
+			labels = []string{}
+		}
+		if deps == nil {
+			deps = []string{}
+		}
+		c := orchestrator.Command{Kind: orchestrator.CmdEdit, TaskID: id, Title: &e.title, Description: &e.desc, Acceptance: &e.acc,
+			Priority: &e.prio, Labels: &labels, Deps: &deps}
+		ot, od, oa, op := old.Title, old.Description, old.AcceptanceCriteria, old.Priority
+		ol, odeps := append([]string{}, old.Labels...), append([]string{}, old.BlockedBy()...)
 		msg := "saved " + id
 		if r, ok := u.taskRow(id); ok && r.State == present.StateRunning {
 			msg += "; its agent restarts with the new text"
 		}
 		u.send(c, msg, func() {
-			u.pushUndo(undoEntry{desc: "edit " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdEdit, TaskID: id, Title: &ot, Description: &od, Acceptance: &oa}}})
+			u.pushUndo(undoEntry{desc: "edit " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdEdit, TaskID: id, Title: &ot, Description: &od, Acceptance: &oa,
+				Priority: &op, Labels: &ol, Deps: &odeps}}})
 		})
 	})
 }

@@ -67,6 +67,21 @@ func (u *UI) planning() bool {
 	return u.o.Planner != nil && u.plan.Stage != PlanDone
 }
 
+// phase is the header's name for the planning stage: PLANNING while the
+// goal is asked for and the Plan Agent writes, REVIEW while the tasks are
+// validated and the person decides; "" once the implementation view is up.
+// Event goroutine.
+func (u *UI) phase() string {
+	if !u.planning() {
+		return ""
+	}
+	switch u.plan.Stage {
+	case PlanReviewing, PlanReview:
+		return "REVIEW"
+	}
+	return "PLANNING"
+}
+
 // setPlan shows a new planning stage. Event goroutine.
 func (u *UI) setPlan(pv PlanView) {
 	prev := u.plan.Stage
@@ -209,7 +224,11 @@ func (u *UI) showPlanReview() {
 
 // showPlanMode asks how to work through a valid plan.
 func (u *UI) showPlanMode() {
-	text := fmt.Sprintf("The plan is ready: %d task(s), all valid.\n\nSemi-Auto: you assign tasks to agents.\nAutopilot: agents work through the ready queue alone.", u.plan.Tasks)
+	head := fmt.Sprintf("The plan is ready: %d task(s), all valid.", u.plan.Tasks)
+	if u.plan.Text != "" {
+		head = present.Clean(u.plan.Text) // a remark from the Planner: violations left, or a refused choice
+	}
+	text := head + "\n\nSemi-Auto: you assign tasks to agents.\nAutopilot: agents work through the ready queue alone."
 	modes := []string{"semi-auto", "autopilot"}
 	m := tview.NewModal().SetText(text).AddButtons([]string{"Semi-Auto", "Autopilot"})
 	pick := func(i int) {

@@ -68,8 +68,8 @@ func timelineText(id string, stages []orchestrator.Stage, err error, ledger stri
 // is stuck: let it go on, give it another task, or stop it.
 func (u *UI) stuckMenu(id, alert string) {
 	u.choose("STUCK: "+alert, []choice{
-		{key: 'c', label: "Continue", desc: "let it keep working; repeated stuck alerts hand the task to a person", run: func() {
-			u.setFlash("continuing "+id, present.OK)
+		{key: 'c', label: "Continue", desc: "let it keep working; stuck alerts count again from now", run: func() {
+			u.send(orchestrator.Command{Kind: orchestrator.CmdContinue, AgentID: id}, "continuing "+id, nil)
 		}},
 		{key: 'r', label: "Redirect", desc: "assign the agent to a different task", run: func() {
 			u.selAgent = id

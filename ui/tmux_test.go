@@ -11,7 +11,8 @@ import (
 	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
-// The built binary in a real terminal (a tmux pane): Enter, then j Enter
+// The built binary in a real terminal (a tmux pane): Semi-Auto in the mode
+// dialog, Enter, then j Enter
 // assign two tasks, the grid shows both scripted agents' output, and q k
 // quits, ending the agents and restoring the terminal.
 func TestBinaryInTmux(t *testing.T) {
@@ -32,6 +33,13 @@ hang
 		fmt.Sprintf("%s -C %s; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", testkit.Chorus(t), s.root, tmux, sock))
 	waitScreen := x.waitScreen
 	waitScreen("TASKS (2)")
+	// The plan init marked ready: the mode is asked for first (the tasks,
+	// made without criteria, are flagged but not held back).
+	if out := waitScreen("Semi-Auto: you assign tasks"); !strings.Contains(out, "rule violation(s) remain") {
+		t.Fatalf("mode dialog:\n%s", out)
+	}
+	tm("send-keys", "s")
+	waitScreen("│ semi-auto │")
 	tm("send-keys", "Enter")
 	tm("wait-for", "printed")
 	tm("send-keys", "j", "Enter")

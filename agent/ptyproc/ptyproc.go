@@ -48,7 +48,22 @@ type Spec struct {
 	// StallTimeout is how long the reader waits for a full Output channel
 	// before dropping a chunk (default 5s).
 	StallTimeout time.Duration
+	// Coalesce is the shortest time between two reads of busy output
+	// (default DefaultCoalesce; negative reads as soon as bytes arrive).
+	// Output after a quiet spell is read at once, so typing echoes without
+	// delay; a stream of small writes is read in one chunk per window,
+	// which saves a wakeup, two reads and a delivery per write.
+	Coalesce time.Duration
 }
+
+// bulkRead is a read size that says the terminal's buffer was full (the
+// line discipline hands over at most a few KiB a read): more is waiting, so
+// the next read comes at once and a flood is read at full speed.
+const bulkRead = 1024
+
+// DefaultCoalesce is one frame of the grid: the screen cannot show bytes
+// sooner than that anyway.
+const DefaultCoalesce = 33 * time.Millisecond
 
 // Proc is a running (or finished) process under a PTY.
 type Proc struct {
@@ -59,9 +74,10 @@ type Proc struct {
 	started   time.Time
 	tag       string // EnvTag's value, shared by all its descendants
 
-	out     chan []byte
-	stall   time.Duration
-	dropped int64 // bytes; reader-owned until readerDone, then read under mu
+	out      chan []byte
+	stall    time.Duration
+	coalesce time.Duration
+	dropped  int64 // bytes; reader-owned until readerDone, then read under mu
 
 	log      *os.File
 	logSize  int64
@@ -114,6 +130,7 @@ func Start(spec Spec) (*Proc, error) {
 		cmd:        cmd,
 		tag:        tag,
 		stall:      spec.StallTimeout,
+		coalesce:   spec.Coalesce,
 		logCap:     spec.LogCap,
 		changed:    make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -121,6 +138,9 @@ func Start(spec Spec) (*Proc, error) {
 	}
 	if p.stall <= 0 {
 		p.stall = 5 * time.Second
+	}
+	if p.coalesce == 0 {
+		p.coalesce = DefaultCoalesce
 	}
 	if p.logCap == 0 {
 		p.logCap = DefaultLogCap
@@ -197,8 +217,24 @@ func (p *Proc) readLoop() {
 	defer close(p.out)
 	buf := make([]byte, 32<<10)
 	stalled := false
+	var last time.Time // of the last read that brought a trickle of bytes
 	for {
+		if p.coalesce > 0 && !last.IsZero() {
+			// Busy: let the child's next writes gather in the terminal's
+			// buffer rather than wake for each (a full buffer only makes
+			// the child wait, as a slow reader would).
+			// The wake-up is on a grid shared by every reader in the
+			// process, so busy agents wake together, once per window,
+			// rather than each on its own timer.
+			if wait := time.Until(last.Truncate(p.coalesce).Add(p.coalesce)); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
 		n, err := p.pty.Read(buf)
+		last = time.Time{}
+		if n > 0 && n < bulkRead {
+			last = time.Now()
+		}
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
 			p.writeLog(chunk)

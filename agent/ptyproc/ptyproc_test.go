@@ -404,3 +404,63 @@ func TestStopOrphan(t *testing.T) {
 		t.Fatal("a dead process reported found")
 	}
 }
+
+// TestBusyOutputCoalesced: a child writing a byte every few milliseconds
+// is read at most once per coalescing window, so a stream of small writes
+// costs one wake-up and one delivery per window, not per write. (Reads are
+// on a grid of the window; two reads never share a grid point.)
+func TestBusyOutputCoalesced(t *testing.T) {
+	const writes = 60
+	for _, c := range []time.Duration{DefaultCoalesce, 40 * time.Millisecond} {
+		p, err := Start(Spec{Argv: []string{"sh", "-c", `i=0; while [ $i -lt ` + strconv.Itoa(writes) + ` ]; do printf x; sleep 0.005; i=$((i+1)); done`}, Coalesce: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first, last time.Time
+		chunks, n := 0, 0
+		for b := range p.Output() {
+			now := time.Now()
+			if first.IsZero() {
+				first = now
+			}
+			last = now
+			chunks++
+			n += bytes.Count(b, []byte("x"))
+		}
+		if n != writes {
+			t.Fatalf("got %d bytes, want %d", n, writes)
+		}
+		if limit := int(last.Sub(first)/c) + 2; chunks > limit {
+			t.Errorf("window %v: %d chunks over %v, want at most %d", c, chunks, last.Sub(first), limit)
+		}
+	}
+}
+
+// TestFloodNotThrottled: a child writing as fast as it can is read at full
+// speed whatever the coalescing window: full reads are followed at once by
+// the next. With a two-second window, a throttled reader would need minutes
+// for this megabyte.
+func TestFloodNotThrottled(t *testing.T) {
+	const size = 1 << 20
+	p, err := Start(Spec{Argv: []string{"sh", "-c", "head -c " + strconv.Itoa(size) + " /dev/zero | tr '\\0' x"}, Coalesce: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int)
+	go func() {
+		n := 0
+		for b := range p.Output() {
+			n += len(b)
+		}
+		got <- n
+	}()
+	select {
+	case n := <-got:
+		if n != size {
+			t.Fatalf("read %d bytes, want %d", n, size)
+		}
+	case <-time.After(failSafe):
+		p.Stop(0)
+		t.Fatal("a flood was read at the coalescing window's pace")
+	}
+}

@@ -6,6 +6,9 @@
 //	bench-tui serve FILE RATE SECONDS  the same 8 agents served on the Unix socket
 //	                                   $BENCH_SOCK by the remote package (no UI)
 //	bench-tui attach - - SECONDS       the Chorus UI attached to that socket
+//	bench-tui ingest FILE              cat FILE under a 120x40 PTY into one emulator,
+//	                                   as the engine reads an agent; print the wall
+//	                                   and CPU seconds it took
 //
 // The chorus mode drives the real ui package through a stand-in engine
 // whose agents are pacers, so the UI's cost (emulation, frames, drawing)
@@ -19,6 +22,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
@@ -34,15 +38,25 @@ import (
 const tiles = 8
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "ingest" {
+		if err := ingest(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: bench-tui pace|chorus FILE RATE SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: bench-tui pace|chorus|serve|attach FILE RATE SECONDS, or bench-tui ingest FILE")
 		os.Exit(2)
 	}
 	rate, _ := strconv.Atoi(os.Args[3])
 	secs, _ := strconv.Atoi(os.Args[4])
 	d := time.Duration(secs) * time.Second
 	if p := os.Getenv("CPUPROFILE"); p != "" && os.Args[1] != "pace" {
-		f, _ := os.Create(p + "." + os.Args[1])
+		if os.Args[1] != "chorus" { // serve and attach run side by side
+			p += "." + os.Args[1]
+		}
+		f, _ := os.Create(p)
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
@@ -237,4 +251,32 @@ func attach(sock string, d time.Duration) error {
 	ms, _ := strconv.Atoi(os.Getenv("FRAME_MS"))
 	_, err = ui.RunAttached(ctx, ui.Options{Engine: c, Store: st, Config: cfg, Version: "bench", FrameInterval: time.Duration(ms) * time.Millisecond})
 	return err
+}
+
+// ingest reads FILE the way the engine reads an agent: through a PTY (the
+// engine's own process type) into an emulator, until the writer is done.
+// It prints "wall CPU" in seconds; CPU is this process's own (user+system),
+// the emulator's and the reading's.
+func ingest(file string) error {
+	var r0 syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r0); err != nil {
+		return err
+	}
+	start := time.Now()
+	f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}, Cols: 120, Rows: 40, LogCap: -1})
+	if err != nil {
+		return err
+	}
+	emu := term.New(120, 40, term.WithScrollback(10000), term.WithReplies(io.Discard))
+	for chunk := range f.Output() {
+		emu.Write(chunk)
+	}
+	wall := time.Since(start)
+	var r1 syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r1); err != nil {
+		return err
+	}
+	cpu := time.Duration(r1.Utime.Nano()-r0.Utime.Nano()) + time.Duration(r1.Stime.Nano()-r0.Stime.Nano())
+	fmt.Printf("%.3f %.3f\n", wall.Seconds(), cpu.Seconds())
+	return nil
 }

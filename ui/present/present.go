@@ -379,11 +379,15 @@ func ProgressBar(pct, width int) string {
 	return strings.Repeat("▓", full) + strings.Repeat("░", width-full) + fmt.Sprintf(" %d%%", pct)
 }
 
-// Header is the top bar.
-func Header(version string, snap orchestrator.Snapshot, tasks int, passthrough string) Line {
+// Header is the top bar. phase, when set (PLANNING, REVIEW), stands where
+// the mode is: no mode applies before the plan is done.
+func Header(version string, snap orchestrator.Snapshot, tasks int, passthrough, phase string) Line {
 	mode := snap.Mode
 	if mode == "" {
 		mode = "semi-auto"
+	}
+	if phase != "" {
+		mode = phase
 	}
 	dot := Seg{"○", Dim}
 	if snap.Running > 0 {

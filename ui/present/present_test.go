@@ -52,8 +52,11 @@ func TestSpendShown(t *testing.T) {
 		Tasks:  map[string]*orchestrator.TaskRun{"t-1": {Usage: priced}},
 		Usage:  orchestrator.Usage{Output: 1_500_000, CostUSD: 12.5},
 	}}
-	if got := Header("v1", snap, 3, "").Text(); !strings.Contains(got, "1.5M tok $12.50") {
+	if got := Header("v1", snap, 3, "", "").Text(); !strings.Contains(got, "1.5M tok $12.50") {
 		t.Errorf("header %q", got)
+	}
+	if got := Header("v1", snap, 3, "", "PLANNING").Text(); !strings.Contains(got, "PLANNING") || strings.Contains(got, "semi-auto") {
+		t.Errorf("planning header %q", got)
 	}
 	rows := TaskRows([]beads.Task{{ID: "t-1", Title: "x", Status: beads.StatusInProgress}}, snap, now)
 	if len(rows) != 1 || !strings.Contains(rows[0].Lines[1].Text(), "12k tok $0.04") {
