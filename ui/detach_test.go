@@ -118,10 +118,13 @@ hang
 		}
 	}
 
-	// q in one terminal, then "detach": the other stays attached.
+	// q asks whether to stop the engine too; Esc keeps working; the
+	// prefix key then d detaches. The other terminal stays attached.
 	other.cmd("send-keys", "-t", "att1", "q")
 	waitPane(other, "att1", "Stop the engine and quit")
-	other.cmd("send-keys", "-t", "att1", "d")
+	other.cmd("send-keys", "-t", "att1", "Escape")
+	waitPaneGone(other, "att1", "Stop the engine and quit") // so Esc is not read as Alt with the next key
+	other.cmd("send-keys", "-t", "att1", "C-g", "d")
 	waitPane(other, "att1", "detached; the engine")
 	if st, err := dir.InspectLock(); err != nil || !st.Held {
 		t.Fatalf("the engine let go of the repository after a detach: %+v %v", st, err)
@@ -147,6 +150,22 @@ func waitPane(x *tmuxServer, target, want string) string {
 		}
 		if time.Now().After(deadline) {
 			x.t.Fatalf("%s never showed %q:\n%s", target, want, out)
+		}
+		x.cmd("wait-for", "-S", "nothing")
+	}
+}
+
+// waitPaneGone waits until a session's pane no longer shows text.
+func waitPaneGone(x *tmuxServer, target, text string) {
+	x.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		out := x.cmd("capture-pane", "-p", "-t", target)
+		if !strings.Contains(out, text) {
+			return
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s kept showing %q:\n%s", target, text, out)
 		}
 		x.cmd("wait-for", "-S", "nothing")
 	}

@@ -223,7 +223,6 @@ func helpText(table []keyAction, prefix string) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "AGENT KEYS\n  %-7s Type into the selected agent; press it again to give keys back\n", prefix)
-	fmt.Fprintf(&b, "  %-7s Detach: leave the engine and its agents running (chorus attach comes back)\n", prefix+" d")
 	b.WriteString("  Mouse   Click a tile to select it; the wheel scrolls its output\n")
 	return b.String()
 }
