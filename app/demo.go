@@ -71,7 +71,8 @@ func runDemo(ctx context.Context, o *demoOptions, stdin io.Reader, out io.Writer
 	if err != nil {
 		return err
 	}
-	ro := &runOptions{headless: o.headless || !isTTY(stdin), autopilot: true}
+	// The demo's engine lives and dies with it.
+	ro := &runOptions{headless: o.headless || !isTTY(stdin), autopilot: true, inProcess: true}
 	runErr := runImplementation(ctx, p, s, ro, 0, out)
 	fmt.Fprintf(out, "\nThe demo repository is %s\n  git -C %s log --oneline --graph    # what landed on main\n  chorus -C %s task list               # every task\n", dir, dir, dir)
 	return runErr

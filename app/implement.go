@@ -113,7 +113,17 @@ func runImplementation(ctx context.Context, p *project, s beads.Store, o *runOpt
 		if !isTTY(os.Stdin) || !isTTY(os.Stdout) {
 			return withCode(ExitUsage, errors.New("the full-screen interface needs a terminal; run with --headless for plain progress lines"))
 		}
-		return runTUI(ctx, p, s, stderr)
+		if o.inProcess {
+			return runTUI(ctx, p, s, stderr)
+		}
+		g := o.global
+		if g == nil {
+			g = &globals{}
+		}
+		return runEngineTUI(ctx, p, g, s, o, stderr)
+	}
+	if o.json && o.stdout == nil {
+		o.stdout = os.Stdout
 	}
 	return runHeadless(ctx, p, s, o, stderr)
 }
@@ -195,6 +205,13 @@ func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptio
 	defer release()
 	eng := ss.engine
 	events := eng.Subscribe()
+	var notify *notifier
+	if p.cfg.TUI.Notify {
+		notify = newNotifier(ss.log)
+		nctx, stopNotify := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopNotify()
+		go notify.follow(nctx, eng.Subscribe())
+	}
 	_, cancel, done, err := ss.run(ctx)
 	if err != nil {
 		return err
@@ -229,7 +246,7 @@ loop:
 	for {
 		select {
 		case ev := <-events:
-			printEvent(out, ev)
+			o.print(out, ev)
 			sum.add(ev)
 			// Nobody is here to answer (or to log in, or to pass a dialog):
 			// the task waits for a human. Errors the CLI still retries may
@@ -257,7 +274,7 @@ loop:
 	for {
 		select {
 		case ev := <-events:
-			printEvent(out, ev)
+			o.print(out, ev)
 			sum.add(ev)
 			continue
 		default:
@@ -266,6 +283,9 @@ loop:
 	}
 	snap := eng.Snapshot()
 	sum.print(out, snap, time.Since(start))
+	if notify != nil && !interrupted {
+		notify.finished(snap)
+	}
 	if snap.Mode == config.ModeAutopilot {
 		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
 			fmt.Fprintf(out, "  report: not written: %v\n", err)
@@ -300,6 +320,18 @@ loop:
 		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human, %d error(s)", sum.failed, sum.blocked, sum.errors))
 	}
 	return nil
+}
+
+// print shows one event: a line on out, or with --json a JSON object on
+// stdout.
+func (o *runOptions) print(out io.Writer, ev orchestrator.Event) {
+	if o.json && o.stdout != nil {
+		if err := writeEventJSON(o.stdout, ev); err != nil {
+			fmt.Fprintf(out, "chorus: %v\n", err)
+		}
+		return
+	}
+	printEvent(out, ev)
 }
 
 func printEvent(w io.Writer, ev orchestrator.Event) {

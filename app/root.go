@@ -100,7 +100,7 @@ type globals struct {
 
 func newRootCmd(bi BuildInfo) *cobra.Command {
 	g := &globals{}
-	ro := &runOptions{}
+	ro := &runOptions{global: g}
 	root := &cobra.Command{
 		Use:   "chorus",
 		Short: "Run several AI coding agents in parallel on one git repository",
@@ -132,10 +132,12 @@ planning state and the ready tasks.`,
 	f.IntVar(&ro.maxAgents, "max-agents", 0, "run at most N agents at once (default: agents.maxParallel)")
 	f.BoolVar(&ro.headless, "headless", false, "no full-screen UI: print one line per event (for cron, CI and ssh)")
 	f.StringSliceVar(&ro.tasks, "task", nil, "with --headless in semi-auto: the task ids to run (repeatable)")
+	f.BoolVar(&ro.json, "json", false, "with --headless: one JSON object per event on stdout (docs/events.md)")
 	_ = root.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(config.Modes, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newNoteCmd(), newAskCmd(), newAnswerCmd(g), newReportCmd(g), newScriptedAgentCmd(), newMergeDriverCmd(), newMergeUserCmd(g), newMergeCmd(g), newDemoCmd(g), newPruneCmd(g), newPlanCmd(g))
 	root.AddCommand(newReplayCmd())
+	root.AddCommand(newEngineCmd(g), newAttachCmd(g), newStopCmd(g), newEventsCmd(g))
 	return root
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/planning"
+	"github.com/chorus-dev/chorus/remote"
 )
 
 // runOptions are the root command's flags.
@@ -26,6 +27,12 @@ type runOptions struct {
 	maxAgents int
 	headless  bool
 	tasks     []string
+	json      bool      // --json: events as JSON objects on stdout
+	stdout    io.Writer // where --json events go
+	global    *globals
+	// inProcess runs the TUI's engine in this process (the demo), not as
+	// a background engine to attach to.
+	inProcess bool
 }
 
 // Route is where `chorus` without a subcommand goes.
@@ -139,9 +146,31 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.json && !o.headless {
+		return withCode(ExitUsage, errors.New("--json goes with --headless (or use `chorus events --json` beside a running engine)"))
+	}
+	o.stdout = cmd.OutOrStdout()
+	// An engine already runs for this repository: the TUI attaches to it
+	// whatever the planning state says.
+	if !o.headless && isTTY(os.Stdin) && isTTY(os.Stdout) {
+		if c, err := dialEngine(ctx, p, remote.RoleTUI); err == nil {
+			s, err := p.store(ctx)
+			if err != nil {
+				c.Close()
+				return err
+			}
+			return runAttached(ctx, p, s, c, stderr)
+		} else if !errors.Is(err, remote.ErrNoEngine) {
+			return err
+		}
+	}
 	// Say so up front when another Chorus owns the repository: its claimed
 	// tasks would otherwise look like an empty queue.
 	if st, err := p.dir.InspectLock(); err == nil && st.Held {
+		if c, err := dialEngine(ctx, p, remote.RoleEvents); err == nil {
+			c.Close()
+			return withCode(ExitLocked, fmt.Errorf("a background Chorus engine (pid %d) runs this repository: `chorus attach` opens it, `chorus events --json` follows it, `chorus stop --wait` ends it", c.PID()))
+		}
 		return withCode(ExitLocked, (&chorusdir.HeldError{Path: p.dir.Lock(), Holder: st.Holder}))
 	} else if err == nil && st.Stale() {
 		// Left by a Chorus that was killed: take it and let it go, which

@@ -224,6 +224,10 @@ type Worktree struct {
 type TUI struct {
 	AgentGrid string `json:"agentGrid" mapstructure:"agentgrid"`
 	PrefixKey string `json:"prefixKey" mapstructure:"prefixkey"`
+	// Notify sends a desktop notification (notify-send, or OSC 777/9 to
+	// the terminal) when an agent needs a person or autopilot has
+	// finished, for whoever is not watching. Off by default.
+	Notify bool `json:"notify" mapstructure:"notify"`
 }
 
 // Checkpoints configures automatic git checkpoints.

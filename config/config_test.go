@@ -322,3 +322,19 @@ func TestTrustWorktrees(t *testing.T) {
 		t.Fatalf("profile %+v", p)
 	}
 }
+
+// tui.notify is off unless asked for.
+func TestNotifyOffByDefault(t *testing.T) {
+	if Default().TUI.Notify {
+		t.Fatal("desktop notifications on by default")
+	}
+	dir := t.TempDir()
+	proj := write(t, dir, "p/config.json", `{"tui":{"notify":true}}`)
+	l, err := load(proj, filepath.Join(dir, "none.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Config.TUI.Notify {
+		t.Fatal("tui.notify true was not read")
+	}
+}

@@ -300,6 +300,10 @@ func (u *UI) createTask(title string, opt beads.CreateOptions) {
 // askQuit is the quit confirmation; with agents running it offers to kill
 // them or wait for them (then force after the grace period).
 func (u *UI) askQuit() {
+	if u.attached {
+		u.askQuitAttached()
+		return
+	}
 	if u.quitting {
 		u.quit()
 		return

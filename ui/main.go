@@ -109,9 +109,13 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 	if u.keyDone != nil {
 		defer func() { u.keyDone <- struct{}{} }()
 	}
+	if u.prefixThen(ev) {
+		return nil
+	}
 	if u.passthrough != "" {
 		if specOf(ev) == u.prefix {
 			u.endPassthrough()
+			u.prefixArmed = u.attached
 			return nil
 		}
 		// A copy, so that tview's own Ctrl-C handling (which compares
@@ -136,6 +140,7 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 	}
 	if specOf(ev) == u.prefix {
 		u.startPassthrough()
+		u.prefixArmed = u.attached
 		return nil
 	}
 	if a := u.keys.lookup(ev); a != nil {

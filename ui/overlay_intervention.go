@@ -16,6 +16,9 @@ import (
 func (u *UI) showHelp() {
 	tv := textBox("KEYBOARD SHORTCUTS (Esc closes)")
 	text := helpText(u.keys.table, u.o.Config.TUI.PrefixKey)
+	if u.attached {
+		text += fmt.Sprintf("  %-7s Detach: the engine and its agents keep running (chorus attach comes back)\n", u.o.Config.TUI.PrefixKey+" d")
+	}
 	tv.SetText(text)
 	// As tall as the text (the screen bounds it; the box scrolls).
 	u.openOverlay(ovHelp, tv, 72, strings.Count(text, "\n")+3, u.closeKeys('?', 'q'), nil)

@@ -40,7 +40,8 @@ import (
 )
 
 // Engine is what the UI needs from the orchestrator; *orchestrator.Engine
-// implements it. Every method may block on the engine loop, so the UI
+// implements it in the same process, *remote.Client for an engine in
+// another one. Every method may block on the engine loop, so the UI
 // calls them only from its pump or worker goroutines.
 type Engine interface {
 	Changed() <-chan struct{}
@@ -175,6 +176,9 @@ type viewState struct {
 	chat        *tview.InputField // the "> " chat line
 	chatOn      bool              // the chat line has the keyboard
 	plan        PlanView          // the last planning stage shown
+	attached    bool              // the engine runs in another process (RunAttached)
+	prefixArmed bool              // attached: the prefix key was the last key
+	outcome     Outcome           // attached: detach or stop, once quitting
 }
 
 // testHooks: onScreen runs right after SetScreen (a simulation screen is

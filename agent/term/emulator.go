@@ -95,6 +95,8 @@ type Emulator struct {
 	replies []byte
 	replyTo io.Writer
 	replyMu sync.Mutex
+
+	taps []*Tap // see Attach
 }
 
 type filterState uint8
@@ -194,6 +196,9 @@ func (e *Emulator) resetTabs() {
 func (e *Emulator) Write(p []byte) (int, error) {
 	e.mu.Lock()
 	e.feed(p)
+	for _, t := range e.taps {
+		t.Output(p)
+	}
 	var reply []byte
 	if len(e.replies) > 0 {
 		reply = append(reply, e.replies...)
@@ -375,6 +380,9 @@ func (e *Emulator) Resize(w, h int) {
 		return
 	}
 	e.resize(w, h)
+	for _, t := range e.taps {
+		t.Resize(w, h)
+	}
 	e.mu.Unlock()
 	e.setDirty()
 }

@@ -3,6 +3,9 @@
 //	bench-tui pace FILE RATE SECONDS   write FILE to stdout in a loop at RATE bytes/s
 //	bench-tui chorus FILE RATE SECONDS run the Chorus UI with 8 tiles, each fed by
 //	                                   a pacer under its own PTY
+//	bench-tui serve FILE RATE SECONDS  the same 8 agents served on the Unix socket
+//	                                   $BENCH_SOCK by the remote package (no UI)
+//	bench-tui attach - - SECONDS       the Chorus UI attached to that socket
 //	bench-tui ingest FILE              cat FILE under a 120x40 PTY into one emulator,
 //	                                   as the engine reads an agent; print the wall
 //	                                   and CPU seconds it took
@@ -28,6 +31,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/remote"
 	"github.com/chorus-dev/chorus/ui"
 )
 
@@ -42,26 +46,42 @@ func main() {
 		return
 	}
 	if len(os.Args) != 5 {
-		fmt.Fprintln(os.Stderr, "usage: bench-tui pace|chorus FILE RATE SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: bench-tui pace|chorus|serve|attach FILE RATE SECONDS, or bench-tui ingest FILE")
 		os.Exit(2)
 	}
 	rate, _ := strconv.Atoi(os.Args[3])
 	secs, _ := strconv.Atoi(os.Args[4])
+	d := time.Duration(secs) * time.Second
+	if p := os.Getenv("CPUPROFILE"); p != "" && os.Args[1] != "pace" {
+		if os.Args[1] != "chorus" { // serve and attach run side by side
+			p += "." + os.Args[1]
+		}
+		f, _ := os.Create(p)
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if os.Args[1] == "attach" {
+		if err := attach(os.Getenv("BENCH_SOCK"), d); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			pprof.StopCPUProfile()
+			os.Exit(1)
+		}
+		return
+	}
 	data, err := os.ReadFile(os.Args[2])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	d := time.Duration(secs) * time.Second
 	switch os.Args[1] {
+	case "serve":
+		if err := serve(os.Getenv("BENCH_SOCK"), os.Args[2], rate, d); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	case "pace":
 		pace(os.Stdout, data, rate, d)
 	case "chorus":
-		if p := os.Getenv("CPUPROFILE"); p != "" {
-			f, _ := os.Create(p)
-			pprof.StartCPUProfile(f)
-			defer pprof.StopCPUProfile()
-		}
 		if err := chorus(os.Args[2], rate, d); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			pprof.StopCPUProfile()
@@ -128,18 +148,24 @@ type store struct {
 
 func (s store) List(context.Context) ([]beads.Task, error) { return s.tasks, nil }
 
-func chorus(file string, rate int, d time.Duration) error {
+// newEngine starts the 8 pacers under PTYs; stop ends them.
+func newEngine(file string, rate int, d time.Duration) (e *engine, st store, stop func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, st, nil, err
 	}
-	e := &engine{emus: map[string]*term.Emulator{}, ptys: map[string]*ptyproc.Proc{}, changed: make(chan struct{})}
+	e = &engine{emus: map[string]*term.Emulator{}, ptys: map[string]*ptyproc.Proc{}, changed: make(chan struct{})}
 	e.snap.Mode = config.ModeSemiAuto
 	e.snap.StartedAt = time.Now()
 	e.snap.MaxParallel, e.snap.Running = tiles, tiles
 	e.snap.Agents = map[string]*orchestrator.AgentState{}
 	e.snap.Tasks = map[string]*orchestrator.TaskRun{}
-	var st store
+	var procs []*ptyproc.Proc
+	stop = func() {
+		for _, f := range procs {
+			f.Stop(0)
+		}
+	}
 	for i := range tiles {
 		id := fmt.Sprintf("claude-t-%d", i)
 		task := fmt.Sprintf("t-%d", i)
@@ -149,8 +175,10 @@ func chorus(file string, rate int, d time.Duration) error {
 		// cost in a real session.
 		f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{exe, "pace", file, strconv.Itoa(rate), strconv.Itoa(int(d.Seconds()) + 5)}, Cols: 80, Rows: 24})
 		if err != nil {
-			return err
+			stop()
+			return nil, st, nil, err
 		}
+		procs = append(procs, f)
 		emu := term.New(80, 24, term.WithScrollback(5000), term.WithReplies(f))
 		e.emus[id], e.ptys[id] = emu, f
 		// The engine's output pump: chunks straight into the emulator.
@@ -159,14 +187,70 @@ func chorus(file string, rate int, d time.Duration) error {
 				emu.Write(chunk)
 			}
 		}()
-		defer f.Stop(0)
 	}
+	return e, st, stop, nil
+}
+
+func chorus(file string, rate int, d time.Duration) error {
+	e, st, stop, err := newEngine(file, rate, d)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cfg := config.Default()
 	cfg.Agents.MaxParallel = tiles
 	ms, _ := strconv.Atoi(os.Getenv("FRAME_MS"))
 	return ui.Run(ctx, ui.Options{Engine: e, Store: st, Config: cfg, Version: "bench", FrameInterval: time.Duration(ms) * time.Millisecond})
+}
+
+// serve is the engine side of a background engine: the agents and their
+// emulators, served on a socket as chorus engine serves them.
+func serve(sock, file string, rate int, d time.Duration) error {
+	e, _, stop, err := newEngine(file, rate, d)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ln, err := remote.Listen(sock)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
+	defer cancel()
+	srv := &remote.Server{Eng: e, Stop: cancel}
+	if ms, _ := strconv.Atoi(os.Getenv("BATCH_MS")); ms > 0 {
+		srv.Interval = time.Duration(ms) * time.Millisecond
+	}
+	return srv.Serve(ctx, ln)
+}
+
+// attach is the TUI side: the real ui package on a remote client.
+func attach(sock string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var c *remote.Client
+	var err error
+	for range 100 { // the server may still be starting
+		if c, err = remote.Dial(ctx, sock, remote.RoleTUI); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var st store
+	for id, a := range c.Snapshot().Agents {
+		st.tasks = append(st.tasks, beads.Task{ID: a.TaskID, Title: "replay " + id, Status: beads.StatusInProgress, Priority: 2})
+	}
+	cfg := config.Default()
+	cfg.Agents.MaxParallel = tiles
+	ms, _ := strconv.Atoi(os.Getenv("FRAME_MS"))
+	_, err = ui.RunAttached(ctx, ui.Options{Engine: c, Store: st, Config: cfg, Version: "bench", FrameInterval: time.Duration(ms) * time.Millisecond})
+	return err
 }
 
 // ingest reads FILE the way the engine reads an agent: through a PTY (the

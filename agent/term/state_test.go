@@ -1,0 +1,117 @@
+package term
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// same fails unless b shows what a shows: every screen row with its
+// attributes, the scrollback, the cursor, the input modes and the title.
+func same(t *testing.T, what string, a, b *Emulator) {
+	t.Helper()
+	aw, ah := a.Size()
+	bw, bh := b.Size()
+	if aw != bw || ah != bh {
+		t.Fatalf("%s: size %dx%d, copy %dx%d", what, aw, ah, bw, bh)
+	}
+	if at, bt := a.AllText(), b.AllText(); at != bt {
+		t.Fatalf("%s: text differs\n--- original\n%s\n--- copy\n%s", what, at, bt)
+	}
+	var sa, sb Snapshot
+	for off := 0; off <= a.ScrollbackLines(); off += ah {
+		a.Snapshot(&sa, off)
+		b.Snapshot(&sb, off)
+		if sa.Scrollback != sb.Scrollback || sa.AltScreen != sb.AltScreen || sa.Title != sb.Title || sa.Reverse != sb.Reverse {
+			t.Fatalf("%s: scrollback %d alt %v title %q reverse %v; copy %d %v %q %v", what, sa.Scrollback, sa.AltScreen, sa.Title, sa.Reverse, sb.Scrollback, sb.AltScreen, sb.Title, sb.Reverse)
+		}
+		if off == 0 && (sa.CursorX != sb.CursorX || sa.CursorY != sb.CursorY || sa.CursorVisible != sb.CursorVisible || sa.CursorStyle != sb.CursorStyle) {
+			t.Fatalf("%s: cursor %d,%d,%v,%d; copy %d,%d,%v,%d", what, sa.CursorX, sa.CursorY, sa.CursorVisible, sa.CursorStyle, sb.CursorX, sb.CursorY, sb.CursorVisible, sb.CursorStyle)
+		}
+		for i := range sa.Cells {
+			ca, cb := sa.Cells[i], sb.Cells[i]
+			if sa.Grapheme(ca) != sb.Grapheme(cb) || ca.Fg != cb.Fg || ca.Bg != cb.Bg || ca.Attr != cb.Attr {
+				t.Fatalf("%s: offset %d cell %d,%d: %q %+v; copy %q %+v", what, off, i%aw, i/aw, sa.Grapheme(ca), ca, sb.Grapheme(cb), cb)
+			}
+		}
+	}
+	if a.InputModes() != b.InputModes() {
+		t.Fatalf("%s: input modes %+v, copy %+v", what, a.InputModes(), b.InputModes())
+	}
+}
+
+// noise is terminal output with colours, wide characters, clusters, long
+// wrapped lines, scrolling, cursor moves, a scroll region and mode changes.
+func noise(r *rand.Rand, n int) string {
+	var b strings.Builder
+	pieces := []func(){
+		func() { fmt.Fprintf(&b, "line %d of output\r\n", r.Intn(1000)) },
+		func() { fmt.Fprintf(&b, "\x1b[%d;%dm coloured \x1b[0m", 30+r.Intn(8), 40+r.Intn(8)) },
+		func() {
+			fmt.Fprintf(&b, "\x1b[38;5;%dm\x1b[48;2;%d;%d;%dmrgb\x1b[m", r.Intn(256), r.Intn(256), r.Intn(256), r.Intn(256))
+		},
+		func() { b.WriteString("\x1b[1;3;4;7;9;53mstyled\x1b[22;23;24;27;29;55m plain") },
+		func() { b.WriteString("宽字符 and e\u0301 and 👍🏽 ") },
+		func() { b.WriteString(strings.Repeat("wrapped-", 1+r.Intn(12))) },
+		func() { fmt.Fprintf(&b, "\x1b[%d;%dH", 1+r.Intn(12), 1+r.Intn(40)) },
+		func() { b.WriteString("\x1b[K\x1b[1J") },
+		func() { b.WriteString("\r\n\r\n\r\n") },
+		func() { b.WriteString("\x1b[?2004h\x1b[?1h\x1b[?1002h\x1b[?1006h\x1b[4 q") },
+		func() { b.WriteString("\x1b[?25l") },
+		func() { b.WriteString("\x1b[?25h") },
+		func() { b.WriteString("\x1b]2;a title\x07") },
+		func() { b.WriteString("\x1b[3;9r\x1b[5;1Hregion\n\n\n\n\n\n\x1b[r") },
+		func() { b.WriteString("\x1b[?1049hfull screen app\x1b[5;5Hmenu\x1b[?1049l") },
+		func() { b.WriteString("\x1b[31mpen left red") },
+	}
+	for i := 0; i < n; i++ {
+		pieces[r.Intn(len(pieces))]()
+	}
+	return b.String()
+}
+
+// A copy built from State shows the same as the original, and a copy fed
+// the tap's stream after that keeps showing the same.
+func TestStateRebuildsTheEmulator(t *testing.T) {
+	for seed := int64(1); seed <= 40; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		a := New(40, 12, WithScrollback(200))
+		a.Write([]byte(noise(r, 200)))
+		var stream []byte
+		var sizes [][2]int
+		var w, h int
+		var st []byte
+		detach := a.Attach(&Tap{
+			Output: func(p []byte) { stream = append(stream, p...) },
+			Resize: func(w, h int) { sizes = append(sizes, [2]int{w, h}) },
+		}, func(cols, rows int, state []byte) { w, h, st = cols, rows, state })
+		b := New(w, h, WithScrollback(200))
+		b.Write(st)
+		same(t, fmt.Sprintf("seed %d, state", seed), a, b)
+
+		more := noise(r, 100)
+		if seed%2 == 0 {
+			more += "\x1b[?1049hin the alternate screen\x1b[2;2H"
+		}
+		a.Write([]byte(more))
+		b.Write(stream)
+		same(t, fmt.Sprintf("seed %d, after the stream", seed), a, b)
+
+		// A copy made in the alternate screen comes back to the main one.
+		if seed%2 == 0 {
+			c := New(a.Size())
+			_, _, st := a.State()
+			c.Write(st)
+			a.Write([]byte("\x1b[?1049l"))
+			c.Write([]byte("\x1b[?1049l"))
+			same(t, fmt.Sprintf("seed %d, after leaving the alternate screen", seed), a, c)
+		}
+		a.Resize(30, 10)
+		detach()
+		a.Write([]byte("not seen by the tap"))
+		if len(sizes) != 1 || sizes[0] != [2]int{30, 10} || strings.Contains(string(stream), "not seen") {
+			t.Fatalf("seed %d: tap saw resizes %v after detach", seed, sizes)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+// Package remote carries the engine to front ends in other processes: a
+// versioned protocol over a Unix socket under .chorus/, the server that
+// runs beside the engine, and a client with the methods the TUI needs
+// (Snapshot, Changed, Subscribe, Do, Screen, Input, Resize and the
+// queries). Agent terminals travel as their emulator's state, then the
+// PTY bytes, batched per agent per short interval.
+package remote
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/chorus-dev/chorus/orchestrator"
+)
+
+// Version is the protocol's version. A client and an engine of different
+// versions refuse each other in the handshake, saying which is which.
+// Bump it on any change a peer of the other version would misread.
+const Version = 1
+
+// Roles a client announces in its hello.
+const (
+	RoleTUI    = "tui"    // snapshots, events, screens, commands
+	RoleEvents = "events" // events only
+	RoleStop   = "stop"   // just the stop request
+)
+
+// Frame kinds: a JSON message, or output of one agent's terminal.
+const (
+	frameMsg byte = 'M'
+	frameOut byte = 'O'
+)
+
+// maxFrame bounds one frame; a bigger one means a broken peer.
+const maxFrame = 256 << 20
+
+// Msg is every JSON frame. T says what it is:
+//
+//	hello   both ways first: Version, Role (client), PID (engine), Err
+//	req     client → engine: ID, Op (do, screen, checkpoints, dependents,
+//	        diff, stop) and its arguments
+//	resp    engine → client: ID, Err, Result; for screen also Cols, Rows,
+//	        Data (the emulator's state)
+//	input   client → engine: Agent, Data typed into its terminal
+//	resize  client → engine: resize Agent's terminal; engine → client:
+//	        Agent's terminal was resized (in order with its output)
+//	unwatch client → engine: stop sending Agent's output
+//	snap    engine → client: Snap, the latest snapshot
+//	event   engine → client: Event
+type Msg struct {
+	T       string                 `json:"t"`
+	ID      uint64                 `json:"id,omitempty"`
+	Op      string                 `json:"op,omitempty"`
+	Version int                    `json:"version,omitempty"`
+	Role    string                 `json:"role,omitempty"`
+	PID     int                    `json:"pid,omitempty"`
+	Err     string                 `json:"err,omitempty"`
+	Cmd     *orchestrator.Command  `json:"cmd,omitempty"`
+	Event   *orchestrator.Event    `json:"event,omitempty"`
+	Snap    *orchestrator.Snapshot `json:"snap,omitempty"`
+	Agent   string                 `json:"agent,omitempty"`
+	Task    string                 `json:"task,omitempty"`
+	Stat    bool                   `json:"stat,omitempty"`
+	Cols    int                    `json:"cols,omitempty"`
+	Rows    int                    `json:"rows,omitempty"`
+	Data    []byte                 `json:"data,omitempty"`
+	Result  json.RawMessage        `json:"result,omitempty"`
+}
+
+// frameHeader is kind + big-endian length.
+const frameHeader = 5
+
+func appendMsg(b []byte, m *Msg) ([]byte, error) {
+	p, err := json.Marshal(m)
+	if err != nil {
+		return b, err
+	}
+	return appendFrame(b, frameMsg, p), nil
+}
+
+func appendFrame(b []byte, kind byte, payload []byte) []byte {
+	b = append(b, kind, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b[len(b)-4:], uint32(len(payload)))
+	return append(b, payload...)
+}
+
+// appendOut frames output of agent: a one-byte id length, the id, the bytes.
+func appendOut(b []byte, agent string, data []byte) []byte {
+	n := 1 + len(agent) + len(data)
+	b = append(b, frameOut, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b[len(b)-4:], uint32(n))
+	b = append(b, byte(len(agent)))
+	b = append(b, agent...)
+	return append(b, data...)
+}
+
+// readFrame reads one frame into buf (grown as needed).
+func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
+	var h [frameHeader]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, buf, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > maxFrame {
+		return 0, buf, fmt.Errorf("a frame of %d bytes: the peer does not speak this protocol", n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return 0, buf, err
+	}
+	if h[0] != frameMsg && h[0] != frameOut {
+		return 0, buf, fmt.Errorf("a frame of kind %q: the peer does not speak this protocol", h[0])
+	}
+	return h[0], buf, nil
+}
+
+// splitOut parses an output frame.
+func splitOut(p []byte) (agent string, data []byte, err error) {
+	if len(p) < 1 || len(p) < 1+int(p[0]) {
+		return "", nil, errors.New("a short output frame")
+	}
+	n := int(p[0])
+	return string(p[1 : 1+n]), p[1+n:], nil
+}
+
+// versionError is what either side says about a peer of another version.
+func versionError(engine, client, pid int) error {
+	return fmt.Errorf("the running Chorus engine (pid %d) speaks protocol version %d and this chorus speaks %d: they come from different builds. "+
+		"Stop the engine with the chorus that started it (`chorus stop --wait`), or end pid %d (its agents are recovered at the next start), then run chorus again",
+		pid, engine, client, pid)
+}

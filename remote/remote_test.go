@@ -1,0 +1,316 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
+)
+
+// engine is a minimal engine for the protocol's own tests: real
+// emulators, commands recorded. The end-to-end path with the real engine
+// is ui's TestDetachKillTerminalAttach.
+type engine struct {
+	mu      sync.Mutex
+	snap    orchestrator.Snapshot
+	emus    map[string]*term.Emulator
+	typed   map[string][]byte
+	cmds    []orchestrator.Command
+	changed chan struct{}
+	events  chan orchestrator.Event
+}
+
+func newEngine() *engine {
+	e := &engine{emus: map[string]*term.Emulator{}, typed: map[string][]byte{}, changed: make(chan struct{}, 1), events: make(chan orchestrator.Event, 16)}
+	e.snap.Agents = map[string]*orchestrator.AgentState{"a1": {ID: "a1", TaskID: "t-1", Status: orchestrator.AgentRunning}}
+	e.snap.Running = 1
+	e.emus["a1"] = term.New(40, 10, term.WithScrollback(Scrollback))
+	return e
+}
+
+func (e *engine) Changed() <-chan struct{}             { return e.changed }
+func (e *engine) Subscribe() <-chan orchestrator.Event { return e.events }
+func (e *engine) Snapshot() orchestrator.Snapshot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snap
+}
+func (e *engine) Do(_ context.Context, c orchestrator.Command) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.Kind == orchestrator.CmdStop && c.AgentID != "a1" {
+		return orchestrator.ErrUnknownAgent
+	}
+	e.cmds = append(e.cmds, c)
+	return nil
+}
+func (e *engine) Screen(id string) *term.Emulator { return e.emus[id] }
+func (e *engine) Input(id string) io.Writer {
+	return writerFunc(func(p []byte) { e.mu.Lock(); e.typed[id] = append(e.typed[id], p...); e.mu.Unlock() })
+}
+func (e *engine) Resize(id string, cols, rows int) {
+	if m := e.emus[id]; m != nil {
+		m.Resize(cols, rows)
+	}
+}
+func (e *engine) Checkpoints(context.Context) ([]merge.Checkpoint, error) {
+	return []merge.Checkpoint{{Ref: "refs/chorus/checkpoints/x", Commit: "abc"}}, nil
+}
+func (e *engine) Dependents(_ context.Context, id string) ([]string, error) {
+	return []string{id + "-child"}, nil
+}
+func (e *engine) TaskDiff(_ context.Context, id string, stat bool) (orchestrator.TaskDiff, error) {
+	return orchestrator.TaskDiff{TaskID: id, Text: fmt.Sprint("stat=", stat)}, nil
+}
+
+type writerFunc func(p []byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+// serve runs a server for e on a fresh socket and returns its path.
+func serve(t *testing.T, e Engine, stop func()) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chorus-remote")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "engine", "engine.sock")
+	ln, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := &Server{Eng: e, Stop: stop}
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); srv.Close(); <-done })
+	return path
+}
+
+// waitText waits (on the emulator's dirty notices) until emu shows want.
+func waitText(t *testing.T, emu *term.Emulator, want string) {
+	t.Helper()
+	wake := make(chan struct{}, 1)
+	emu.OnDirty(func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	defer emu.OnDirty(nil)
+	timeout := time.After(30 * time.Second)
+	for {
+		emu.TakeDirty()
+		if strings.Contains(emu.AllText(), want) {
+			return
+		}
+		select {
+		case <-wake:
+		case <-timeout:
+			t.Fatalf("the copy never showed %q:\n%s", want, emu.AllText())
+		}
+	}
+}
+
+// The socket is private: 0600 in a 0700 directory.
+func TestListenIsPrivate(t *testing.T) {
+	path := serve(t, newEngine(), nil)
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 || st.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket mode %v, %v", st.Mode(), err)
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("directory mode %v, %v", st.Mode(), err)
+	}
+	// A second engine for the same socket is refused while the first answers.
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "already listens") {
+		t.Fatalf("second Listen: %v", err)
+	}
+}
+
+// A client's screen starts as the engine's emulator (history included),
+// then follows its output, batched: many small writes arrive in far fewer
+// frames; input, resizes, commands, queries, events and stop get through.
+func TestClientMirrorsTheEngine(t *testing.T) {
+	e := newEngine()
+	emu := e.emus["a1"]
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(emu, "\x1b[32mhistory line %d\x1b[m\r\n", i)
+	}
+	stopped := make(chan struct{})
+	path := serve(t, e, func() { close(stopped) })
+	c, err := Dial(context.Background(), path, RoleTUI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Snapshot().Agents["a1"] == nil {
+		t.Fatalf("first snapshot: %+v", c.Snapshot())
+	}
+	events := c.Subscribe()
+	cp := c.Screen("a1")
+	if cp == nil || cp.AllText() != emu.AllText() || cp.ScrollbackLines() != emu.ScrollbackLines() {
+		t.Fatalf("the copy at attach:\n%s\nthe engine's:\n%s", cp.AllText(), emu.AllText())
+	}
+	if c.Screen("nobody") != nil {
+		t.Fatal("a screen for an unknown agent")
+	}
+
+	const writes = 2000
+	for i := 1; i <= writes; i++ {
+		fmt.Fprintf(emu, "live %d\r\n", i)
+	}
+	waitText(t, cp, fmt.Sprintf("live %d", writes))
+	if cp.AllText() != emu.AllText() {
+		t.Fatal("the copy differs from the engine's emulator after the stream")
+	}
+	if n := c.outFrames.Load(); n >= writes/4 {
+		t.Fatalf("%d writes arrived in %d frames: output is not batched", writes, n)
+	}
+
+	c.Resize("a1", 30, 8)
+	// A request after it is a barrier: the engine reads in order.
+	if _, err := c.Checkpoints(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w, h := emu.Size(); w != 30 || h != 8 {
+		t.Fatalf("the engine's emulator is %dx%d after the client's resize", w, h)
+	}
+	fmt.Fprintf(emu, "after resize\r\n")
+	waitText(t, cp, "after resize")
+	if w, h := cp.Size(); w != 30 || h != 8 {
+		t.Fatalf("the copy is %dx%d after the engine's resize", w, h)
+	}
+	if cp.AllText() != emu.AllText() {
+		t.Fatal("the copy differs from the engine's emulator after a resize")
+	}
+
+	if _, err := c.Input("a1").Write([]byte("typed\r")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdPause}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdStop, AgentID: "x"}); err == nil || err.Error() != orchestrator.ErrUnknownAgent.Error() {
+		t.Fatalf("an engine's error: %v", err)
+	}
+	e.mu.Lock()
+	typed, cmds := string(e.typed["a1"]), len(e.cmds)
+	e.mu.Unlock()
+	// Input is sent before the command on the same connection, and the
+	// engine reads in order: it has arrived.
+	if typed != "typed\r" || cmds != 1 {
+		t.Fatalf("typed %q, %d commands", typed, cmds)
+	}
+	if cps, err := c.Checkpoints(ctx); err != nil || len(cps) != 1 || cps[0].Commit != "abc" {
+		t.Fatalf("checkpoints %+v %v", cps, err)
+	}
+	if deps, err := c.Dependents(ctx, "t-1"); err != nil || len(deps) != 1 || deps[0] != "t-1-child" {
+		t.Fatalf("dependents %v %v", deps, err)
+	}
+	if d, err := c.TaskDiff(ctx, "t-1", true); err != nil || d.TaskID != "t-1" || d.Text != "stat=true" {
+		t.Fatalf("diff %+v %v", d, err)
+	}
+
+	e.events <- orchestrator.Event{Kind: orchestrator.EvCompleted, Task: "t-1", Fields: map[string]any{"n": 1}}
+	if ev := <-events; ev.Kind != orchestrator.EvCompleted || ev.Task != "t-1" {
+		t.Fatalf("event %+v", ev)
+	}
+	e.mu.Lock()
+	e.snap.Running = 0
+	delete(e.snap.Agents, "a1")
+	e.mu.Unlock()
+	e.changed <- struct{}{}
+	for c.Snapshot().Running != 0 {
+		<-c.Changed()
+	}
+
+	if err := c.Stop(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	<-stopped
+}
+
+// A peer of another protocol version is told which versions meet and what
+// to do, both ways round.
+func TestVersionMismatch(t *testing.T) {
+	path := serve(t, newEngine(), nil)
+	nc, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	b, _ := appendMsg(nil, &Msg{T: "hello", Version: Version + 1, Role: RoleTUI})
+	nc.Write(b)
+	_, p, err := readFrame(bufio.NewReader(nc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(p), "speaks protocol version") || !strings.Contains(string(p), "chorus stop") {
+		t.Fatalf("the engine's refusal: %s", p)
+	}
+
+	// An engine of another version: the client says so.
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		readFrame(bufio.NewReader(c), nil)
+		b, _ := appendMsg(nil, &Msg{T: "hello", Version: Version + 1, PID: 4242})
+		c.Write(b)
+	}()
+	_, err = Dial(context.Background(), filepath.Join(dir, "s"), RoleTUI)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("speaks protocol version %d and this chorus speaks %d", Version+1, Version)) || !strings.Contains(err.Error(), "4242") {
+		t.Fatalf("Dial to another version: %v", err)
+	}
+	if _, err := Dial(context.Background(), filepath.Join(dir, "none"), RoleTUI); err == nil || !strings.Contains(err.Error(), ErrNoEngine.Error()) {
+		t.Fatalf("Dial with no engine: %v", err)
+	}
+}
+
+// The peer check reads the connecting process's uid.
+func TestPeerUID(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := net.Dial("unix", filepath.Join(dir, "s"))
+		if err == nil {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	uid, err := peerUID(c.(*net.UnixConn))
+	if err != nil || uid != os.Getuid() {
+		t.Fatalf("peer uid %d, %v; want %d", uid, err, os.Getuid())
+	}
+}

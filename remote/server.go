@@ -1,0 +1,522 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
+)
+
+// Engine is what the server serves; *orchestrator.Engine implements it.
+type Engine interface {
+	Changed() <-chan struct{}
+	Snapshot() orchestrator.Snapshot
+	Subscribe() <-chan orchestrator.Event
+	Do(ctx context.Context, c orchestrator.Command) error
+	Screen(agentID string) *term.Emulator
+	Input(agentID string) io.Writer
+	Resize(agentID string, cols, rows int)
+	Checkpoints(ctx context.Context) ([]merge.Checkpoint, error)
+	Dependents(ctx context.Context, taskID string) ([]string, error)
+	TaskDiff(ctx context.Context, taskID string, stat bool) (orchestrator.TaskDiff, error)
+}
+
+// DefaultInterval is how long terminal output is gathered before it is
+// sent: one batch per agent per interval, not one per PTY read. Below the
+// TUI's frame interval (~33 ms), so a batch delays a frame by one at most.
+const DefaultInterval = 20 * time.Millisecond
+
+// maxQueued is how much a client may fall behind before it is dropped (a
+// suspended TUI must not grow the engine without bound).
+const maxQueued = 64 << 20
+
+// Server serves one engine to any number of clients.
+type Server struct {
+	Eng Engine
+	// Stop is called on a client's stop request: it starts the engine's
+	// shutdown (the quit path) and returns without waiting for it.
+	Stop func()
+	Log  *slog.Logger
+	// Interval batches terminal output (default DefaultInterval).
+	Interval time.Duration
+	// OnChange, when set, runs after every engine change (the server
+	// takes the engine's one Changed channel).
+	OnChange func()
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+
+	snapMu  sync.Mutex
+	snapGen uint64 // bumped on every engine change
+	snapAt  uint64 // the generation snapJS encodes
+	snapJS  []byte
+}
+
+// Serve accepts clients on ln until ctx ends or Close; it returns once the
+// listener is closed.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.Interval <= 0 {
+		s.Interval = DefaultInterval
+	}
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
+	}
+	s.mu.Lock()
+	if s.conns == nil {
+		s.conns = map[*conn]struct{}{}
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.fanOut(ctx)
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+	}()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		go s.serve(ctx, nc.(*net.UnixConn))
+	}
+}
+
+// Close drops every client (they see the engine end).
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	cs := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		c.close()
+	}
+}
+
+// fanOut hands every engine change and event to the clients: the engine
+// has one Changed channel and the server one subscription.
+func (s *Server) fanOut(ctx context.Context) {
+	events := s.Eng.Subscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.Eng.Changed():
+			s.snapMu.Lock()
+			s.snapGen++
+			s.snapMu.Unlock()
+			s.each(func(c *conn) {
+				if c.role == RoleTUI {
+					c.snapDue()
+				}
+			})
+			if s.OnChange != nil {
+				s.OnChange()
+			}
+		case ev := <-events:
+			b, err := appendMsg(nil, &Msg{T: "event", Event: &ev})
+			if err != nil {
+				s.Log.Warn("an event could not be encoded", "kind", ev.Kind, "err", err)
+				continue
+			}
+			s.each(func(c *conn) {
+				if c.role == RoleTUI || c.role == RoleEvents {
+					c.send(b)
+				}
+			})
+		}
+	}
+}
+
+func (s *Server) each(fn func(*conn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		fn(c)
+	}
+}
+
+// snapshot is the latest snapshot framed, encoded once per change for all
+// clients.
+func (s *Server) snapshot() []byte {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if s.snapJS == nil || s.snapAt != s.snapGen {
+		snap := s.Eng.Snapshot()
+		b, err := appendMsg(nil, &Msg{T: "snap", Snap: &snap})
+		if err != nil {
+			s.Log.Error("the snapshot could not be encoded", "err", err)
+			return nil
+		}
+		s.snapJS, s.snapAt = b, s.snapGen
+	}
+	return s.snapJS
+}
+
+// conn is one client. Everything it is sent goes through one ordered
+// queue; a writer goroutine flushes it at most once per interval, so a
+// busy agent's output reaches the client in a few large frames.
+type conn struct {
+	s    *Server
+	nc   *net.UnixConn
+	role string
+
+	mu     sync.Mutex
+	queue  []item
+	open   map[string]int // agent → index of its growing output item
+	size   int
+	snap   bool // a snapshot is due
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+	taps   map[string]func() // agent → detach
+	inputs map[string]io.Writer
+}
+
+// item is one queued frame, or an agent's output still growing.
+type item struct {
+	frame []byte
+	agent string
+	out   []byte
+}
+
+func (s *Server) serve(ctx context.Context, nc *net.UnixConn) {
+	c := &conn{s: s, nc: nc, open: map[string]int{}, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		taps: map[string]func(){}, inputs: map[string]io.Writer{}}
+	defer c.close()
+	r := bufio.NewReaderSize(nc, 64<<10)
+	hello, err := c.handshake(r)
+	if err != nil {
+		s.Log.Info("client refused", "err", err)
+		return
+	}
+	c.role = hello.Role
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+	go c.writer()
+	if c.role == RoleTUI {
+		c.snapDue()
+	}
+	var buf []byte
+	for {
+		var kind byte
+		var p []byte
+		kind, p, err = readFrame(r, buf)
+		buf = p
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.Log.Info("client dropped", "err", err)
+			}
+			return
+		}
+		if kind != frameMsg {
+			continue
+		}
+		var m Msg
+		if err := json.Unmarshal(p, &m); err != nil {
+			s.Log.Info("client sent a bad message", "err", err)
+			return
+		}
+		c.handle(ctx, &m)
+	}
+}
+
+// handshake reads the client's hello and answers it; a client of another
+// user or another protocol version is refused with the reason.
+func (c *conn) handshake(r *bufio.Reader) (*Msg, error) {
+	refuse := func(err error) (*Msg, error) {
+		b, _ := appendMsg(nil, &Msg{T: "hello", Version: Version, PID: os.Getpid(), Err: err.Error()})
+		_, _ = c.nc.Write(b)
+		return nil, err
+	}
+	if uid, err := peerUID(c.nc); err != nil {
+		return refuse(fmt.Errorf("reading the peer's credentials: %w", err))
+	} else if uid != os.Getuid() {
+		return refuse(fmt.Errorf("this Chorus engine belongs to user %d; user %d may not attach to it", os.Getuid(), uid))
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	kind, p, err := readFrame(r, nil)
+	_ = c.nc.SetReadDeadline(time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	var m Msg
+	if kind != frameMsg || json.Unmarshal(p, &m) != nil || m.T != "hello" {
+		return refuse(errors.New("the first message was not a hello: not a Chorus client"))
+	}
+	if m.Version != Version {
+		return refuse(versionError(Version, m.Version, os.Getpid()))
+	}
+	switch m.Role {
+	case RoleTUI, RoleEvents, RoleStop:
+	default:
+		return refuse(fmt.Errorf("unknown role %q", m.Role))
+	}
+	b, _ := appendMsg(nil, &Msg{T: "hello", Version: Version, PID: os.Getpid()})
+	if _, err := c.nc.Write(b); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// handle acts on one message. Requests that wait on the engine run on
+// their own goroutines so that typing and resizes keep flowing.
+func (c *conn) handle(ctx context.Context, m *Msg) {
+	e := c.s.Eng
+	switch m.T {
+	case "input":
+		w := c.inputs[m.Agent]
+		if w == nil {
+			w = e.Input(m.Agent)
+			c.inputs[m.Agent] = w
+		}
+		_, _ = w.Write(m.Data)
+	case "resize":
+		e.Resize(m.Agent, m.Cols, m.Rows)
+	case "unwatch":
+		c.unwatch(m.Agent)
+	case "req":
+		if m.Op == "screen" {
+			c.watch(m.ID, m.Agent)
+			return
+		}
+		go c.reply(ctx, m)
+	}
+}
+
+func (c *conn) reply(ctx context.Context, m *Msg) {
+	e := c.s.Eng
+	resp := &Msg{T: "resp", ID: m.ID}
+	var result any
+	var err error
+	switch m.Op {
+	case "do":
+		if m.Cmd == nil {
+			err = errors.New("no command")
+		} else {
+			err = e.Do(ctx, *m.Cmd)
+		}
+	case "checkpoints":
+		result, err = e.Checkpoints(ctx)
+	case "dependents":
+		result, err = e.Dependents(ctx, m.Task)
+	case "diff":
+		result, err = e.TaskDiff(ctx, m.Task, m.Stat)
+	case "stop":
+		if c.s.Stop == nil {
+			err = errors.New("this engine cannot be stopped from a client")
+		} else {
+			c.s.Log.Info("stop requested by a client")
+			c.s.Stop()
+		}
+	default:
+		err = fmt.Errorf("unknown request %q (a newer chorus?)", m.Op)
+	}
+	if err != nil {
+		resp.Err = err.Error()
+	} else if result != nil {
+		resp.Result, err = json.Marshal(result)
+		if err != nil {
+			resp.Err = err.Error()
+		}
+	}
+	b, err := appendMsg(nil, resp)
+	if err != nil {
+		c.s.Log.Error("a reply could not be encoded", "op", m.Op, "err", err)
+		return
+	}
+	c.send(b)
+}
+
+// watch answers a screen request with the agent's emulator state and
+// then streams its output. The reply is queued before the tap exists, so
+// it reaches the client before any output it does not contain.
+func (c *conn) watch(id uint64, agent string) {
+	c.unwatch(agent)
+	emu := c.s.Eng.Screen(agent)
+	if emu == nil {
+		b, _ := appendMsg(nil, &Msg{T: "resp", ID: id, Agent: agent, Err: "no such agent"})
+		c.send(b)
+		return
+	}
+	tap := &term.Tap{
+		Output: func(p []byte) { c.output(agent, p) },
+		Resize: func(w, h int) {
+			b, _ := appendMsg(nil, &Msg{T: "resize", Agent: agent, Cols: w, Rows: h})
+			c.mu.Lock()
+			delete(c.open, agent) // later output goes after the resize
+			c.mu.Unlock()
+			c.send(b)
+		},
+	}
+	detach := emu.Attach(tap, func(cols, rows int, state []byte) {
+		b, _ := appendMsg(nil, &Msg{T: "resp", ID: id, Agent: agent, Cols: cols, Rows: rows, Data: state})
+		c.send(b)
+	})
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		detach()
+		return
+	}
+	c.taps[agent] = detach
+	c.mu.Unlock()
+}
+
+func (c *conn) unwatch(agent string) {
+	c.mu.Lock()
+	detach := c.taps[agent]
+	delete(c.taps, agent)
+	delete(c.open, agent)
+	c.mu.Unlock()
+	if detach != nil {
+		detach()
+	}
+}
+
+// output appends an agent's bytes to its growing item (under the
+// emulator's lock: quick).
+func (c *conn) output(agent string, p []byte) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if i, ok := c.open[agent]; ok {
+		c.queue[i].out = append(c.queue[i].out, p...)
+	} else {
+		c.open[agent] = len(c.queue)
+		c.queue = append(c.queue, item{agent: agent, out: append([]byte(nil), p...)})
+	}
+	c.size += len(p)
+	over := c.size > maxQueued
+	c.mu.Unlock()
+	if over {
+		c.s.Log.Warn("a client fell too far behind; dropping it")
+		go c.close()
+		return
+	}
+	c.poke()
+}
+
+func (c *conn) send(frame []byte) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.queue = append(c.queue, item{frame: frame})
+	c.size += len(frame)
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *conn) snapDue() {
+	c.mu.Lock()
+	c.snap = true
+	c.mu.Unlock()
+	c.poke()
+}
+
+func (c *conn) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer sends the queue, at most once per interval.
+func (c *conn) writer() {
+	defer c.close()
+	w := bufio.NewWriterSize(c.nc, 256<<10)
+	timer := time.NewTimer(0)
+	<-timer.C
+	var last time.Time
+	var buf []byte
+	for {
+		select {
+		case <-c.wake:
+		case <-c.done:
+			return
+		}
+		if d := c.s.Interval - time.Since(last); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-c.done:
+				return
+			}
+		}
+		last = time.Now()
+		c.mu.Lock()
+		q, snap := c.queue, c.snap
+		c.queue, c.snap, c.size = nil, false, 0
+		clear(c.open)
+		c.mu.Unlock()
+		for _, it := range q {
+			buf = buf[:0]
+			if it.frame != nil {
+				buf = append(buf, it.frame...)
+			} else {
+				buf = appendOut(buf, it.agent, it.out)
+			}
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+		if snap {
+			if _, err := w.Write(c.s.snapshot()); err != nil {
+				return
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	taps := c.taps
+	c.taps = map[string]func(){}
+	c.queue = nil
+	close(c.done)
+	c.mu.Unlock()
+	for _, d := range taps {
+		d()
+	}
+	c.nc.Close()
+}

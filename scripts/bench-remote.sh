@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# CPU cost of 8 busy tiles through the engine's socket against the same 8
+# tiles in one process, in the same run.
+#
+# In-process: `bench-tui chorus` (the pacers' PTYs, emulators and the UI in
+# one process, as before the engine became a process of its own).
+# Through the socket: `bench-tui serve` (the same PTYs and emulators, served
+# by the remote package) and `bench-tui attach` (the real UI on a remote
+# client, each tile a copy of the engine's emulator fed by batched output).
+# Both UIs draw into script(1) PTYs of 200x60 drained into /dev/null. Each
+# tile receives a recorded Claude Code stream in a loop at 10x its real
+# rate (see bench-tui.sh). Pacers are separate processes, not counted.
+#
+# Usage: scripts/bench-remote.sh   (SECONDS_RUN, default 60)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SECONDS_RUN=${SECONDS_RUN:-60}
+REAL_RATE=${REAL_RATE:-600}
+STREAM=${STREAM:-$ROOT/agent/term/testdata/replay/claude-fullscreen/stream.raw}
+RATE=$((REAL_RATE * 10))
+TMP=$(mktemp -d)
+[[ -n ${CPUPROFILE:-} ]] && export CPUPROFILE
+BIN=$TMP/bench-tui
+export BENCH_SOCK=$TMP/engine.sock
+(cd "$ROOT" && go build -o "$BIN" ./scripts/bench-tui)
+cleanup() {
+	kill $(jobs -p) 2>/dev/null || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+cpu() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12+$13}' || echo 0; }
+HZ=$(getconf CLK_TCK)
+
+script -qfc "stty cols 200 rows 60; exec $BIN chorus $STREAM $RATE $SECONDS_RUN" /dev/null >/dev/null 2>&1 &
+"$BIN" serve "$STREAM" "$RATE" "$SECONDS_RUN" >"$TMP/serve.log" 2>&1 &
+script -qfc "stty cols 200 rows 60; exec $BIN attach - - $SECONDS_RUN" /dev/null >/dev/null 2>&1 &
+sleep 2 # let all three start before the measured window opens
+IN=$(pgrep -f "^$BIN chorus" | head -1)
+SRV=$(pgrep -f "^$BIN serve" | head -1)
+CLI=$(pgrep -f "^$BIN attach" | head -1)
+i0=$(cpu "$IN") s0=$(cpu "$SRV") c0=$(cpu "$CLI")
+sleep $((SECONDS_RUN - 4))
+i1=$(cpu "$IN") s1=$(cpu "$SRV") c1=$(cpu "$CLI")
+inproc=$(echo "scale=3; ($i1-$i0)/$HZ" | bc)
+srv=$(echo "scale=3; ($s1-$s0)/$HZ" | bc)
+cli=$(echo "scale=3; ($c1-$c0)/$HZ" | bc)
+total=$(echo "scale=3; $srv+$cli" | bc)
+echo "8 streams at ${RATE} B/s each, $((SECONDS_RUN - 4)) s: in-process ${inproc} CPU s;" \
+	"through the socket: engine ${srv} + TUI ${cli} = ${total} CPU s;" \
+	"ratio socket/in-process $(echo "scale=2; $total/$inproc" | bc), TUI alone/in-process $(echo "scale=2; $cli/$inproc" | bc)"

@@ -1,0 +1,172 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/testkit"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/remote"
+)
+
+// The engine outlives its terminal: chorus runs in one tmux server with
+// two agents working, that server is killed (the TUI with it), the agents
+// go on and their tasks land, and `chorus attach` in two new terminals
+// shows both tiles with what they printed before, then their live output.
+func TestDetachKillTerminalAttach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary in tmux")
+	}
+	first := newTmux(t, "chorus-detach-a") // the terminal that dies
+	other := newTmux(t, "chorus-detach-b") // the agents' signals, and the new terminals
+	s := newSession(t, fmt.Sprintf(`
+run "for i in $(seq 1 50); do echo history of $CHORUS_TASK_ID line $i; done; %[1]s -L %[2]s wait-for -S printed"
+run "%[1]s -L %[2]s wait-for go-$CHORUS_TASK_ID"
+run "echo live output of $CHORUS_TASK_ID"
+run "%[1]s -L %[2]s wait-for finish-$CHORUS_TASK_ID"
+run "echo done > work-$CHORUS_TASK_ID.txt"
+commit "work of the task"
+signal COMPLETE "done"
+hang
+`, other.bin, other.sock), func(c *config.Config) { c.Agents.MaxParallel = 2 })
+	s.task("t-a", "alpha", 1)
+	s.task("t-b", "beta", 2)
+	bin := testkit.Chorus(t)
+	dir := chorusdir.At(s.root)
+	t.Cleanup(func() {
+		exec.Command(bin, "-C", s.root, "stop", "--wait").Run()
+		exec.Command(first.bin, "-L", first.sock, "kill-server").Run()
+		exec.Command(other.bin, "-L", other.sock, "kill-server").Run()
+	})
+	env := "PATH=" + os.Getenv("PATH")
+	first.cmd("new-session", "-d", "-x", "160", "-y", "40", "-e", env, bin+" -C "+s.root+" --autopilot; sleep 600")
+	other.cmd("new-session", "-d", "-s", "signals", "sleep 600")
+	other.cmd("wait-for", "printed")
+	other.cmd("wait-for", "printed")
+	out := first.waitScreen("history of t-b line 50")
+	if !strings.Contains(out, "history of t-a line 50") {
+		t.Fatalf("before the terminal dies:\n%s", out)
+	}
+
+	// The terminal goes away, and the TUI with it.
+	first.cmd("kill-server")
+	c, err := remote.Dial(context.Background(), remote.SocketPath(dir), remote.RoleTUI)
+	if err != nil {
+		t.Fatalf("the engine did not survive its terminal: %v", err)
+	}
+	defer c.Close()
+	if n := c.Snapshot().Running; n != 2 {
+		t.Fatalf("%d agents running after the terminal died, want 2", n)
+	}
+	events := &testkit.Events[orchestrator.Event]{TB: t, C: c.Subscribe(), Limit: waitLimit}
+
+	// Two new terminals attach; each shows both tiles with their history.
+	for _, name := range []string{"att1", "att2"} {
+		other.cmd("new-session", "-d", "-s", name, "-x", "160", "-y", "40", "-e", env, bin+" -C "+s.root+" attach; sleep 600")
+	}
+	for _, name := range []string{"att1", "att2"} {
+		out := waitPane(other, name, "history of t-b line 50")
+		if !strings.Contains(out, "history of t-a line 50") || !strings.Contains(out, "SCRIPT (t-a)") {
+			t.Fatalf("%s after attaching:\n%s", name, out)
+		}
+	}
+	// A third TUI killed with -9 takes nothing with it: the agents it
+	// watched go on below.
+	other.cmd("new-session", "-d", "-s", "att3", "-x", "120", "-y", "30", "-e", env, bin+" -C "+s.root+" attach; sleep 600")
+	waitPane(other, "att3", "history of t-b line")
+	shell := strings.TrimSpace(other.cmd("display", "-p", "-t", "att3", "#{pane_pid}"))
+	tui, err := exec.Command("pgrep", "-P", shell, "-f", "attach").Output()
+	if err != nil {
+		t.Fatalf("the third TUI's pid: %v", err)
+	}
+	if out, err := exec.Command("kill", "-9", strings.TrimSpace(string(tui))).CombinedOutput(); err != nil {
+		t.Fatalf("kill -9: %v %s", err, out)
+	}
+	// Live output reaches both, and both tasks land.
+	other.cmd("wait-for", "-S", "go-t-a")
+	other.cmd("wait-for", "-S", "go-t-b")
+	for _, name := range []string{"att1", "att2"} {
+		out := waitPane(other, name, "live output of t-b")
+		if !strings.Contains(out, "live output of t-a") {
+			t.Fatalf("%s live:\n%s", name, out)
+		}
+	}
+	other.cmd("wait-for", "-S", "finish-t-a")
+	other.cmd("wait-for", "-S", "finish-t-b")
+	landed := map[string]bool{}
+	for len(landed) < 2 {
+		ev := events.Wait(func(ev orchestrator.Event) bool {
+			return ev.Kind == orchestrator.EventKind("merge_"+string(merge.EventLanded))
+		})
+		landed[ev.Task] = true
+	}
+	for _, id := range []string{"t-a", "t-b"} {
+		if st := s.get(id).Status; st != beads.StatusClosed {
+			t.Fatalf("%s: %s", id, st)
+		}
+		if out, err := exec.Command("git", "-C", s.root, "cat-file", "-e", "main:work-"+id+".txt").CombinedOutput(); err != nil {
+			t.Fatalf("%s's work is not on main: %v %s", id, err, out)
+		}
+	}
+
+	// q asks whether to stop the engine too; Esc keeps working; the
+	// prefix key then d detaches. The other terminal stays attached.
+	other.cmd("send-keys", "-t", "att1", "q")
+	waitPane(other, "att1", "Stop the engine and quit")
+	other.cmd("send-keys", "-t", "att1", "Escape")
+	waitPaneGone(other, "att1", "Stop the engine and quit") // so Esc is not read as Alt with the next key
+	other.cmd("send-keys", "-t", "att1", "C-g", "d")
+	waitPane(other, "att1", "detached; the engine")
+	if st, err := dir.InspectLock(); err != nil || !st.Held {
+		t.Fatalf("the engine let go of the repository after a detach: %+v %v", st, err)
+	}
+	// chorus stop ends it; the attached TUI hears and exits.
+	if out, err := exec.Command(bin, "-C", s.root, "stop", "--wait").CombinedOutput(); err != nil {
+		t.Fatalf("chorus stop: %v\n%s", err, out)
+	}
+	waitPane(other, "att2", "the engine (pid")
+	if st, err := dir.InspectLock(); err != nil || st.Held {
+		t.Fatalf("after chorus stop the lock is still held: %+v %v", st, err)
+	}
+}
+
+// waitPane is waitScreen for one session of a server.
+func waitPane(x *tmuxServer, target, want string) string {
+	x.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		out := x.cmd("capture-pane", "-p", "-t", target)
+		if strings.Contains(out, want) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s never showed %q:\n%s", target, want, out)
+		}
+		x.cmd("wait-for", "-S", "nothing")
+	}
+}
+
+// waitPaneGone waits until a session's pane no longer shows text.
+func waitPaneGone(x *tmuxServer, target, text string) {
+	x.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		out := x.cmd("capture-pane", "-p", "-t", target)
+		if !strings.Contains(out, text) {
+			return
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s kept showing %q:\n%s", target, text, out)
+		}
+		x.cmd("wait-for", "-S", "nothing")
+	}
+}
