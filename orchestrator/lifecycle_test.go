@@ -192,6 +192,9 @@ func TestMaxIterationsFails(t *testing.T) {
 	if n := h.count(EvAssigned); n != 1 {
 		t.Fatalf("assigned %d times", n)
 	}
+	// Paused first: autopilot would otherwise take the reopened task at
+	// once, and the test would see it in progress.
+	h.do(Command{Kind: CmdPause})
 	if err := h.eng.Do(context.Background(), Command{Kind: CmdRetry, TaskID: id}); err != nil {
 		t.Fatal(err)
 	}
