@@ -52,6 +52,10 @@ type Service struct {
 	changed chan struct{}
 	events  chan Event
 
+	// wtMu guards wtCache, the worktrees' git dirs as last read (git.go).
+	wtMu    sync.Mutex
+	wtCache map[string]gitDirEntry
+
 	// hook is called at phase boundaries (crash tests stop the process there).
 	hook func(phase string)
 }

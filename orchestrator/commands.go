@@ -385,7 +385,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 		return err
 	}
 	if old == nil {
-		return e.st.save(e.opt.Dir.State())
+		return e.saveState()
 	}
 	e.st.Stats = old.Stats
 	e.st.Tasks = old.Tasks
@@ -482,5 +482,5 @@ func (e *Engine) Recover(ctx context.Context) error {
 			}
 		}
 	}
-	return e.st.save(e.opt.Dir.State())
+	return e.saveState()
 }
