@@ -156,16 +156,18 @@ func (b *bench) repo(name string) (string, error) {
 }
 
 // pipeline is the shell reference: AGENTS workers, each task in its own
-// worktree and branch, merges serialised by one lock.
+// worktree and branch, merges serialised by one lock. Adding and removing
+// worktrees is serialised by another: git is not safe against concurrent
+// worktree changes (Chorus takes a lock for the same reason).
 const pipeline = `set -eu
 task() {
 	wt=.worktrees/t$1
-	git worktree add -q -b t$1 "$wt" main
+	flock .git/wt.lock git worktree add -q -b t$1 "$wt" main
 	echo "$1" >"$wt/f-$1.txt"
 	git -C "$wt" add -A
 	git -C "$wt" commit -q -m "feat: task $1"
 	flock .git/bench.lock git merge -q --no-ff -m "Merge t$1" t$1
-	git worktree remove --force "$wt"
+	flock .git/wt.lock git worktree remove --force "$wt"
 	git branch -q -d t$1
 }
 export -f task 2>/dev/null || true
