@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chorus-dev/chorus/gitx"
+	"slices"
 	"strings"
+
+	"github.com/chorus-dev/chorus/gitx"
 
 	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/proc"
@@ -107,6 +109,7 @@ func (s *Service) process(ctx context.Context, id string) {
 		s.attemptFailed(ctx, id, err.Error())
 		return
 	}
+	s.rememberTree(c, mt.tree)
 	// With nothing to run the candidate is as tested as it gets and lands
 	// right away: its ref and the pre-merge checkpoint go into the landing
 	// transaction instead of a separate update.
@@ -147,6 +150,23 @@ func oneLine(s string) string {
 
 var errNoTarget = errors.New("target branch not found")
 
+// rememberTree notes the tree of a commit this service made: after it
+// lands, the next merge needs the target's tree without asking git.
+func (s *Service) rememberTree(commit, tree string) {
+	s.mu.Lock()
+	s.lastCommit, s.lastTree = commit, tree
+	s.mu.Unlock()
+}
+
+func (s *Service) treeOf(commit string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if commit == s.lastCommit {
+		return s.lastTree
+	}
+	return ""
+}
+
 // tips resolves the target tip, its tree and the branch tip in one call.
 func (s *Service) tips(ctx context.Context, mergeRef string) (tip, tipTree, head string, err error) {
 	ref := mergeRef
@@ -154,6 +174,15 @@ func (s *Service) tips(ctx context.Context, mergeRef string) (tip, tipTree, head
 		ref = "refs/heads/" + ref
 	}
 	t := "refs/heads/" + s.opt.Target
+	// In-process when the target is a commit this service made (its tree
+	// is remembered) and both refs read plainly.
+	if tip, ok, known := s.refValue(t); known && ok {
+		if tree := s.treeOf(tip); tree != "" {
+			if h, ok, known := s.refValue(ref); known && ok {
+				return tip, tree, h, nil
+			}
+		}
+	}
 	out, e := git(ctx, s.opt.RepoDir, "rev-parse", t, t+"^{tree}", ref+"^{commit}")
 	if e == nil {
 		f := strings.Fields(out)
@@ -358,7 +387,7 @@ func (s *Service) land(ctx context.Context, id string) {
 			return
 		}
 	} else {
-		cur, err := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target)
+		cur, err := s.readTarget()
 		if err != nil || cur != it.Base {
 			s.landingFailed(ctx, id, it, "target moved")
 			return
@@ -371,7 +400,7 @@ func (s *Service) land(ctx context.Context, id string) {
 			} else if m := strings.TrimSpace(r.err + r.out); m != "" {
 				why = firstLines(m, 8)
 			}
-			if now, _ := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target); now == it.Candidate {
+			if now, _ := s.readTarget(); now == it.Candidate {
 				// The fast-forward happened; only a hook complained.
 			} else {
 				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
@@ -394,7 +423,7 @@ func (s *Service) land(ctx context.Context, id string) {
 // landingFailed handles a refused ref update: a target moved by someone
 // else holds the queue (see holdTarget).
 func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg string) {
-	cur, err := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target)
+	cur, err := s.readTarget()
 	s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
 	if err == nil && cur != it.Base {
 		if in, _ := isAncestor(ctx, s.opt.RepoDir, it.Candidate, cur); in {
@@ -484,25 +513,46 @@ func without(list []string, x string) []string {
 }
 
 // cleanup removes a landed task's worktree and branches once they are
-// reachable from the target; a user's own branch is left alone.
+// reachable from the target; a user's own branch is left alone. Refs are
+// read in-process, what landed is known to be reachable while the target
+// is still the merge that landed it (git is asked otherwise), and the refs
+// go in one transaction.
 func (s *Service) cleanup(ctx context.Context, id string) {
 	it, ok := s.get(id)
 	if !ok {
 		return
 	}
 	target := "refs/heads/" + s.opt.Target
+	tip, _ := s.readTarget()
+	landedHere := it.MergeCommit != "" && it.Head != "" && tip == it.MergeCommit
+	reachable := func(h string) bool {
+		if landedHere && h == it.Head {
+			return true // the landed merge's second parent
+		}
+		in, _ := isAncestor(ctx, s.opt.RepoDir, h, target)
+		return in
+	}
+	readRef := func(ref string) (string, bool) {
+		if h, exists, known := s.refValue(ref); known {
+			return h, exists
+		}
+		h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
+		return h, err == nil
+	}
+	var dels []string
 	if !it.User {
 		if it.Worktree != "" && dirExists(it.Worktree) {
-			head, err := git(ctx, it.Worktree, "rev-parse", "HEAD")
-			if err == nil {
-				// The branch is in; uncommitted files (an agent's last edits,
-				// untracked files) are kept under refs/chorus/kept/ first, and
-				// the worktree stays if they cannot be.
-				if in, _ := isAncestor(ctx, s.opt.RepoDir, head, target); in && s.keep(ctx, id, it.Worktree, "") {
-					gitx.WorktreeMu.Lock()
-					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
-					gitx.WorktreeMu.Unlock()
-				}
+			head := gitx.WorktreeHead(it.Worktree)
+			if head == "" {
+				head, _ = git(ctx, it.Worktree, "rev-parse", "HEAD")
+			}
+			// The branch is in; uncommitted files (an agent's last edits,
+			// untracked files) are kept under refs/chorus/kept/ first, and
+			// the worktree stays if they cannot be.
+			if head != "" && reachable(head) && s.keep(ctx, id, it.Worktree, "") {
+				gitx.WorktreeMu.Lock()
+				_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
+				gitx.WorktreeMu.Unlock()
 			}
 		}
 		for _, b := range []string{it.Branch, it.MergeRef, resolveBranch(id)} {
@@ -513,24 +563,32 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 			if !strings.HasPrefix(ref, "refs/") {
 				ref = "refs/heads/" + b
 			}
-			h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
-			if err != nil {
+			h, exists := readRef(ref)
+			if !exists || slices.Contains(dels, "delete "+ref+" "+h) || !reachable(h) {
 				continue
 			}
-			if in, _ := isAncestor(ctx, s.opt.RepoDir, h, target); in {
-				if b == resolveBranch(id) {
-					if !s.keep(ctx, id, s.resolveDir(id), "") {
-						continue
-					}
-					gitx.WorktreeMu.Lock()
-					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
-					gitx.WorktreeMu.Unlock()
+			if b == resolveBranch(id) {
+				if !s.keep(ctx, id, s.resolveDir(id), "") {
+					continue
 				}
-				_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", ref, h)
+				gitx.WorktreeMu.Lock()
+				_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
+				gitx.WorktreeMu.Unlock()
+			}
+			dels = append(dels, "delete "+ref+" "+h)
+		}
+	}
+	if _, exists := readRef(candidateRef(id)); exists {
+		dels = append(dels, "delete "+candidateRef(id))
+	}
+	if len(dels) > 0 {
+		if r, err := run(ctx, s.opt.RepoDir, strings.Join(dels, "\n")+"\n", "update-ref", "--stdin"); err != nil || r.rc != 0 {
+			// One of them moved meanwhile: delete the others one by one.
+			for _, d := range dels {
+				_, _ = run(ctx, s.opt.RepoDir, "", append([]string{"update-ref", "-d"}, strings.Fields(strings.TrimPrefix(d, "delete "))...)...)
 			}
 		}
 	}
-	_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", candidateRef(id))
 	s.step(id, func(it *Item, _ *Stats) { it.Cleaned = true })
 }
 

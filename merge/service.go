@@ -36,6 +36,8 @@ type Service struct {
 	jobs      map[string]*resolveJob // resolver agents at work, by task
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
+	// lastCommit/lastTree: the last candidate made and its tree (tips).
+	lastCommit, lastTree string
 
 	// opMu serialises everything that moves the target: the worker's item
 	// processing and rollbacks.

@@ -603,7 +603,7 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if head, err := m.git(ctx, wt.Dir, "rev-parse", "HEAD"); err == nil && head == base && wt.Head != "" && wt.Head != head {
+	if head, err := m.HeadCommit(ctx, wt); err == nil && head == base && wt.Head != "" && wt.Head != head {
 		// The target already contains the branch (something moved the
 		// target onto it): the work is what the branch gained since the
 		// worktree was made, not yet verified by the merge queue.
@@ -621,8 +621,13 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	}
 }
 
-// HeadCommit returns the commit checked out in the worktree.
+// HeadCommit returns the commit checked out in the worktree, read from
+// git's files where they are plain (every iteration asks), from git
+// otherwise.
 func (m *Manager) HeadCommit(ctx context.Context, wt Worktree) (string, error) {
+	if h := gitx.WorktreeHead(wt.Dir); h != "" {
+		return h, nil
+	}
 	return m.git(ctx, wt.Dir, "rev-parse", "HEAD")
 }
 

@@ -16,6 +16,9 @@
 // and commit, and its built-in task store.
 //
 // Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-keep]
+//
+// BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
+// that command, for a profile; BENCH_VERBOSE=1 prints git subcommands.
 package main
 
 import (
@@ -255,7 +258,13 @@ func (b *bench) runChorus() (result, error) {
 		}
 	}
 	log := filepath.Join(b.root, "chorus-git.log")
-	cmd := exec.Command(b.chorus, "-C", dir, "--autopilot", "--headless", "--max-agents", strconv.Itoa(b.agents))
+	argv := []string{b.chorus, "-C", dir, "--autopilot", "--headless", "--max-agents", strconv.Itoa(b.agents)}
+	if w := strings.Fields(os.Getenv("BENCH_WRAP")); len(w) > 0 {
+		// A diagnostic wrapper (perf record …, strace …): the CPU figure
+		// is then the wrapper's.
+		argv = append(w, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = b.env(log)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
