@@ -76,3 +76,33 @@ func TestTargetCheckoutFollowsCachedGitDirs(t *testing.T) {
 		t.Fatal("a removed worktree stays cached")
 	}
 }
+
+// Landings pack the refs as they accumulate: the merged refs and
+// checkpoints of landed tasks do not stay loose files.
+func TestLandingsPackRefs(t *testing.T) {
+	r := newRepo(t)
+	h := start(t, r, func(o *Options) { o.PackRefsEvery = 2 }, nil)
+	for _, id := range []string{"p-1", "p-2"} {
+		b, _ := r.agentBranch(id, "main", map[string]string{id + ".txt": id}, false)
+		h.enqueue(Request{TaskID: id, Branch: b})
+		h.waitStatus(id, StatusLanded)
+	}
+	h.waitFor("cleaned", func(s Snapshot) bool {
+		it, _ := item(s, "p-2")
+		return it.Cleaned && s.Idle
+	})
+	h.stop()
+	common := filepath.Join(r.dir, ".git")
+	for _, id := range []string{"p-1", "p-2"} {
+		if _, err := os.Stat(filepath.Join(common, mergedRef(id))); err == nil {
+			t.Fatalf("%s is still a loose ref", mergedRef(id))
+		}
+		if got := r.git("rev-parse", mergedRef(id)); got == "" {
+			t.Fatalf("%s lost", mergedRef(id))
+		}
+	}
+	packed, _ := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if !strings.Contains(string(packed), mergedRef("p-2")) {
+		t.Fatalf("packed-refs lacks %s:\n%s", mergedRef("p-2"), packed)
+	}
+}

@@ -409,7 +409,9 @@ func (s *Service) land(ctx context.Context, id string) {
 				return
 			}
 		}
-		_, _ = gitIn(ctx, s.opt.RepoDir, "update "+mergedRef(id)+" "+it.Candidate+"\ndelete "+candidateRef(id)+"\n"+s.checkpointTxn(id, it.Base), "update-ref", "--stdin")
+		// The merged ref, the checkpoint and the candidate's removal go
+		// into the clean-up's transaction, which follows every landing
+		// (also one a crash interrupted).
 	}
 	s.phase(PhaseCAS)
 	ok := s.recordLanded(id, it.Candidate, cleaned)
@@ -491,6 +493,7 @@ func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bo
 	if !cleaned {
 		s.cleanup(ctx, id)
 	}
+	s.packRefs(ctx)
 	st := s.statsCopy()
 	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.Periodic > 0 && st.SinceCheckpoint >= s.opt.Checkpoints.Periodic {
 		if _, err := s.checkpoint(ctx, "periodic"); err == nil {
@@ -499,6 +502,22 @@ func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bo
 			_ = s.saveLocked()
 			s.mu.Unlock()
 		}
+	}
+}
+
+// packRefs packs the refs every Options.PackRefsEvery landings, so they do
+// not pile up as loose files (git gc would, much later). Concurrent ref
+// updates (agents committing) wait on git's ref locks, which git retries.
+func (s *Service) packRefs(ctx context.Context) {
+	s.mu.Lock()
+	s.sincePack++
+	due := s.sincePack >= s.opt.PackRefsEvery
+	if due {
+		s.sincePack = 0
+	}
+	s.mu.Unlock()
+	if due {
+		_, _ = run(ctx, s.opt.RepoDir, "", "pack-refs", "--all")
 	}
 }
 
@@ -581,11 +600,18 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 	if _, exists := readRef(candidateRef(id)); exists {
 		dels = append(dels, "delete "+candidateRef(id))
 	}
+	if it.MergeCommit != "" {
+		// Idempotent after a landing transaction that wrote them already.
+		dels = append(dels, "update "+mergedRef(id)+" "+it.MergeCommit)
+		if ck := s.checkpointTxn(id, it.Base); ck != "" && it.Base != "" {
+			dels = append(dels, strings.TrimSuffix(ck, "\n"))
+		}
+	}
 	if len(dels) > 0 {
 		if r, err := run(ctx, s.opt.RepoDir, strings.Join(dels, "\n")+"\n", "update-ref", "--stdin"); err != nil || r.rc != 0 {
-			// One of them moved meanwhile: delete the others one by one.
+			// One of them moved meanwhile: apply the others one by one.
 			for _, d := range dels {
-				_, _ = run(ctx, s.opt.RepoDir, "", append([]string{"update-ref", "-d"}, strings.Fields(strings.TrimPrefix(d, "delete "))...)...)
+				_, _ = run(ctx, s.opt.RepoDir, d+"\n", "update-ref", "--stdin")
 			}
 		}
 	}

@@ -36,6 +36,7 @@ type Service struct {
 	jobs      map[string]*resolveJob // resolver agents at work, by task
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
+	sincePack int // landings since the refs were last packed
 	// lastCommit/lastTree: the last candidate made and its tree (tips).
 	lastCommit, lastTree string
 
@@ -110,6 +111,9 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 		if opt.ResolverTimeout <= 0 {
 			opt.ResolverTimeout = 10 * time.Minute
 		}
+	}
+	if opt.PackRefsEvery <= 0 {
+		opt.PackRefsEvery = 64
 	}
 	if opt.WatchInterval <= 0 {
 		opt.WatchInterval = 2 * time.Second

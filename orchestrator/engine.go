@@ -103,7 +103,7 @@ type Engine struct {
 
 	// Owned by the loop goroutine.
 	st        *State
-	stw       *stateWriter // writes st: snapshot + journal
+	stw       *stateWriter         // writes st: snapshot + journal
 	runs      map[string]*agentRun // by agent id
 	fetching  bool
 	needReady bool            // something changed that may make tasks ready
