@@ -491,9 +491,10 @@ func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bo
 	s.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
 	s.runHook(ctx, hooks.PostMerge, id)
 	if !cleaned {
-		s.cleanup(ctx, id)
+		s.pokeCleaner()
+	} else {
+		s.packRefs(ctx)
 	}
-	s.packRefs(ctx)
 	st := s.statsCopy()
 	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.Periodic > 0 && st.SinceCheckpoint >= s.opt.Checkpoints.Periodic {
 		if _, err := s.checkpoint(ctx, "periodic"); err == nil {
@@ -615,7 +616,10 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 			}
 		}
 	}
-	s.step(id, func(it *Item, _ *Stats) { it.Cleaned = true })
+	s.packRefs(ctx)
+	// Only the landing cleaned up here: the task may have been rolled back
+	// or queued again meanwhile.
+	s.stepWhen(id, func(x *Item) bool { return x.Status == StatusLanded && x.Seq == it.Seq }, func(it *Item, _ *Stats) { it.Cleaned = true })
 }
 
 // keep saves what removing worktree (and moving branch) would lose under

@@ -51,9 +51,10 @@ type Service struct {
 	// bg counts resolver goroutines and stop clean-ups; Run waits for them.
 	bg sync.WaitGroup
 
-	wake    chan struct{}
-	changed chan struct{}
-	events  chan Event
+	wake      chan struct{}
+	cleanWake chan struct{} // wakes the cleaner
+	changed   chan struct{}
+	events    chan Event
 
 	// wtMu guards wtCache, the worktrees' git dirs as last read (git.go).
 	wtMu    sync.Mutex
@@ -127,11 +128,12 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	}
 	s := &Service{
 		opt: opt, persist: persist, resolver: resolver, commonDir: common,
-		integ:   filepath.Join(opt.WorktreesDir, "_integration"),
-		wake:    make(chan struct{}, 1),
-		changed: make(chan struct{}, 1),
-		events:  make(chan Event, 256),
-		jobs:    map[string]*resolveJob{},
+		integ:     filepath.Join(opt.WorktreesDir, "_integration"),
+		wake:      make(chan struct{}, 1),
+		cleanWake: make(chan struct{}, 1),
+		changed:   make(chan struct{}, 1),
+		events:    make(chan Event, 256),
+		jobs:      map[string]*resolveJob{},
 	}
 	s.maxTries = opt.Merge.MaxAttempts
 	if s.maxTries <= 0 {
@@ -428,6 +430,16 @@ func (s *Service) Run(ctx context.Context) error {
 	// Resolver goroutines end with ctx; their clean-up runs before Run
 	// returns, so nothing touches the repository afterwards.
 	defer s.bg.Wait()
+	// Landed items are cleaned up beside the worker (removing a worktree
+	// waits on the worktree lock agents' starts hold), so the next merge
+	// does not wait for the last one's clean-up.
+	stop := make(chan struct{})
+	defer close(stop)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.cleaner(ctx, stop)
+	}()
 	watch := time.NewTicker(s.opt.WatchInterval)
 	defer watch.Stop()
 	observed := false
@@ -453,12 +465,6 @@ func (s *Service) Run(ctx context.Context) error {
 			s.opMu.Lock()
 			s.observeTarget()
 			s.opMu.Unlock()
-		}
-		if id := s.nextCleanup(); id != "" {
-			s.opMu.Lock()
-			s.cleanup(ctx, id)
-			s.opMu.Unlock()
-			continue
 		}
 		s.mu.Lock()
 		var id string
@@ -496,6 +502,38 @@ func (s *Service) Run(ctx context.Context) error {
 			s.watchTarget(ctx)
 			s.opMu.Unlock()
 		}
+	}
+}
+
+// cleaner removes landed items' worktrees and branches, one at a time,
+// until stop (Run returns only once nothing is left to clean, or ctx ends).
+func (s *Service) cleaner(ctx context.Context, stop <-chan struct{}) {
+	last := ""
+	for {
+		id := s.nextCleanup()
+		if id == "" || id == last {
+			// Nothing to do, or the last clean-up could not finish (its
+			// state was not saved): wait for news before trying again.
+			last = ""
+			select {
+			case <-ctx.Done():
+				return
+			case <-stop:
+				return
+			case <-s.cleanWake:
+			}
+			continue
+		}
+		s.cleanup(ctx, id)
+		last = id
+		s.poke() // Run decides whether the queue is idle now
+	}
+}
+
+func (s *Service) pokeCleaner() {
+	select {
+	case s.cleanWake <- struct{}{}:
+	default:
 	}
 }
 
