@@ -150,6 +150,25 @@ func oneLine(s string) string {
 
 var errNoTarget = errors.New("target branch not found")
 
+// extendChain records a landing from base to commit. The chain holds the
+// merges this service landed one on another: while the target is still at
+// the chain's tip, each of them is reachable from it without asking git.
+// Callers hold mu.
+func (s *Service) extendChain(base, commit string) {
+	if s.chain == nil || s.chainTip != base {
+		s.chain = map[string]bool{}
+	}
+	s.chain[commit] = true
+	s.chainTip = commit
+}
+
+// onChain reports that commit is known to be reachable from tip.
+func (s *Service) onChain(commit, tip string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return tip != "" && tip == s.chainTip && s.chain[commit]
+}
+
 // rememberTree notes the tree of a commit this service made: after it
 // lands, the next merge needs the target's tree without asking git.
 func (s *Service) rememberTree(commit, tree string) {
@@ -473,6 +492,7 @@ func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
 		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
 		if commit != "" {
 			st.TargetTip = commit
+			s.extendChain(it.Base, commit)
 		}
 		if manual {
 			st.MergesManual++
@@ -544,7 +564,7 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 	}
 	target := "refs/heads/" + s.opt.Target
 	tip, _ := s.readTarget()
-	landedHere := it.MergeCommit != "" && it.Head != "" && tip == it.MergeCommit
+	landedHere := it.MergeCommit != "" && it.Head != "" && s.onChain(it.MergeCommit, tip)
 	reachable := func(h string) bool {
 		if landedHere && h == it.Head {
 			return true // the landed merge's second parent

@@ -37,6 +37,9 @@ type Service struct {
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
 	sincePack int // landings since the refs were last packed
+	// chain: merges landed one on another, ending at chainTip (extendChain).
+	chain    map[string]bool
+	chainTip string
 	// lastCommit/lastTree: the last candidate made and its tree (tips).
 	lastCommit, lastTree string
 
