@@ -20,6 +20,9 @@ func (s *Service) process(ctx context.Context, id string) {
 	if !ok {
 		return
 	}
+	s.mu.Lock()
+	delete(s.solo, id) // taken alone now
+	s.mu.Unlock()
 	if s.preMergeBlocked(ctx, it) {
 		return
 	}

@@ -36,7 +36,9 @@ type Service struct {
 	jobs      map[string]*resolveJob // resolver agents at work, by task
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
-	sincePack int // landings since the refs were last packed
+	sincePack int             // landings since the refs were last packed
+	batch     map[string]bool // the items of the batch the worker holds
+	solo      map[string]bool // items to be processed alone (batch.go)
 	// chain: merges landed one on another, ending at chainTip (extendChain).
 	chain    map[string]bool
 	chainTip string
@@ -343,7 +345,7 @@ func (s *Service) human(taskID string, f func(*Item) error) error {
 	if it == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	if s.current == taskID {
+	if s.current == taskID || s.inBatchLocked(taskID) {
 		return ErrBusy
 	}
 	old := *it
@@ -369,7 +371,7 @@ func (s *Service) Drop(taskID string) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	if s.current == taskID || it.Status == StatusLanding || s.jobs[taskID] != nil {
+	if s.current == taskID || s.inBatchLocked(taskID) || it.Status == StatusLanding || s.jobs[taskID] != nil {
 		s.mu.Unlock()
 		return ErrBusy
 	}
@@ -471,9 +473,16 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		s.mu.Lock()
 		var id string
+		var batch []string
 		if r := s.runnableLocked(); len(r) > 0 {
 			id = r[0].TaskID
 			s.current, s.curFence = id, r[0].Fence
+			if batch = s.batchLocked(r); batch != nil {
+				s.batch = map[string]bool{}
+				for _, b := range batch {
+					s.batch[b] = true
+				}
+			}
 			s.publishLocked()
 		}
 		idle := id == "" && s.idleLocked()
@@ -482,10 +491,14 @@ func (s *Service) Run(ctx context.Context) error {
 		s.mu.Unlock()
 		if id != "" {
 			s.opMu.Lock()
-			s.process(ctx, id)
+			if batch != nil {
+				s.processBatch(ctx, batch)
+			} else {
+				s.process(ctx, id)
+			}
 			s.opMu.Unlock()
 			s.mu.Lock()
-			s.current = ""
+			s.current, s.batch = "", nil
 			s.publishLocked()
 			s.mu.Unlock()
 			continue
