@@ -599,6 +599,22 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	if st != "" {
 		return true, nil
 	}
+	// The common case in one process: what the branch changed since it
+	// forked from the target (diff A...B diffs from their merge base).
+	switch code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", m.Target+"...HEAD", "--", ".", notes); {
+	case err != nil:
+		return false, err
+	case code == 1:
+		return true, nil
+	case code == 0:
+		if head, err := m.HeadCommit(ctx, wt); err == nil && (wt.Head == "" || wt.Head == head) {
+			return false, nil
+		}
+		// The branch moved and shows nothing against the target: the
+		// target may contain it (below).
+	default:
+		return false, fmt.Errorf("git diff %s...HEAD: exit %d", m.Target, code)
+	}
 	base, err := m.git(ctx, wt.Dir, "merge-base", "HEAD", m.Target)
 	if err != nil {
 		return false, err
