@@ -1,5 +1,3 @@
-//go:build linux
-
 // Command bench-throughput measures Chorus's autopilot against a plain shell
 // pipeline doing the same work on the same number of trivial tasks, in one
 // run: wall time of both and their ratio, git processes per task (every git
@@ -35,8 +33,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -272,20 +268,8 @@ func (b *bench) runChorus() (result, error) {
 	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
-	// Wait without reaping, read the zombie's own CPU time, then reap.
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return result{}, err
-		}
-	}
+	cpu, cerr, werr := waitCPU(cmd)
 	wall := time.Since(start)
-	cpu, cerr := selfCPU(cmd.Process.Pid)
-	werr := cmd.Wait()
 	if cerr != nil {
 		return result{}, cerr
 	}
@@ -299,23 +283,6 @@ func (b *bench) runChorus() (result, error) {
 	}
 	r.landed, err = b.landed(dir)
 	return r, err
-}
-
-// selfCPU is utime+stime of the process alone (not its children).
-func selfCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	const hz = 100 // CLK_TCK on Linux
-	return time.Duration(u+st) * time.Second / hz, nil
 }
 
 func countGit(log string) (int, string) {
