@@ -13,7 +13,12 @@
 // --max-agents AGENTS` with the built-in scripted agent doing the same edit
 // and commit, and its built-in task store.
 //
-// Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-keep]
+// With -quality CMD both sides run a required check: the shell pipeline
+// after each merge, under the merge lock (undoing a merge it fails);
+// Chorus as its quality commands (on each agent's COMPLETE and on merge
+// candidates, batched).
+//
+// Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-quality CMD] [-keep]
 //
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
 // that command, for a profile; BENCH_VERBOSE=1 prints git subcommands.
@@ -40,6 +45,7 @@ func main() {
 	tasks := flag.String("tasks", "20,60", "comma-separated task counts")
 	agents := flag.Int("agents", 8, "agents (shell workers) at once")
 	keep := flag.Bool("keep", false, "keep the scratch repositories (their paths are printed)")
+	qual := flag.String("quality", "", "a required quality command (shell) for both sides: Chorus's qualityCommands; the shell pipeline runs it after each merge and undoes a merge it fails")
 	flag.Parse()
 	if *chorus == "" {
 		fail(errors.New("-chorus is required: the path of a built chorus binary"))
@@ -66,7 +72,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		b := &bench{root: root, realGit: realGit, chorus: bin, agents: *agents, n: n}
+		b := &bench{root: root, realGit: realGit, chorus: bin, agents: *agents, n: n, quality: *qual}
 		if err := b.wrapper(); err != nil {
 			fail(err)
 		}
@@ -102,6 +108,7 @@ func fail(err error) {
 type bench struct {
 	root, realGit, chorus string
 	agents, n             int
+	quality               string
 }
 
 type result struct {
@@ -165,7 +172,7 @@ task() {
 	echo "$1" >"$wt/f-$1.txt"
 	git -C "$wt" add -A
 	git -C "$wt" commit -q -m "feat: task $1"
-	flock .git/bench.lock git merge -q --no-ff -m "Merge t$1" t$1
+	flock .git/bench.lock bash -c 'git merge -q --no-ff -m "Merge t$1" "t$1" && if [ -n "$QUALITY" ]; then bash -c "$QUALITY" || { git reset -q --hard HEAD~1; exit 1; }; fi' _ "$1"
 	flock .git/wt.lock git worktree remove --force "$wt"
 	git branch -q -d t$1
 }
@@ -184,7 +191,7 @@ func (b *bench) shell() (result, error) {
 	log := filepath.Join(b.root, "shell-git.log")
 	cmd := exec.Command("bash", "-c", pipeline)
 	cmd.Dir = dir
-	cmd.Env = append(b.env(log), "N="+strconv.Itoa(b.n), "AGENTS="+strconv.Itoa(b.agents))
+	cmd.Env = append(b.env(log), "N="+strconv.Itoa(b.n), "AGENTS="+strconv.Itoa(b.agents), "QUALITY="+b.quality)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	wall := time.Since(start)
@@ -235,6 +242,9 @@ func (b *bench) runChorus() (result, error) {
 	}
 	avail["script"] = map[string]any{"command": b.chorus, "args": []string{"scripted-agent", "--script", "agent.script"}}
 	agents["default"] = "script"
+	if b.quality != "" {
+		cfg["qualityCommands"] = []map[string]any{{"name": "check", "command": b.quality, "required": true, "order": 1}}
+	}
 	raw, _ = json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
 		return result{}, err
