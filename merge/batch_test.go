@@ -106,3 +106,21 @@ func TestBatchBisectsCulprit(t *testing.T) {
 		t.Fatalf("quality ran %d times", n)
 	}
 }
+
+// Items of a batch caught landing settle in chain order, whatever their
+// order in the queue.
+func TestChainOrder(t *testing.T) {
+	items := []Item{
+		{Request: Request{TaskID: "c"}, Base: "C2", Candidate: "C3"},
+		{Request: Request{TaskID: "a"}, Base: "T", Candidate: "C1"},
+		{Request: Request{TaskID: "x"}, Base: "T0", Candidate: "X"},
+		{Request: Request{TaskID: "b"}, Base: "C1", Candidate: "C2"},
+	}
+	var got []string
+	for _, it := range chainOrder(items) {
+		got = append(got, it.TaskID)
+	}
+	if s := strings.Join(got, ","); s != "a,x,b,c" {
+		t.Fatalf("order %s, want a,x,b,c", s)
+	}
+}

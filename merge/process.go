@@ -460,6 +460,44 @@ func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg str
 	s.attemptFailed(ctx, id, "landing refused: "+msg)
 }
 
+// chainOrder puts the items of a batch caught landing in the order of its
+// chain (an item built on another's candidate after it), so settling them
+// walks the target's baseline forward to the batch's end.
+func chainOrder(items []Item) []Item {
+	cand := map[string]bool{}
+	for _, it := range items {
+		if it.Candidate != "" {
+			cand[it.Candidate] = true
+		}
+	}
+	var out []Item
+	done := map[int]bool{}
+	for len(out) < len(items) {
+		progress := false
+		for i, it := range items {
+			if done[i] {
+				continue
+			}
+			if cand[it.Base] {
+				continue // its base lands first
+			}
+			out = append(out, it)
+			done[i] = true
+			delete(cand, it.Candidate)
+			progress = true
+		}
+		if !progress { // a cycle cannot come from git; keep the rest as they are
+			for i, it := range items {
+				if !done[i] {
+					out = append(out, it)
+					done[i] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
 // lostTasks lists landed tasks whose merge commit is not reachable from tip.
 func (s *Service) lostTasks(ctx context.Context, tip string) []string {
 	s.mu.Lock()
@@ -802,6 +840,7 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	landing = chainOrder(landing)
 	for _, it := range landing {
 		in := false
 		if it.Candidate != "" {
