@@ -2,8 +2,10 @@ package merge
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -122,5 +124,47 @@ func TestChainOrder(t *testing.T) {
 	}
 	if s := strings.Join(got, ","); s != "a,x,b,c" {
 		t.Fatalf("order %s, want a,x,b,c", s)
+	}
+}
+
+// kill -9 the worker at each phase of a batch; after a restart every item
+// lands exactly once and the target never held an untested tree.
+func TestKill9BatchAtEachPhase(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []string{PhaseCandidate, PhaseTesting, PhaseLanding, PhaseCAS, PhaseLanded} {
+		t.Run(phase, func(t *testing.T) {
+			r := newRepo(t)
+			var pairs []string
+			ids := []string{"k-1", "k-2", "k-3"}
+			for _, id := range ids {
+				b, _ := r.agentBranch(id, "main", map[string]string{id + ".txt": id + "\n"}, false)
+				pairs = append(pairs, id+"="+b)
+			}
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), "CHORUS_MERGE_CRASH="+phase, "CHORUS_MERGE_REPO="+r.dir,
+				"CHORUS_MERGE_BATCH="+strings.Join(pairs, ","))
+			out, err := cmd.CombinedOutput()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("child did not die at %s: %v\n%s", phase, err, out)
+			}
+			h := start(t, r, func(o *Options) { o.Quality = quality("true") }, nil)
+			for _, id := range ids {
+				h.waitStatus(id, StatusLanded)
+				if n := r.mergesOf(id); n != 1 {
+					t.Fatalf("%d merge commits for %s", n, id)
+				}
+				if r.show("main", id+".txt") != id {
+					t.Fatalf("%s's work is not on main", id)
+				}
+			}
+			if s := h.svc.Snapshot().Stats; s.Paused {
+				t.Fatalf("queue paused after the restart: %s", s.PauseReason)
+			}
+		})
 	}
 }
