@@ -163,8 +163,9 @@ func (b *bench) repo(name string) (string, error) {
 
 // pipeline is the shell reference: AGENTS workers, each task in its own
 // worktree and branch, merges serialised by one lock. Adding and removing
-// worktrees is serialised by another: git is not safe against concurrent
-// worktree changes (Chorus takes a lock for the same reason).
+// worktrees (and deleting a branch, which reads every worktree) is
+// serialised by another: git is not safe against concurrent worktree
+// changes (Chorus takes a lock for the same reason).
 const pipeline = `set -eu
 task() {
 	wt=.worktrees/t$1
@@ -173,8 +174,7 @@ task() {
 	git -C "$wt" add -A
 	git -C "$wt" commit -q -m "feat: task $1"
 	flock .git/bench.lock bash -c 'git merge -q --no-ff -m "Merge t$1" "t$1" && if [ -n "$QUALITY" ]; then bash -c "$QUALITY" || { git reset -q --hard HEAD~1; exit 1; }; fi' _ "$1"
-	flock .git/wt.lock git worktree remove --force "$wt"
-	git branch -q -d t$1
+	flock .git/wt.lock bash -c 'git worktree remove --force "$1" && git branch -q -d "$2"' _ "$wt" "t$1"
 }
 export -f task 2>/dev/null || true
 seq "$N" | xargs -P "$AGENTS" -I{} bash -c 'set -eu; '"$(declare -f task)"'; task {}'
