@@ -282,14 +282,5 @@ func (w *stateWriter) snapshot(s *State, pieces map[string][]byte) error {
 	return nil
 }
 
-// close releases the journal; the files stay valid as they are.
-func (w *stateWriter) close() {
-	if w.f != nil {
-		_ = w.f.Close()
-		w.f = nil
-	}
-	w.compact = true
-}
-
 // saveState persists the engine's state (see stateWriter).
 func (e *Engine) saveState() error { return e.stw.save(e.st) }
