@@ -115,64 +115,140 @@ type checkout struct {
 	branches map[string]bool
 }
 
-// gitDirs returns the common git dir and every worktree's (path, gitdir),
+// gitDirInfo is what landing needs from one worktree's git dir.
+type gitDirInfo struct {
+	worktree string   // its working tree
+	head     string   // HEAD as written ("ref: refs/heads/x" or a hash)
+	rebasing []string // branches a rebase there is rewriting (head-name)
+	ops      []string // operation marker files present (MERGE_HEAD, …)
+}
+
+// gitDirEntry caches one git dir's info under the directory's identity:
+// git replaces HEAD and creates or removes the operation markers by
+// renaming or unlinking entries of that directory, which changes its
+// mtime. An mtime too close to the moment it was read may hide a later
+// change in the same clock tick, so such an entry is read again.
+type gitDirEntry struct {
+	mtime time.Time
+	info  gitDirInfo
+	ok    bool // settled: safe to reuse while the mtime holds
+}
+
+// racyWindow: an mtime this close to the read is not trusted.
+const racyWindow = 2 * time.Second
+
+var opMarkers = []struct{ file, what string }{{"MERGE_HEAD", "a merge"}, {"CHERRY_PICK_HEAD", "a cherry-pick"},
+	{"REVERT_HEAD", "a revert"}, {"BISECT_START", "a bisect"}, {"rebase-merge", "a rebase"}, {"rebase-apply", "a rebase or am"}}
+
+func readGitDir(wt, gd string) (gitDirInfo, error) {
+	info := gitDirInfo{worktree: wt}
+	head, err := os.ReadFile(filepath.Join(gd, "HEAD"))
+	if err != nil {
+		return info, err
+	}
+	info.head = strings.TrimSpace(string(head))
+	for _, f := range []string{"rebase-merge/head-name", "rebase-apply/head-name"} {
+		if b, err := os.ReadFile(filepath.Join(gd, f)); err == nil {
+			info.rebasing = append(info.rebasing, strings.TrimSpace(string(b)))
+		}
+	}
+	for _, m := range opMarkers {
+		if _, err := os.Lstat(filepath.Join(gd, m.file)); err == nil {
+			info.ops = append(info.ops, m.file)
+		}
+	}
+	return info, nil
+}
+
+// gitDirs returns every worktree's git dir info — the main one first —
 // read from the files git keeps, without spawning git: this runs before
-// every landing.
-func (s *Service) worktrees() ([][2]string, error) {
+// every landing. Only git dirs whose directory changed are read again, so
+// a landing costs one stat per live worktree, not a read of its files.
+func (s *Service) gitDirs() ([]gitDirInfo, error) {
+	s.wtMu.Lock()
+	defer s.wtMu.Unlock()
+	if s.wtCache == nil {
+		s.wtCache = map[string]gitDirEntry{}
+	}
+	now := time.Now()
+	seen := map[string]bool{}
+	var out []gitDirInfo
+	look := func(gd string, wtOf func() (string, error)) {
+		seen[gd] = true
+		st, err := os.Stat(gd)
+		if err != nil {
+			return
+		}
+		if e, hit := s.wtCache[gd]; hit && e.ok && e.mtime.Equal(st.ModTime()) {
+			out = append(out, e.info)
+			return
+		}
+		wt, err := wtOf()
+		if err != nil {
+			return
+		}
+		info, err := readGitDir(wt, gd)
+		if err != nil {
+			delete(s.wtCache, gd)
+			return
+		}
+		s.wtCache[gd] = gitDirEntry{mtime: st.ModTime(), info: info, ok: now.Sub(st.ModTime()) > racyWindow}
+		out = append(out, info)
+	}
 	common := s.commonDir
-	list := [][2]string{{s.opt.RepoDir, common}}
+	look(common, func() (string, error) { return s.opt.RepoDir, nil })
 	ents, err := os.ReadDir(filepath.Join(common, "worktrees"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	for _, e := range ents {
 		gd := filepath.Join(common, "worktrees", e.Name())
-		b, err := os.ReadFile(filepath.Join(gd, "gitdir"))
-		if err != nil {
-			continue
-		}
-		wt := filepath.Dir(strings.TrimSpace(string(b)))
-		list = append(list, [2]string{wt, gd})
+		look(gd, func() (string, error) {
+			b, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+			if err != nil {
+				return "", err
+			}
+			return filepath.Dir(strings.TrimSpace(string(b))), nil
+		})
 	}
-	return list, nil
+	for gd := range s.wtCache {
+		if !seen[gd] {
+			delete(s.wtCache, gd)
+		}
+	}
+	return out, nil
 }
 
 // targetCheckout finds where the target is checked out and whether an
 // operation there (or a rebase of the target anywhere) forbids landing now.
 func (s *Service) targetCheckout() (checkout, error) {
 	c := checkout{branches: map[string]bool{}}
-	wts, err := s.worktrees()
+	dirs, err := s.gitDirs()
 	if err != nil {
 		return c, err
 	}
 	want := "refs/heads/" + s.opt.Target
-	for _, w := range wts {
-		wt, gd := w[0], w[1]
-		head, err := os.ReadFile(filepath.Join(gd, "HEAD"))
-		if err != nil {
-			continue
-		}
-		ref := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(head)), "ref:"))
-		if strings.HasPrefix(string(head), "ref:") {
+	for _, d := range dirs {
+		ref := ""
+		if strings.HasPrefix(d.head, "ref:") {
+			ref = strings.TrimSpace(strings.TrimPrefix(d.head, "ref:"))
 			c.branches[ref] = true
 		}
-		for _, f := range []string{"rebase-merge/head-name", "rebase-apply/head-name"} {
-			if b, err := os.ReadFile(filepath.Join(gd, f)); err == nil {
-				name := strings.TrimSpace(string(b))
-				c.branches[name] = true
-				if name == want {
-					c.busy = fmt.Sprintf("a rebase of %s is in progress in %s", s.opt.Target, wt)
-				}
+		for _, name := range d.rebasing {
+			c.branches[name] = true
+			if name == want {
+				c.busy = fmt.Sprintf("a rebase of %s is in progress in %s", s.opt.Target, d.worktree)
 			}
 		}
 		if ref != want {
 			continue
 		}
-		c.worktree = wt
-		for f, what := range map[string]string{"MERGE_HEAD": "a merge", "CHERRY_PICK_HEAD": "a cherry-pick",
-			"REVERT_HEAD": "a revert", "BISECT_START": "a bisect", "rebase-merge": "a rebase", "rebase-apply": "a rebase or am"} {
-			if _, err := os.Stat(filepath.Join(gd, f)); err == nil {
-				c.busy = fmt.Sprintf("%s is in progress in %s", what, wt)
+		c.worktree = d.worktree
+		for _, m := range opMarkers {
+			for _, f := range d.ops {
+				if f == m.file {
+					c.busy = fmt.Sprintf("%s is in progress in %s", m.what, d.worktree)
+				}
 			}
 		}
 	}

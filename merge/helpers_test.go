@@ -364,10 +364,21 @@ func crashChild(phase string) int {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
-	if err := svc.Enqueue(Request{TaskID: os.Getenv("CHORUS_MERGE_TASK"), Branch: os.Getenv("CHORUS_MERGE_BRANCH"),
-		Worktree: os.Getenv("CHORUS_MERGE_WORKTREE"), Agent: "a", Title: "crash test"}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	reqs := []Request{{TaskID: os.Getenv("CHORUS_MERGE_TASK"), Branch: os.Getenv("CHORUS_MERGE_BRANCH"),
+		Worktree: os.Getenv("CHORUS_MERGE_WORKTREE"), Agent: "a", Title: "crash test"}}
+	if batch := os.Getenv("CHORUS_MERGE_BATCH"); batch != "" {
+		// id=branch pairs, queued together: the worker takes them as a batch.
+		reqs = nil
+		for _, pair := range strings.Split(batch, ",") {
+			id, branch, _ := strings.Cut(pair, "=")
+			reqs = append(reqs, Request{TaskID: id, Branch: branch, Agent: "a", Title: "crash test"})
+		}
+	}
+	for _, req := range reqs {
+		if err := svc.Enqueue(req); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 	}
 	svc.Drain()
 	if err := svc.Run(context.Background()); err != nil {

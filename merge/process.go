@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chorus-dev/chorus/gitx"
+	"slices"
 	"strings"
+
+	"github.com/chorus-dev/chorus/gitx"
 
 	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/proc"
@@ -18,6 +20,9 @@ func (s *Service) process(ctx context.Context, id string) {
 	if !ok {
 		return
 	}
+	s.mu.Lock()
+	delete(s.solo, id) // taken alone now
+	s.mu.Unlock()
 	if s.preMergeBlocked(ctx, it) {
 		return
 	}
@@ -107,6 +112,7 @@ func (s *Service) process(ctx context.Context, id string) {
 		s.attemptFailed(ctx, id, err.Error())
 		return
 	}
+	s.rememberTree(c, mt.tree)
 	// With nothing to run the candidate is as tested as it gets and lands
 	// right away: its ref and the pre-merge checkpoint go into the landing
 	// transaction instead of a separate update.
@@ -147,6 +153,42 @@ func oneLine(s string) string {
 
 var errNoTarget = errors.New("target branch not found")
 
+// extendChain records a landing from base to commit. The chain holds the
+// merges this service landed one on another: while the target is still at
+// the chain's tip, each of them is reachable from it without asking git.
+// Callers hold mu.
+func (s *Service) extendChain(base, commit string) {
+	if s.chain == nil || s.chainTip != base {
+		s.chain = map[string]bool{}
+	}
+	s.chain[commit] = true
+	s.chainTip = commit
+}
+
+// onChain reports that commit is known to be reachable from tip.
+func (s *Service) onChain(commit, tip string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return tip != "" && tip == s.chainTip && s.chain[commit]
+}
+
+// rememberTree notes the tree of a commit this service made: after it
+// lands, the next merge needs the target's tree without asking git.
+func (s *Service) rememberTree(commit, tree string) {
+	s.mu.Lock()
+	s.lastCommit, s.lastTree = commit, tree
+	s.mu.Unlock()
+}
+
+func (s *Service) treeOf(commit string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if commit == s.lastCommit {
+		return s.lastTree
+	}
+	return ""
+}
+
 // tips resolves the target tip, its tree and the branch tip in one call.
 func (s *Service) tips(ctx context.Context, mergeRef string) (tip, tipTree, head string, err error) {
 	ref := mergeRef
@@ -154,6 +196,15 @@ func (s *Service) tips(ctx context.Context, mergeRef string) (tip, tipTree, head
 		ref = "refs/heads/" + ref
 	}
 	t := "refs/heads/" + s.opt.Target
+	// In-process when the target is a commit this service made (its tree
+	// is remembered) and both refs read plainly.
+	if tip, ok, known := s.refValue(t); known && ok {
+		if tree := s.treeOf(tip); tree != "" {
+			if h, ok, known := s.refValue(ref); known && ok {
+				return tip, tree, h, nil
+			}
+		}
+	}
 	out, e := git(ctx, s.opt.RepoDir, "rev-parse", t, t+"^{tree}", ref+"^{commit}")
 	if e == nil {
 		f := strings.Fields(out)
@@ -358,7 +409,7 @@ func (s *Service) land(ctx context.Context, id string) {
 			return
 		}
 	} else {
-		cur, err := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target)
+		cur, err := s.readTarget()
 		if err != nil || cur != it.Base {
 			s.landingFailed(ctx, id, it, "target moved")
 			return
@@ -371,7 +422,7 @@ func (s *Service) land(ctx context.Context, id string) {
 			} else if m := strings.TrimSpace(r.err + r.out); m != "" {
 				why = firstLines(m, 8)
 			}
-			if now, _ := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target); now == it.Candidate {
+			if now, _ := s.readTarget(); now == it.Candidate {
 				// The fast-forward happened; only a hook complained.
 			} else {
 				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
@@ -380,7 +431,9 @@ func (s *Service) land(ctx context.Context, id string) {
 				return
 			}
 		}
-		_, _ = gitIn(ctx, s.opt.RepoDir, "update "+mergedRef(id)+" "+it.Candidate+"\ndelete "+candidateRef(id)+"\n"+s.checkpointTxn(id, it.Base), "update-ref", "--stdin")
+		// The merged ref, the checkpoint and the candidate's removal go
+		// into the clean-up's transaction, which follows every landing
+		// (also one a crash interrupted).
 	}
 	s.phase(PhaseCAS)
 	ok := s.recordLanded(id, it.Candidate, cleaned)
@@ -394,7 +447,7 @@ func (s *Service) land(ctx context.Context, id string) {
 // landingFailed handles a refused ref update: a target moved by someone
 // else holds the queue (see holdTarget).
 func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg string) {
-	cur, err := git(ctx, s.opt.RepoDir, "rev-parse", "refs/heads/"+s.opt.Target)
+	cur, err := s.readTarget()
 	s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
 	if err == nil && cur != it.Base {
 		if in, _ := isAncestor(ctx, s.opt.RepoDir, it.Candidate, cur); in {
@@ -405,6 +458,44 @@ func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg str
 		return
 	}
 	s.attemptFailed(ctx, id, "landing refused: "+msg)
+}
+
+// chainOrder puts the items of a batch caught landing in the order of its
+// chain (an item built on another's candidate after it), so settling them
+// walks the target's baseline forward to the batch's end.
+func chainOrder(items []Item) []Item {
+	cand := map[string]bool{}
+	for _, it := range items {
+		if it.Candidate != "" {
+			cand[it.Candidate] = true
+		}
+	}
+	var out []Item
+	done := map[int]bool{}
+	for len(out) < len(items) {
+		progress := false
+		for i, it := range items {
+			if done[i] {
+				continue
+			}
+			if cand[it.Base] {
+				continue // its base lands first
+			}
+			out = append(out, it)
+			done[i] = true
+			delete(cand, it.Candidate)
+			progress = true
+		}
+		if !progress { // a cycle cannot come from git; keep the rest as they are
+			for i, it := range items {
+				if !done[i] {
+					out = append(out, it)
+					done[i] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // lostTasks lists landed tasks whose merge commit is not reachable from tip.
@@ -442,6 +533,7 @@ func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
 		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
 		if commit != "" {
 			st.TargetTip = commit
+			s.extendChain(it.Base, commit)
 		}
 		if manual {
 			st.MergesManual++
@@ -460,7 +552,9 @@ func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bo
 	s.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
 	s.runHook(ctx, hooks.PostMerge, id)
 	if !cleaned {
-		s.cleanup(ctx, id)
+		s.pokeCleaner()
+	} else {
+		s.packRefs(ctx)
 	}
 	st := s.statsCopy()
 	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.Periodic > 0 && st.SinceCheckpoint >= s.opt.Checkpoints.Periodic {
@@ -470,6 +564,22 @@ func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bo
 			_ = s.saveLocked()
 			s.mu.Unlock()
 		}
+	}
+}
+
+// packRefs packs the refs every Options.PackRefsEvery landings, so they do
+// not pile up as loose files (git gc would, much later). Concurrent ref
+// updates (agents committing) wait on git's ref locks, which git retries.
+func (s *Service) packRefs(ctx context.Context) {
+	s.mu.Lock()
+	s.sincePack++
+	due := s.sincePack >= s.opt.PackRefsEvery
+	if due {
+		s.sincePack = 0
+	}
+	s.mu.Unlock()
+	if due {
+		_, _ = run(ctx, s.opt.RepoDir, "", "pack-refs", "--all")
 	}
 }
 
@@ -484,25 +594,46 @@ func without(list []string, x string) []string {
 }
 
 // cleanup removes a landed task's worktree and branches once they are
-// reachable from the target; a user's own branch is left alone.
+// reachable from the target; a user's own branch is left alone. Refs are
+// read in-process, what landed is known to be reachable while the target
+// is still the merge that landed it (git is asked otherwise), and the refs
+// go in one transaction.
 func (s *Service) cleanup(ctx context.Context, id string) {
 	it, ok := s.get(id)
 	if !ok {
 		return
 	}
 	target := "refs/heads/" + s.opt.Target
+	tip, _ := s.readTarget()
+	landedHere := it.MergeCommit != "" && it.Head != "" && s.onChain(it.MergeCommit, tip)
+	reachable := func(h string) bool {
+		if landedHere && h == it.Head {
+			return true // the landed merge's second parent
+		}
+		in, _ := isAncestor(ctx, s.opt.RepoDir, h, target)
+		return in
+	}
+	readRef := func(ref string) (string, bool) {
+		if h, exists, known := s.refValue(ref); known {
+			return h, exists
+		}
+		h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
+		return h, err == nil
+	}
+	var dels []string
 	if !it.User {
 		if it.Worktree != "" && dirExists(it.Worktree) {
-			head, err := git(ctx, it.Worktree, "rev-parse", "HEAD")
-			if err == nil {
-				// The branch is in; uncommitted files (an agent's last edits,
-				// untracked files) are kept under refs/chorus/kept/ first, and
-				// the worktree stays if they cannot be.
-				if in, _ := isAncestor(ctx, s.opt.RepoDir, head, target); in && s.keep(ctx, id, it.Worktree, "") {
-					gitx.WorktreeMu.Lock()
-					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
-					gitx.WorktreeMu.Unlock()
-				}
+			head := gitx.WorktreeHead(it.Worktree)
+			if head == "" {
+				head, _ = git(ctx, it.Worktree, "rev-parse", "HEAD")
+			}
+			// The branch is in; uncommitted files (an agent's last edits,
+			// untracked files) are kept under refs/chorus/kept/ first, and
+			// the worktree stays if they cannot be.
+			if head != "" && reachable(head) && s.keep(ctx, id, it.Worktree, "") {
+				gitx.WorktreeMu.Lock()
+				_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
+				gitx.WorktreeMu.Unlock()
 			}
 		}
 		for _, b := range []string{it.Branch, it.MergeRef, resolveBranch(id)} {
@@ -513,25 +644,43 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 			if !strings.HasPrefix(ref, "refs/") {
 				ref = "refs/heads/" + b
 			}
-			h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
-			if err != nil {
+			h, exists := readRef(ref)
+			if !exists || slices.Contains(dels, "delete "+ref+" "+h) || !reachable(h) {
 				continue
 			}
-			if in, _ := isAncestor(ctx, s.opt.RepoDir, h, target); in {
-				if b == resolveBranch(id) {
-					if !s.keep(ctx, id, s.resolveDir(id), "") {
-						continue
-					}
-					gitx.WorktreeMu.Lock()
-					_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
-					gitx.WorktreeMu.Unlock()
+			if b == resolveBranch(id) {
+				if !s.keep(ctx, id, s.resolveDir(id), "") {
+					continue
 				}
-				_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", ref, h)
+				gitx.WorktreeMu.Lock()
+				_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
+				gitx.WorktreeMu.Unlock()
+			}
+			dels = append(dels, "delete "+ref+" "+h)
+		}
+	}
+	if _, exists := readRef(candidateRef(id)); exists {
+		dels = append(dels, "delete "+candidateRef(id))
+	}
+	if it.MergeCommit != "" {
+		// Idempotent after a landing transaction that wrote them already.
+		dels = append(dels, "update "+mergedRef(id)+" "+it.MergeCommit)
+		if ck := s.checkpointTxn(id, it.Base); ck != "" && it.Base != "" {
+			dels = append(dels, strings.TrimSuffix(ck, "\n"))
+		}
+	}
+	if len(dels) > 0 {
+		if r, err := run(ctx, s.opt.RepoDir, strings.Join(dels, "\n")+"\n", "update-ref", "--stdin"); err != nil || r.rc != 0 {
+			// One of them moved meanwhile: apply the others one by one.
+			for _, d := range dels {
+				_, _ = run(ctx, s.opt.RepoDir, d+"\n", "update-ref", "--stdin")
 			}
 		}
 	}
-	_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", candidateRef(id))
-	s.step(id, func(it *Item, _ *Stats) { it.Cleaned = true })
+	s.packRefs(ctx)
+	// Only the landing cleaned up here: the task may have been rolled back
+	// or queued again meanwhile.
+	s.stepWhen(id, func(x *Item) bool { return x.Status == StatusLanded && x.Seq == it.Seq }, func(it *Item, _ *Stats) { it.Cleaned = true })
 }
 
 // keep saves what removing worktree (and moving branch) would lose under
@@ -691,6 +840,7 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
+	landing = chainOrder(landing)
 	for _, it := range landing {
 		in := false
 		if it.Candidate != "" {

@@ -36,6 +36,14 @@ type Service struct {
 	jobs      map[string]*resolveJob // resolver agents at work, by task
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
+	sincePack int             // landings since the refs were last packed
+	batch     map[string]bool // the items of the batch the worker holds
+	solo      map[string]bool // items to be processed alone (batch.go)
+	// chain: merges landed one on another, ending at chainTip (extendChain).
+	chain    map[string]bool
+	chainTip string
+	// lastCommit/lastTree: the last candidate made and its tree (tips).
+	lastCommit, lastTree string
 
 	// opMu serialises everything that moves the target: the worker's item
 	// processing and rollbacks.
@@ -48,9 +56,14 @@ type Service struct {
 	// bg counts resolver goroutines and stop clean-ups; Run waits for them.
 	bg sync.WaitGroup
 
-	wake    chan struct{}
-	changed chan struct{}
-	events  chan Event
+	wake      chan struct{}
+	cleanWake chan struct{} // wakes the cleaner
+	changed   chan struct{}
+	events    chan Event
+
+	// wtMu guards wtCache, the worktrees' git dirs as last read (git.go).
+	wtMu    sync.Mutex
+	wtCache map[string]gitDirEntry
 
 	// hook is called at phase boundaries (crash tests stop the process there).
 	hook func(phase string)
@@ -105,6 +118,9 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 			opt.ResolverTimeout = 10 * time.Minute
 		}
 	}
+	if opt.PackRefsEvery <= 0 {
+		opt.PackRefsEvery = 64
+	}
 	if opt.WatchInterval <= 0 {
 		opt.WatchInterval = 2 * time.Second
 	}
@@ -117,11 +133,12 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	}
 	s := &Service{
 		opt: opt, persist: persist, resolver: resolver, commonDir: common,
-		integ:   filepath.Join(opt.WorktreesDir, "_integration"),
-		wake:    make(chan struct{}, 1),
-		changed: make(chan struct{}, 1),
-		events:  make(chan Event, 256),
-		jobs:    map[string]*resolveJob{},
+		integ:     filepath.Join(opt.WorktreesDir, "_integration"),
+		wake:      make(chan struct{}, 1),
+		cleanWake: make(chan struct{}, 1),
+		changed:   make(chan struct{}, 1),
+		events:    make(chan Event, 256),
+		jobs:      map[string]*resolveJob{},
 	}
 	s.maxTries = opt.Merge.MaxAttempts
 	if s.maxTries <= 0 {
@@ -328,7 +345,7 @@ func (s *Service) human(taskID string, f func(*Item) error) error {
 	if it == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	if s.current == taskID {
+	if s.current == taskID || s.inBatchLocked(taskID) {
 		return ErrBusy
 	}
 	old := *it
@@ -354,7 +371,7 @@ func (s *Service) Drop(taskID string) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	if s.current == taskID || it.Status == StatusLanding || s.jobs[taskID] != nil {
+	if s.current == taskID || s.inBatchLocked(taskID) || it.Status == StatusLanding || s.jobs[taskID] != nil {
 		s.mu.Unlock()
 		return ErrBusy
 	}
@@ -418,6 +435,16 @@ func (s *Service) Run(ctx context.Context) error {
 	// Resolver goroutines end with ctx; their clean-up runs before Run
 	// returns, so nothing touches the repository afterwards.
 	defer s.bg.Wait()
+	// Landed items are cleaned up beside the worker (removing a worktree
+	// waits on the worktree lock agents' starts hold), so the next merge
+	// does not wait for the last one's clean-up.
+	stop := make(chan struct{})
+	defer close(stop)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.cleaner(ctx, stop)
+	}()
 	watch := time.NewTicker(s.opt.WatchInterval)
 	defer watch.Stop()
 	observed := false
@@ -444,17 +471,18 @@ func (s *Service) Run(ctx context.Context) error {
 			s.observeTarget()
 			s.opMu.Unlock()
 		}
-		if id := s.nextCleanup(); id != "" {
-			s.opMu.Lock()
-			s.cleanup(ctx, id)
-			s.opMu.Unlock()
-			continue
-		}
 		s.mu.Lock()
 		var id string
+		var batch []string
 		if r := s.runnableLocked(); len(r) > 0 {
 			id = r[0].TaskID
 			s.current, s.curFence = id, r[0].Fence
+			if batch = s.batchLocked(r); batch != nil {
+				s.batch = map[string]bool{}
+				for _, b := range batch {
+					s.batch[b] = true
+				}
+			}
 			s.publishLocked()
 		}
 		idle := id == "" && s.idleLocked()
@@ -463,10 +491,14 @@ func (s *Service) Run(ctx context.Context) error {
 		s.mu.Unlock()
 		if id != "" {
 			s.opMu.Lock()
-			s.process(ctx, id)
+			if batch != nil {
+				s.processBatch(ctx, batch)
+			} else {
+				s.process(ctx, id)
+			}
 			s.opMu.Unlock()
 			s.mu.Lock()
-			s.current = ""
+			s.current, s.batch = "", nil
 			s.publishLocked()
 			s.mu.Unlock()
 			continue
@@ -486,6 +518,38 @@ func (s *Service) Run(ctx context.Context) error {
 			s.watchTarget(ctx)
 			s.opMu.Unlock()
 		}
+	}
+}
+
+// cleaner removes landed items' worktrees and branches, one at a time,
+// until stop (Run returns only once nothing is left to clean, or ctx ends).
+func (s *Service) cleaner(ctx context.Context, stop <-chan struct{}) {
+	last := ""
+	for {
+		id := s.nextCleanup()
+		if id == "" || id == last {
+			// Nothing to do, or the last clean-up could not finish (its
+			// state was not saved): wait for news before trying again.
+			last = ""
+			select {
+			case <-ctx.Done():
+				return
+			case <-stop:
+				return
+			case <-s.cleanWake:
+			}
+			continue
+		}
+		s.cleanup(ctx, id)
+		last = id
+		s.poke() // Run decides whether the queue is idle now
+	}
+}
+
+func (s *Service) pokeCleaner() {
+	select {
+	case s.cleanWake <- struct{}{}:
+	default:
 	}
 }
 

@@ -1,14 +1,14 @@
 package merge
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/chorus-dev/chorus/gitx"
 )
 
 // readTarget returns the target's tip. It reads the loose ref file or
@@ -35,17 +35,12 @@ func (s *Service) readTarget() (string, error) {
 	return h, nil
 }
 
-func isHash(h string) bool {
-	if len(h) != 40 && len(h) != 64 {
-		return false
-	}
-	for _, c := range h {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+// refValue reads a ref of the common git dir in-process (see gitx.ReadRef).
+func (s *Service) refValue(name string) (hash string, exists, known bool) {
+	return gitx.ReadRef(s.commonDir, name)
 }
+
+func isHash(h string) bool { return gitx.IsHash(h) }
 
 // packedRef looks name up in a packed-refs file ("<hash> <name>" lines).
 func packedRef(path, name string) (string, bool) {
@@ -53,15 +48,7 @@ func packedRef(path, name string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		h, n, ok := strings.Cut(sc.Text(), " ")
-		if ok && n == name && isHash(h) {
-			return h, true
-		}
-	}
-	return "", false
+	return gitx.PackedRef(b, name)
 }
 
 // observeTarget takes the tip found at session start as the baseline (a

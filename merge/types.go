@@ -171,6 +171,10 @@ type Options struct {
 	// refs) for merge commits and landings; by default they are fsynced so a
 	// power loss cannot lose a landed merge.
 	NoFsync bool
+	// PackRefsEvery: after this many landings the refs are packed (each
+	// task leaves a merged ref and a checkpoint; loose, they cost every
+	// ref lookup a file). 0 means 64.
+	PackRefsEvery int
 	// ResolverTimeout bounds one resolver agent (default
 	// Merge.ResolverTimeoutMinutes, else 10 minutes).
 	ResolverTimeout time.Duration

@@ -404,7 +404,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 		return err
 	}
 	if old == nil {
-		return e.st.save(e.opt.Dir.State())
+		return e.saveState()
 	}
 	e.st.Stats = old.Stats
 	e.st.Tasks = old.Tasks
@@ -501,7 +501,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 			}
 		}
 	}
-	return e.st.save(e.opt.Dir.State())
+	return e.saveState()
 }
 
 // editTask writes a CmdEdit to the store: the text fields and priority in

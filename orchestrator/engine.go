@@ -104,6 +104,7 @@ type Engine struct {
 
 	// Owned by the loop goroutine.
 	st        *State
+	stw       *stateWriter         // writes st: snapshot + journal
 	runs      map[string]*agentRun // by agent id
 	fetching  bool
 	needReady bool            // something changed that may make tasks ready
@@ -152,6 +153,7 @@ func New(opt Options) (*Engine, error) {
 		changed:  make(chan struct{}, 1),
 		runs:     map[string]*agentRun{},
 		st:       newState(opt.Config.Mode),
+		stw:      newStateWriter(opt.Dir.State()),
 		loopDone: make(chan struct{}),
 		history:  &mergeHistory{path: filepath.Join(opt.Dir.Path, "merge-history.jsonl"), done: map[string]string{}},
 	}
@@ -332,7 +334,7 @@ func (e *Engine) handleBatch(fn func()) {
 func (e *Engine) after() {
 	e.schedule()
 	if e.dirty {
-		if err := e.st.save(e.opt.Dir.State()); err != nil {
+		if err := e.saveState(); err != nil {
 			e.emit(Event{Kind: EvError, Text: "writing state.json: " + err.Error()})
 		}
 	}
@@ -509,7 +511,7 @@ func (e *Engine) shutdown() {
 		select {
 		case fn := <-e.msgs:
 			fn()
-			_ = e.st.save(e.opt.Dir.State())
+			_ = e.saveState()
 			e.publish()
 		case <-done:
 			for {
@@ -518,7 +520,7 @@ func (e *Engine) shutdown() {
 					fn()
 				default:
 					e.st.Stats.TotalRuntime += int64(time.Since(e.st.StartedAt).Seconds())
-					_ = e.st.save(e.opt.Dir.State())
+					_ = e.saveState()
 					e.publish()
 					return
 				}

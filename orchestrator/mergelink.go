@@ -40,7 +40,7 @@ func (e *Engine) persistMerge(items []merge.Item, st merge.Stats) error {
 		}
 		e.st.MergeQueue, e.st.MergeStats = active, st
 		e.st.Stats.MergesAuto, e.st.Stats.MergesManual = st.MergesAuto, st.MergesManual
-		return e.st.save(e.opt.Dir.State())
+		return e.saveState()
 	}
 	if !e.running.Load() {
 		e.stMu.Lock()

@@ -42,6 +42,9 @@ type State struct {
 	Stats      Stats                  `json:"stats"`
 	// Usage is what agents spent in this session (not carried over).
 	Usage Usage `json:"usage"`
+	// JournalGen names this snapshot's generation: the lines of
+	// state.journal written after it carry it (see statejournal.go).
+	JournalGen int64 `json:"journalGen,omitempty"`
 }
 
 // AgentState is one running agent.
@@ -116,8 +119,9 @@ func newState(mode string) *State {
 		Agents: map[string]*AgentState{}, Tasks: map[string]*TaskRun{}}
 }
 
-// LoadState reads state.json; a missing file is an empty state. A malformed
-// file is an error naming the file and position, and is left untouched.
+// LoadState reads state.json and replays state.journal over it; a missing
+// file is an empty state. A malformed file is an error naming the file and
+// position, and both are left untouched.
 func LoadState(path string) (*State, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -148,17 +152,28 @@ func LoadState(path string) (*State, error) {
 	if s.Tasks == nil {
 		s.Tasks = map[string]*TaskRun{}
 	}
+	if err := replayJournal(&s, journalPath(path)); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }
 
+// save writes the whole state as a snapshot with no journal (the engine
+// saves through its stateWriter instead).
 func (s *State) save(path string) error {
-	// Compact: the file is rewritten after every transition and grows with
-	// the merge history; indenting it cost more than everything else.
-	b, err := json.Marshal(s)
+	c := *s
+	c.JournalGen = 0
+	b, err := json.Marshal(&c)
 	if err != nil {
 		return err
 	}
-	return chorusdir.WriteAtomic(path, append(b, '\n'), 0o644)
+	if err := chorusdir.WriteAtomic(path, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.Remove(journalPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // clone returns a deep copy for snapshots.

@@ -599,11 +599,27 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	if st != "" {
 		return true, nil
 	}
+	// The common case in one process: what the branch changed since it
+	// forked from the target (diff A...B diffs from their merge base).
+	switch code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", m.Target+"...HEAD", "--", ".", notes); {
+	case err != nil:
+		return false, err
+	case code == 1:
+		return true, nil
+	case code == 0:
+		if head, err := m.HeadCommit(ctx, wt); err == nil && (wt.Head == "" || wt.Head == head) {
+			return false, nil
+		}
+		// The branch moved and shows nothing against the target: the
+		// target may contain it (below).
+	default:
+		return false, fmt.Errorf("git diff %s...HEAD: exit %d", m.Target, code)
+	}
 	base, err := m.git(ctx, wt.Dir, "merge-base", "HEAD", m.Target)
 	if err != nil {
 		return false, err
 	}
-	if head, err := m.git(ctx, wt.Dir, "rev-parse", "HEAD"); err == nil && head == base && wt.Head != "" && wt.Head != head {
+	if head, err := m.HeadCommit(ctx, wt); err == nil && head == base && wt.Head != "" && wt.Head != head {
 		// The target already contains the branch (something moved the
 		// target onto it): the work is what the branch gained since the
 		// worktree was made, not yet verified by the merge queue.
@@ -621,8 +637,13 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	}
 }
 
-// HeadCommit returns the commit checked out in the worktree.
+// HeadCommit returns the commit checked out in the worktree, read from
+// git's files where they are plain (every iteration asks), from git
+// otherwise.
 func (m *Manager) HeadCommit(ctx context.Context, wt Worktree) (string, error) {
+	if h := gitx.WorktreeHead(wt.Dir); h != "" {
+		return h, nil
+	}
 	return m.git(ctx, wt.Dir, "rev-parse", "HEAD")
 }
 

@@ -1,0 +1,121 @@
+package gitx
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Refs read in-process from the files git keeps: on hot paths (every
+// iteration, every landing) a git process per read costs more than the
+// read. Anything unusual (a symbolic ref, a reftable repository, an
+// unreadable file) reports "not known", and callers ask git.
+
+// IsHash reports a full SHA-1 or SHA-256 object name in lower-case hex.
+func IsHash(h string) bool {
+	if len(h) != 40 && len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ReadRef reads a shared ref (refs/heads/…, refs/chorus/…) of the
+// repository whose common git dir is commonDir: its hash and whether it
+// exists. Loose before packed is safe against a concurrent pack-refs,
+// which writes packed-refs before it removes the loose file.
+func ReadRef(commonDir, name string) (hash string, exists, known bool) {
+	b, err := os.ReadFile(filepath.Join(commonDir, filepath.FromSlash(name)))
+	if err == nil {
+		if h := strings.TrimSpace(string(b)); IsHash(h) {
+			return h, true, true
+		}
+		return "", false, false
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", false, false
+	}
+	pb, err := os.ReadFile(filepath.Join(commonDir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, true
+	}
+	if err != nil {
+		return "", false, false
+	}
+	if h, ok := PackedRef(pb, name); ok {
+		return h, true, true
+	}
+	return "", false, true
+}
+
+// PackedRef looks name up in the contents of a packed-refs file.
+func PackedRef(packed []byte, name string) (string, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(packed))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		h, n, ok := strings.Cut(sc.Text(), " ")
+		if ok && n == name && IsHash(h) {
+			return h, true
+		}
+	}
+	return "", false
+}
+
+// WorktreeHead reads the commit checked out in a linked worktree (one
+// whose .git is a "gitdir:" file) or a main checkout; "" when the files
+// say something unusual (ask git then).
+func WorktreeHead(dir string) string {
+	dotgit := filepath.Join(dir, ".git")
+	gd, common := dotgit, dotgit
+	if st, err := os.Stat(dotgit); err != nil {
+		return ""
+	} else if !st.IsDir() {
+		b, err := os.ReadFile(dotgit)
+		if err != nil {
+			return ""
+		}
+		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+		if !ok {
+			return ""
+		}
+		gd = strings.TrimSpace(p)
+		if !filepath.IsAbs(gd) {
+			gd = filepath.Join(dir, gd)
+		}
+		cb, err := os.ReadFile(filepath.Join(gd, "commondir"))
+		if err != nil {
+			return ""
+		}
+		common = strings.TrimSpace(string(cb))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gd, common)
+		}
+	}
+	hb, err := os.ReadFile(filepath.Join(gd, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	head := strings.TrimSpace(string(hb))
+	if IsHash(head) {
+		return head
+	}
+	ref, ok := strings.CutPrefix(head, "ref:")
+	if !ok {
+		return ""
+	}
+	ref = strings.TrimSpace(ref)
+	if !strings.HasPrefix(ref, "refs/heads/") {
+		return ""
+	}
+	if h, exists, known := ReadRef(common, ref); known && exists {
+		return h
+	}
+	return ""
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Throughput of Chorus's autopilot against a plain shell pipeline on the same
+# trivial tasks, in one run per task count (see scripts/bench-throughput).
+# Prints wall time of both, the ratio Chorus/shell, git processes per task
+# for both, Chorus's own CPU per task and the longest merge queue.
+#
+# Usage: scripts/bench-throughput.sh [TASKS] [AGENTS]   e.g. 20,60,300 8
+#        QUALITY='sleep 0.3' scripts/bench-throughput.sh 60   with a required check
+#        KEEP=1 …   keep the scratch repositories
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+(cd "$ROOT" && go build -o "$TMP/chorus" ./cmd/chorus && go build -o "$TMP/bench-throughput" ./scripts/bench-throughput)
+exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep}
