@@ -24,23 +24,31 @@ BIN=$TMP/bench-tui
 export BENCH_SOCK=$TMP/engine.sock
 (cd "$ROOT" && go build -o "$BIN" ./scripts/bench-tui)
 cleanup() {
+	pkill -f "^$BIN " 2>/dev/null || true
 	kill $(jobs -p) 2>/dev/null || true
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-cpu() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $12+$13}' || echo 0; }
+# cpu PID NAME: utime+stime in clock ticks; a process gone before the
+# window was read is an error, never a figure.
+cpu() {
+	local s
+	s=$(cat "/proc/$1/stat" 2>/dev/null) || { echo "bench-remote: $2 (pid $1) ended before the window closed" >&2; exit 1; }
+	echo "${s##*) }" | awk '{print $12+$13}'
+}
+LIVE=100000 # seconds: the load runs until this script ends it
 HZ=$(getconf CLK_TCK)
 
-script -qfc "stty cols 200 rows 60; exec $BIN chorus $STREAM $RATE $SECONDS_RUN" /dev/null >/dev/null 2>&1 &
-"$BIN" serve "$STREAM" "$RATE" "$SECONDS_RUN" >"$TMP/serve.log" 2>&1 &
-script -qfc "stty cols 200 rows 60; exec $BIN attach - - $SECONDS_RUN" /dev/null >/dev/null 2>&1 &
+script -qfc "stty cols 200 rows 60; exec $BIN chorus $STREAM $RATE $LIVE" /dev/null >/dev/null 2>&1 &
+"$BIN" serve "$STREAM" "$RATE" "$LIVE" >"$TMP/serve.log" 2>&1 &
+script -qfc "stty cols 200 rows 60; exec env ${ATTACH_ENV:-} $BIN attach - - $LIVE" /dev/null >/dev/null 2>&1 &
 sleep 2 # let all three start before the measured window opens
 IN=$(pgrep -f "^$BIN chorus" | head -1)
 SRV=$(pgrep -f "^$BIN serve" | head -1)
 CLI=$(pgrep -f "^$BIN attach" | head -1)
-i0=$(cpu "$IN") s0=$(cpu "$SRV") c0=$(cpu "$CLI")
+i0=$(cpu "$IN" in-process) s0=$(cpu "$SRV" engine) c0=$(cpu "$CLI" TUI)
 sleep $((SECONDS_RUN - 4))
-i1=$(cpu "$IN") s1=$(cpu "$SRV") c1=$(cpu "$CLI")
+i1=$(cpu "$IN" in-process) s1=$(cpu "$SRV" engine) c1=$(cpu "$CLI" TUI)
 inproc=$(echo "scale=3; ($i1-$i0)/$HZ" | bc)
 srv=$(echo "scale=3; ($s1-$s0)/$HZ" | bc)
 cli=$(echo "scale=3; ($c1-$c0)/$HZ" | bc)
