@@ -16,6 +16,7 @@ import (
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/beads/storetest"
+	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
 func fakeStore(t *testing.T, repo string, timeout time.Duration) beads.Store {
@@ -75,7 +76,7 @@ func TestBdHangingCallTimesOutAndKillsGroup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "timed out") || !strings.Contains(err.Error(), "400ms") {
 		t.Fatalf("Get on hanging bd: %v", err)
 	}
-	if !waitExit(t, child, 10*time.Second) {
+	if !testkit.WaitExit(t, child, 10*time.Second) {
 		t.Fatalf("grandchild %d survived the timeout", child)
 	}
 }

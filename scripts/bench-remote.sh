@@ -11,7 +11,7 @@
 # tile receives a recorded Claude Code stream in a loop at 10x its real
 # rate (see bench-tui.sh). Pacers are separate processes, not counted.
 #
-# Usage: scripts/bench-remote.sh   (SECONDS_RUN, default 60)
+# Usage: scripts/bench-remote.sh   (SECONDS_RUN, default 60; INPROC_REV, see below)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_RUN=${SECONDS_RUN:-60}
@@ -23,8 +23,17 @@ TMP=$(mktemp -d)
 BIN=$TMP/bench-tui
 export BENCH_SOCK=$TMP/engine.sock
 (cd "$ROOT" && go build -o "$BIN" ./scripts/bench-tui)
+# INPROC_REV=<revision> builds the in-process side from that revision, to
+# compare the socket with in-process as it was then, in the same run.
+INBIN=$BIN
+if [[ -n ${INPROC_REV:-} ]]; then
+	INBIN=$TMP/bench-tui-inproc
+	git -C "$ROOT" worktree add -q --detach "$TMP/inproc-src" "$INPROC_REV"
+	(cd "$TMP/inproc-src" && go build -o "$INBIN" ./scripts/bench-tui)
+	git -C "$ROOT" worktree remove --force "$TMP/inproc-src"
+fi
 cleanup() {
-	pkill -f "^$BIN " 2>/dev/null || true
+	pkill -f "^$TMP/bench-tui" 2>/dev/null || true
 	kill $(jobs -p) 2>/dev/null || true
 	rm -rf "$TMP"
 }
@@ -39,11 +48,11 @@ cpu() {
 LIVE=100000 # seconds: the load runs until this script ends it
 HZ=$(getconf CLK_TCK)
 
-script -qfc "stty cols 200 rows 60; exec $BIN chorus $STREAM $RATE $LIVE" /dev/null >/dev/null 2>&1 &
+script -qfc "stty cols 200 rows 60; exec $INBIN chorus $STREAM $RATE $LIVE" /dev/null >/dev/null 2>&1 &
 "$BIN" serve "$STREAM" "$RATE" "$LIVE" >"$TMP/serve.log" 2>&1 &
 script -qfc "stty cols 200 rows 60; exec env ${ATTACH_ENV:-} $BIN attach - - $LIVE" /dev/null >/dev/null 2>&1 &
 sleep 2 # let all three start before the measured window opens
-IN=$(pgrep -f "^$BIN chorus" | head -1)
+IN=$(pgrep -f "^$INBIN chorus" | head -1)
 SRV=$(pgrep -f "^$BIN serve" | head -1)
 CLI=$(pgrep -f "^$BIN attach" | head -1)
 i0=$(cpu "$IN" in-process) s0=$(cpu "$SRV" engine) c0=$(cpu "$CLI" TUI)

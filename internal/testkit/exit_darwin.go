@@ -1,4 +1,4 @@
-package beads_test
+package testkit
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// waitExit waits (up to limit) for pid to exit, through a kqueue
+// WaitExit waits (up to limit) for pid to exit (a zombie counts), through a kqueue
 // EVFILT_PROC filter, which works for processes that are not our children.
-func waitExit(t *testing.T, pid int, limit time.Duration) bool {
+func WaitExit(t *testing.T, pid int, limit time.Duration) bool {
 	t.Helper()
 	kq, err := unix.Kqueue()
 	if err != nil {

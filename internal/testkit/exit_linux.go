@@ -1,4 +1,4 @@
-package beads_test
+package testkit
 
 import (
 	"syscall"
@@ -7,9 +7,9 @@ import (
 	"unsafe"
 )
 
-// waitExit waits (up to limit) for pid to exit, through a pidfd, which
+// WaitExit waits (up to limit) for pid to exit (a zombie counts), through a pidfd, which
 // works for processes that are not our children.
-func waitExit(t *testing.T, pid int, limit time.Duration) bool {
+func WaitExit(t *testing.T, pid int, limit time.Duration) bool {
 	t.Helper()
 	const sysPidfdOpen = 434
 	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
