@@ -110,6 +110,37 @@ func (h *harness) waitFor(pred func(Event) bool) Event {
 	return ev
 }
 
+// waitScreen waits until agent id's screen shows want: its output is read
+// in frame-long batches, so a signal from `chorus signal` can arrive before
+// the text the agent printed beside it.
+func (h *harness) waitScreen(id, want string) {
+	h.t.Helper()
+	emu := h.eng.Screen(id)
+	if emu == nil {
+		h.t.Fatalf("no screen for %s", id)
+	}
+	wake := make(chan struct{}, 1)
+	emu.OnDirty(func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	defer emu.OnDirty(nil)
+	limit := time.After(2 * time.Minute) // only a broken test waits this long
+	for {
+		emu.TakeDirty() // the next change wakes us again
+		if strings.Contains(emu.Text(), want) {
+			return
+		}
+		select {
+		case <-wake:
+		case <-limit:
+			h.t.Fatalf("%s's screen never showed %q\n%s", id, want, h.report())
+		}
+	}
+}
+
 func (h *harness) report() string {
 	var b strings.Builder
 	b.WriteString("events so far:\n")

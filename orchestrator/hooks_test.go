@@ -92,7 +92,8 @@ commit "e"
 	for _, id := range []string{a, b, c, d, e} {
 		h.do(Command{Kind: CmdAssign, TaskID: id})
 	}
-	h.waitFor(kind(EvSignal, d))
+	sig := h.waitFor(kind(EvSignal, d))
+	h.waitScreen(sig.Agent, "PROGRESS") // what on-agent-timeout is to be shown
 	if err := h.eng.do(context.Background(), func() {
 		h.eng.st.Tasks[d].FirstStarted = time.Now().Add(-2 * time.Minute)
 		h.eng.checkTimeouts()
