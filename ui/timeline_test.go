@@ -23,6 +23,9 @@ hang
 	d := s.start(150, 45)
 	d.press("<Enter>")
 	s.waitFor("completed", kind(orchestrator.EvCompleted, "t-a"))
+	// The note travels as a signal file, the tag on the screen: either may
+	// come first. The ledger has the note once its event is out.
+	s.waitFor("note", kind(orchestrator.EvNote, "t-a"))
 	d.ui(func() { d.u.selTask = "t-a" })
 	d.press("T")
 	if d.overlay() != ovTimeline {
