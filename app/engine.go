@@ -148,6 +148,16 @@ func dialEngine(ctx context.Context, p *project, role string) (*remote.Client, e
 }
 
 // noEngine is the error of attach, stop and events without an engine.
+// runningEngine connects to the repository's engine for a command that
+// needs one; what names the action in the error when none runs.
+func runningEngine(ctx context.Context, p *project, role, what string) (*remote.Client, error) {
+	c, err := dialEngine(ctx, p, role)
+	if errors.Is(err, remote.ErrNoEngine) {
+		return nil, noEngine(p, what)
+	}
+	return c, err
+}
+
 func noEngine(p *project, what string) error {
 	return withCode(ExitFailure, fmt.Errorf("no Chorus engine is running for %s, so there is nothing to %s; start one with `chorus` (or `chorus --autopilot`)", p.root, what))
 }
@@ -282,10 +292,8 @@ the engine too. Several terminals may attach at once.`,
 			if !isTTY(cmd.InOrStdin()) || !isTTY(os.Stdout) {
 				return withCode(ExitUsage, errors.New("attach needs a terminal; `chorus events --json` follows the engine without one"))
 			}
-			c, err := dialEngine(ctx, p, remote.RoleTUI)
-			if errors.Is(err, remote.ErrNoEngine) {
-				return noEngine(p, "attach to")
-			} else if err != nil {
+			c, err := runningEngine(ctx, p, remote.RoleTUI, "attach to")
+			if err != nil {
 				return err
 			}
 			s, err := p.store(ctx)
@@ -313,10 +321,8 @@ for the next run. With --wait it returns once the engine has finished.`,
 			if err != nil {
 				return err
 			}
-			c, err := dialEngine(ctx, p, remote.RoleStop)
-			if errors.Is(err, remote.ErrNoEngine) {
-				return noEngine(p, "stop")
-			} else if err != nil {
+			c, err := runningEngine(ctx, p, remote.RoleStop, "stop")
+			if err != nil {
 				return err
 			}
 			defer c.Close()
@@ -350,10 +356,8 @@ docs/events.md for the format).`,
 			if err != nil {
 				return err
 			}
-			c, err := dialEngine(ctx, p, remote.RoleEvents)
-			if errors.Is(err, remote.ErrNoEngine) {
-				return noEngine(p, "follow")
-			} else if err != nil {
+			c, err := runningEngine(ctx, p, remote.RoleEvents, "follow")
+			if err != nil {
 				return err
 			}
 			defer c.Close()
