@@ -400,24 +400,35 @@ func flockRetry(fd int) error {
 	}
 }
 
+// writable takes the file lock and the store's lock and loads a snapshot
+// that may be written (no malformed line in it); release gives both back.
+func (s *builtinStore) writable(ctx context.Context) (*snapshot, func(), error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	release := func() { s.mu.Unlock(); unlock() }
+	sn, err := s.load()
+	if err == nil && sn.bad != nil {
+		err = fmt.Errorf("beads: not writing: %w", sn.bad)
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return sn, release, nil
+}
+
 // mutate runs fn on a fresh snapshot under the write lock and writes the
 // result atomically. fn validates before it changes anything and marks
 // what it changed with touch.
 func (s *builtinStore) mutate(ctx context.Context, fn func(sn *snapshot, touch func(*record, *Task)) error) error {
-	unlock, err := s.lock(ctx)
+	sn, release, err := s.writable(ctx)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sn, err := s.load()
-	if err != nil {
-		return err
-	}
-	if sn.bad != nil {
-		return fmt.Errorf("beads: not writing: %w", sn.bad)
-	}
+	defer release()
 	var changed []*record
 	touch := func(r *record, t *Task) {
 		t.UpdatedAt = s.now()

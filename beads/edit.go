@@ -25,20 +25,11 @@ func (s *builtinStore) RemoveDependency(ctx context.Context, id, dependsOn strin
 // Delete rewrites the file without the task's line and without any edge
 // on it, like bd delete, which cleans up references.
 func (s *builtinStore) Delete(ctx context.Context, id string) error {
-	unlock, err := s.lock(ctx)
+	sn, release, err := s.writable(ctx)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sn, err := s.load()
-	if err != nil {
-		return err
-	}
-	if sn.bad != nil {
-		return fmt.Errorf("beads: not writing: %w", sn.bad)
-	}
+	defer release()
 	if _, err := s.find(sn, id); err != nil {
 		return err
 	}
