@@ -127,6 +127,11 @@ func (b *bench) wrapper() error {
 		return err
 	}
 	script := "#!/bin/sh\nprintf '@@ %s\\n' \"$*\" >>\"$BENCH_GITLOG\"\nexec " + b.realGit + " \"$@\"\n"
+	if os.Getenv("BENCH_TIMING") != "" {
+		// Diagnostic: each line also carries the process's start and end
+		// (bash's clock), for where the time goes; costs a bash per git.
+		script = "#!/bin/bash\ns=$EPOCHREALTIME\n" + b.realGit + " \"$@\"\nrc=$?\nprintf '@@ %s\\n%s %s\\n' \"$*\" \"$s\" \"$EPOCHREALTIME\" >>\"$BENCH_GITLOG\"\nexit $rc\n"
+	}
 	return os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755)
 }
 
