@@ -259,3 +259,21 @@ func PruneKept(ctx context.Context, repo string, olderThan time.Duration, now ti
 	}
 	return gone, nil
 }
+
+// RemoveWorktree removes the linked worktree o.Worktree of o.Repo, keeping
+// first whatever removing it would lose (Keep with the worktree alone).
+// The usual case, a clean worktree, is one git process: `git worktree
+// remove` without --force refuses a worktree with changes or untracked
+// files (ignored ones go, as with --force), and only then is the
+// uncommitted state kept and the removal forced. The caller holds
+// WorktreeMu.
+func RemoveWorktree(ctx context.Context, o KeepOptions) error {
+	if _, err := Git(ctx, o.Repo, "worktree", "remove", o.Worktree); err == nil {
+		return nil
+	}
+	if _, err := Keep(ctx, KeepOptions{Repo: o.Repo, Task: o.Task, Worktree: o.Worktree, Why: o.Why}); err != nil {
+		return err
+	}
+	_, err := Git(ctx, o.Repo, "worktree", "remove", "--force", o.Worktree)
+	return err
+}

@@ -182,3 +182,38 @@ func TestNoGitOnPath(t *testing.T) {
 		t.Fatal("CurrentBranch without git reported no error (would read as a detached HEAD)")
 	}
 }
+
+// A dirty worktree is kept before it goes; a clean one (an ignored file
+// aside) goes without a kept ref.
+func TestRemoveWorktreeKeepsOnlyWhatWouldBeLost(t *testing.T) {
+	ctx := context.Background()
+	repo, wt := agentWorktree(t)
+	if err := RemoveWorktree(ctx, KeepOptions{Repo: repo, Task: "t1", Worktree: wt, Why: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(wt); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("worktree still there: %v", err)
+	}
+	kept, err := ListKept(ctx, repo)
+	if err != nil || len(kept) != 1 || kept[0].Kind != KeptWIP {
+		t.Fatalf("kept %+v, %v: want one WIP snapshot", kept, err)
+	}
+	for _, f := range []string{"staged.txt", "README", "new/untracked.txt"} {
+		if _, err := Git(ctx, repo, "cat-file", "-e", kept[0].Commit+":"+f); err != nil {
+			t.Errorf("%s not in the kept snapshot: %v", f, err)
+		}
+	}
+
+	clean := filepath.Join(repo, ".worktrees", "b")
+	git(t, repo, "worktree", "add", "-q", "-b", "clean", clean, "main")
+	writeFile(t, filepath.Join(clean, "build.log"), "ignored\n")
+	if err := RemoveWorktree(ctx, KeepOptions{Repo: repo, Task: "t2", Worktree: clean, Why: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(clean); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("clean worktree with an ignored file still there: %v", err)
+	}
+	if kept, _ := ListKept(ctx, repo); len(kept) != 1 {
+		t.Fatalf("a clean worktree was kept: %+v", kept)
+	}
+}

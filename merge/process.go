@@ -630,10 +630,8 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 			// The branch is in; uncommitted files (an agent's last edits,
 			// untracked files) are kept under refs/chorus/kept/ first, and
 			// the worktree stays if they cannot be.
-			if head != "" && reachable(head) && s.keep(ctx, id, it.Worktree, "") {
-				gitx.WorktreeMu.Lock()
-				_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", it.Worktree)
-				gitx.WorktreeMu.Unlock()
+			if head != "" && reachable(head) {
+				s.removeWorktree(ctx, id, it.Worktree)
 			}
 		}
 		for _, b := range []string{it.Branch, it.MergeRef, resolveBranch(id)} {
@@ -649,12 +647,9 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 				continue
 			}
 			if b == resolveBranch(id) {
-				if !s.keep(ctx, id, s.resolveDir(id), "") {
+				if dirExists(s.resolveDir(id)) && !s.removeWorktree(ctx, id, s.resolveDir(id)) {
 					continue
 				}
-				gitx.WorktreeMu.Lock()
-				_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "remove", "--force", s.resolveDir(id))
-				gitx.WorktreeMu.Unlock()
 			}
 			dels = append(dels, "delete "+ref+" "+h)
 		}
@@ -683,12 +678,16 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 	s.stepWhen(id, func(x *Item) bool { return x.Status == StatusLanded && x.Seq == it.Seq }, func(it *Item, _ *Stats) { it.Cleaned = true })
 }
 
-// keep saves what removing worktree (and moving branch) would lose under
-// refs/chorus/kept/ and reports whether removal may go ahead.
-func (s *Service) keep(ctx context.Context, id, worktree, branch string) bool {
-	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: worktree, Branch: branch,
-		Target: "refs/heads/" + s.opt.Target, Why: "removing a worktree"}); err != nil {
-		s.emit(Event{Kind: EventHeld, TaskID: id, Message: "left " + worktree + " in place: " + err.Error()})
+// removeWorktree removes a landed item's worktree, keeping its
+// uncommitted files under refs/chorus/kept/ first (gitx.RemoveWorktree),
+// and reports whether it is gone; a worktree whose files cannot be kept
+// stays, and the queue says so.
+func (s *Service) removeWorktree(ctx context.Context, id, dir string) bool {
+	gitx.WorktreeMu.Lock()
+	err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: dir, Why: "removing a worktree"})
+	gitx.WorktreeMu.Unlock()
+	if err != nil {
+		s.emit(Event{Kind: EventHeld, TaskID: id, Message: "left " + dir + " in place: " + err.Error()})
 		return false
 	}
 	return true

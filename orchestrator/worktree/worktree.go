@@ -483,17 +483,6 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	gitx.WorktreeMu.Lock()
 	defer gitx.WorktreeMu.Unlock()
 
-	present := false
-	if _, err := os.Stat(wt.Dir); err == nil {
-		present = true
-		st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all")
-		if err != nil {
-			return err
-		}
-		if st != "" {
-			return fmt.Errorf("worktree: refusing to remove %s: %w:\n%s", rel, ErrDirty, st)
-		}
-	}
 	ref := "refs/heads/" + wt.Branch
 	tip, err := m.git(ctx, m.RepoDir, "rev-parse", "--verify", "--quiet", ref)
 	if err != nil {
@@ -512,20 +501,23 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 			return fmt.Errorf("worktree: cannot compare %s with %q (git exit %d)", wt.Branch, target, code)
 		}
 	}
-	// Belt and braces: the checks above found nothing to lose, but whatever
-	// git would drop now is kept under refs/chorus/kept/ first.
-	keepDir := ""
-	if present {
-		keepDir = wt.Dir
-	}
-	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: m.RepoDir, Task: task, Branch: wt.Branch, Worktree: keepDir, Target: target, Why: "removing its worktree"}); err != nil {
-		return fmt.Errorf("worktree: not removing %s: %w", rel, err)
-	}
-	if present {
-		// --force only because cleanliness was checked above; what remains
-		// are ignored files such as copied .env or build caches.
-		if _, err := m.git(ctx, m.RepoDir, "worktree", "remove", "--force", wt.Dir); err != nil {
-			return err
+	if _, err := os.Stat(wt.Dir); err == nil {
+		// Without --force git removes only a clean worktree (ignored files
+		// such as a copied .env or build caches go with it): the common
+		// case in one process.
+		if _, err := m.git(ctx, m.RepoDir, "worktree", "remove", wt.Dir); err != nil {
+			st, serr := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all")
+			if serr != nil {
+				return serr
+			}
+			if st != "" {
+				return fmt.Errorf("worktree: refusing to remove %s: %w:\n%s", rel, ErrDirty, st)
+			}
+			// Clean, yet refused (locked, a submodule): whatever git
+			// would drop is kept under refs/chorus/kept/ first.
+			if err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: m.RepoDir, Task: task, Worktree: wt.Dir, Why: "removing its worktree"}); err != nil {
+				return fmt.Errorf("worktree: not removing %s: %w", rel, err)
+			}
 		}
 	} else if _, err := m.git(ctx, m.RepoDir, "worktree", "prune"); err != nil {
 		return err
@@ -591,14 +583,23 @@ const ScratchpadPath = ".agent/scratchpad.md"
 // the target contains it, to wt.Head, where the worktree started), or files
 // are changed and not committed yet. The scratchpad does not count.
 func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
-	notes := ":(exclude)" + ScratchpadPath
-	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all", "--", ".", notes)
+	// Committed work first: agents usually commit, and then no status
+	// (the slowest question) is needed.
+	if has, err := m.committedWork(ctx, wt); err != nil || has {
+		return has, err
+	}
+	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude)"+ScratchpadPath)
 	if err != nil {
 		return false, err
 	}
-	if st != "" {
-		return true, nil
-	}
+	return st != "", nil
+}
+
+// committedWork reports whether the worktree's branch changes something
+// relative to where it forked from the target (or, once the target
+// contains it, to wt.Head), the scratchpad aside.
+func (m *Manager) committedWork(ctx context.Context, wt Worktree) (bool, error) {
+	notes := ":(exclude)" + ScratchpadPath
 	// The common case in one process: what the branch changed since it
 	// forked from the target (diff A...B diffs from their merge base).
 	switch code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", m.Target+"...HEAD", "--", ".", notes); {
