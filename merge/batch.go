@@ -135,7 +135,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 	for _, l := range chain {
 		txn.WriteString("update " + candidateRef(l.id) + " " + l.cand + "\n" + s.checkpointTxn(l.id, tip))
 	}
-	if _, err := gitIn(ctx, s.opt.RepoDir, txn.String(), "update-ref", "--stdin"); err != nil {
+	if err := s.refTxn(ctx, txn.String()); err != nil {
 		return
 	}
 	for _, l := range chain {
@@ -188,7 +188,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 		s.step(l.id, func(it *Item, _ *Stats) {
 			it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusPending, "", "", "", false
 		})
-		_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", candidateRef(l.id))
+		_ = s.refTxn(ctx, "delete "+candidateRef(l.id))
 	}
 	if good > 0 {
 		s.landBatch(ctx, tip, chain[:good])

@@ -270,8 +270,18 @@ func opInProgress(gitDir string) string {
 // options turn that off. Batch mode flushes a merge's many tree objects
 // with one disk barrier instead of one each: half the cost of a merge.
 func (s *Service) durable(args ...string) []string {
-	if s.opt.NoFsync {
-		return args
+	return append(fsyncConfig(s.opt.NoFsync), args...)
+}
+
+func fsyncConfig(off bool) []string {
+	if off {
+		return nil
 	}
-	return append([]string{"-c", "core.fsync=loose-object,reference", "-c", "core.fsyncMethod=batch"}, args...)
+	return []string{"-c", "core.fsync=loose-object,reference", "-c", "core.fsyncMethod=batch"}
+}
+
+// refTxn applies update-ref --stdin lines (one per line of txn) as one
+// transaction through the service's long-lived git.
+func (s *Service) refTxn(ctx context.Context, txn string) error {
+	return s.refs.Apply(ctx, strings.Split(strings.TrimRight(txn, "\n"), "\n"))
 }

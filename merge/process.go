@@ -119,7 +119,7 @@ func (s *Service) process(ctx context.Context, id string) {
 	tested := len(s.required) == 0 && s.opt.Merge.LockfileCommand == ""
 	if !tested {
 		txn := "update " + candidateRef(id) + " " + c + "\n" + s.checkpointTxn(id, tip)
-		if _, err := gitIn(ctx, s.opt.RepoDir, txn, "update-ref", "--stdin"); err != nil {
+		if err := s.refTxn(ctx, txn); err != nil {
 			s.attemptFailed(ctx, id, err.Error())
 			return
 		}
@@ -665,10 +665,10 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 		}
 	}
 	if len(dels) > 0 {
-		if r, err := run(ctx, s.opt.RepoDir, strings.Join(dels, "\n")+"\n", "update-ref", "--stdin"); err != nil || r.rc != 0 {
+		if err := s.refs.Apply(ctx, dels); err != nil {
 			// One of them moved meanwhile: apply the others one by one.
 			for _, d := range dels {
-				_, _ = run(ctx, s.opt.RepoDir, d+"\n", "update-ref", "--stdin")
+				_ = s.refs.Apply(ctx, []string{d})
 			}
 		}
 	}

@@ -24,6 +24,9 @@ type Service struct {
 	resolver  Resolver
 	commonDir string
 	integ     string // Chorus's detached integration worktree
+	// refs applies the queue's own ref transactions (candidates, merged
+	// refs, landed branches' deletion) through one git process.
+	refs *gitx.RefUpdater
 	required  []config.QualityCommand
 	maxTries  int
 
@@ -134,6 +137,7 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	s := &Service{
 		opt: opt, persist: persist, resolver: resolver, commonDir: common,
 		integ:     filepath.Join(opt.WorktreesDir, "_integration"),
+		refs:      gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
 		wake:      make(chan struct{}, 1),
 		cleanWake: make(chan struct{}, 1),
 		changed:   make(chan struct{}, 1),
@@ -386,7 +390,7 @@ func (s *Service) Drop(taskID string) error {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	_, _ = run(ctx, s.opt.RepoDir, "", "update-ref", "-d", candidateRef(taskID))
+	_ = s.refTxn(ctx, "delete "+candidateRef(taskID))
 	return nil
 }
 
@@ -432,6 +436,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.ensureIntegration(ctx); err != nil {
 		return err
 	}
+	defer s.refs.Close()
 	// Resolver goroutines end with ctx; their clean-up runs before Run
 	// returns, so nothing touches the repository afterwards.
 	defer s.bg.Wait()
