@@ -26,9 +26,9 @@ type Service struct {
 	integ     string // Chorus's detached integration worktree
 	// refs applies the queue's own ref transactions (candidates, merged
 	// refs, landed branches' deletion) through one git process.
-	refs *gitx.RefUpdater
-	required  []config.QualityCommand
-	maxTries  int
+	refs     *gitx.RefUpdater
+	required []config.QualityCommand
+	maxTries int
 
 	mu        sync.Mutex
 	items     []*Item

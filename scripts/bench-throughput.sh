@@ -6,10 +6,11 @@
 #
 # Usage: scripts/bench-throughput.sh [TASKS] [AGENTS]   e.g. 20,60,300 8
 #        QUALITY='sleep 0.3' scripts/bench-throughput.sh 60   with a required check
+#        ROUNDS=3 …  alternate the sides three times, print medians
 #        KEEP=1 …   keep the scratch repositories
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 (cd "$ROOT" && go build -o "$TMP/chorus" ./cmd/chorus && go build -o "$TMP/bench-throughput" ./scripts/bench-throughput)
-exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep}
+exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep}

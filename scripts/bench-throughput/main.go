@@ -18,7 +18,7 @@
 // Chorus as its quality commands (on each agent's COMPLETE and on merge
 // candidates, batched).
 //
-// Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-quality CMD] [-keep]
+// Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-rounds 3] [-quality CMD] [-keep]
 //
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
 // that command, for a profile; BENCH_VERBOSE=1 prints git subcommands.
@@ -45,6 +45,7 @@ func main() {
 	tasks := flag.String("tasks", "20,60", "comma-separated task counts")
 	agents := flag.Int("agents", 8, "agents (shell workers) at once")
 	keep := flag.Bool("keep", false, "keep the scratch repositories (their paths are printed)")
+	rounds := flag.Int("rounds", 1, "runs of each side per task count, alternating; figures are medians")
 	qual := flag.String("quality", "", "a required quality command (shell) for both sides: Chorus's qualityCommands; the shell pipeline runs it after each merge and undoes a merge it fails")
 	flag.Parse()
 	if *chorus == "" {
@@ -68,22 +69,34 @@ func main() {
 	}
 	fmt.Printf("%6s %9s %9s %6s %10s %10s %10s %9s %9s\n", "tasks", "shell s", "chorus s", "ratio", "git/t sh", "git/t ch", "cpu ms/t", "maxqueue", "landed")
 	for _, n := range counts {
-		root, err := os.MkdirTemp("", "bench-throughput-")
-		if err != nil {
-			fail(err)
+		// Rounds alternate the two sides, so a burst of load elsewhere on
+		// the machine falls on both; the figures are medians.
+		var shs, chs []result
+		var roots []string
+		for range *rounds {
+			root, err := os.MkdirTemp("", "bench-throughput-")
+			if err != nil {
+				fail(err)
+			}
+			roots = append(roots, root)
+			b := &bench{root: root, realGit: realGit, chorus: bin, agents: *agents, n: n, quality: *qual}
+			if err := b.wrapper(); err != nil {
+				fail(err)
+			}
+			sh, err := b.shell()
+			if err != nil {
+				fail(fmt.Errorf("shell pipeline, %d tasks: %w", n, err))
+			}
+			ch, err := b.runChorus()
+			if err != nil {
+				fail(fmt.Errorf("chorus, %d tasks: %w (kept %s)", n, err, root))
+			}
+			shs, chs = append(shs, sh), append(chs, ch)
+			if *rounds > 1 {
+				fmt.Printf("  round: shell %.2f s, chorus %.2f s (%.2f)\n", sh.wall.Seconds(), ch.wall.Seconds(), ch.wall.Seconds()/sh.wall.Seconds())
+			}
 		}
-		b := &bench{root: root, realGit: realGit, chorus: bin, agents: *agents, n: n, quality: *qual}
-		if err := b.wrapper(); err != nil {
-			fail(err)
-		}
-		sh, err := b.shell()
-		if err != nil {
-			fail(fmt.Errorf("shell pipeline, %d tasks: %w", n, err))
-		}
-		ch, err := b.runChorus()
-		if err != nil {
-			fail(fmt.Errorf("chorus, %d tasks: %w (kept %s)", n, err, root))
-		}
+		sh, ch := median(shs), median(chs)
 		fmt.Printf("%6d %9.2f %9.2f %6.2f %10.1f %10.1f %10.1f %9d %9s\n", n,
 			sh.wall.Seconds(), ch.wall.Seconds(), ch.wall.Seconds()/sh.wall.Seconds(),
 			float64(sh.git)/float64(n), float64(ch.git)/float64(n),
@@ -92,12 +105,34 @@ func main() {
 			fmt.Println("  chorus git subcommands:", ch.hist)
 			fmt.Println("  shell git subcommands: ", sh.hist)
 		}
-		if *keep {
-			fmt.Println("  kept", root)
-		} else {
-			_ = os.RemoveAll(root)
+		for _, root := range roots {
+			if *keep {
+				fmt.Println("  kept", root)
+			} else {
+				_ = os.RemoveAll(root)
+			}
 		}
 	}
+}
+
+// median takes each figure's median over the rounds (the wall time's
+// round supplies the rest of the row's text fields).
+func median(rs []result) result {
+	pick := func(f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	out := rs[0]
+	out.wall = time.Duration(pick(func(r result) float64 { return float64(r.wall) }))
+	out.cpu = time.Duration(pick(func(r result) float64 { return float64(r.cpu) }))
+	out.git = int(pick(func(r result) float64 { return float64(r.git) }))
+	out.maxQueue = int(pick(func(r result) float64 { return float64(r.maxQueue) }))
+	out.landed = int(pick(func(r result) float64 { return float64(r.landed) }))
+	return out
 }
 
 func fail(err error) {
