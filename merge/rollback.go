@@ -28,7 +28,7 @@ func (s *Service) Checkpoint(ctx context.Context, reason string) (string, error)
 }
 
 func (s *Service) checkpoint(ctx context.Context, reason string) (string, error) {
-	tip, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "refs/heads/"+s.opt.Target)
+	tip, err := s.readTarget()
 	if err != nil {
 		return "", err
 	}
@@ -39,8 +39,9 @@ func (s *Service) checkpoint(ctx context.Context, reason string) (string, error)
 	name := CheckpointPrefix + s.opt.Now().UTC().Format("20060102T150405Z") + "-" + slug
 	ref := name
 	for i := 2; ; i++ {
-		// Create-only (old value = zero): never overwrite a checkpoint.
-		if _, err = git(ctx, s.opt.RepoDir, "update-ref", "-m", "chorus: checkpoint "+reason, ref, tip, ""); err == nil {
+		// Create-only: never overwrite a checkpoint. (Refs outside
+		// refs/heads keep no reflog, so no message is lost.)
+		if err = s.refs.Apply(ctx, []string{"create " + ref + " " + tip}); err == nil {
 			break
 		}
 		if i > 20 {
