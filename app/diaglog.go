@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/chorus-dev/chorus/chorusdir"
@@ -21,12 +22,38 @@ func openDiagLog(p *project, stderr io.Writer) (*slog.Logger, func(), error) {
 	if _, err := chorusdir.ParseLogLevel(os.Getenv(chorusdir.LogLevelEnv)); err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
+	stopProfile := startCPUProfile(stderr)
 	log, c, err := p.dir.OpenDiagLog()
 	if err == nil {
-		return log, func() { _ = c.Close() }, nil
+		return log, func() { _ = c.Close(); stopProfile() }, nil
 	}
 	fmt.Fprintf(stderr, "chorus: no diagnostic log (%v); continuing without it\n", err)
-	return slog.New(slog.DiscardHandler), func() {}, nil
+	return slog.New(slog.DiscardHandler), stopProfile, nil
+}
+
+// CPUProfileEnv names a file that receives a Go CPU profile of the session
+// (for `go tool pprof`), when set.
+const CPUProfileEnv = "CHORUS_CPUPROFILE"
+
+func startCPUProfile(stderr io.Writer) func() {
+	path := os.Getenv(CPUProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "chorus: no CPU profile (%s): %v\n", CPUProfileEnv, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // logSessionStart records what this session is: enough to tell runs apart

@@ -165,12 +165,14 @@ signal COMPLETE
 	id := h.task("crashy", beads.CreateOptions{})
 	h.start()
 	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: id})
-	h.waitFor(kind(EvCompleted, id))
-	if log := git(t, h.root, "log", "--format=%s", "main..agent/script/"+id); !strings.Contains(log, "finish") {
+	// Landed, the branch and worktree may be gone already: the work is
+	// looked for on the target.
+	h.waitFor(kind("merge_landed", id))
+	if log := git(t, h.root, "log", "--format=%s", "main"); !strings.Contains(log, "finish") {
 		t.Fatalf("log %q", log)
 	}
-	if _, err := os.Stat(filepath.Join(h.root, ".worktrees", "script-"+id, "partial.txt")); err != nil {
-		t.Fatal("work of the crashed iteration lost")
+	if got := git(t, h.root, "show", "main:partial.txt"); got != "half" {
+		t.Fatalf("work of the crashed iteration lost: partial.txt on main is %q", got)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +54,20 @@ const (
 
 // statePieces marshals the state piece by piece.
 func statePieces(s *State) (map[string][]byte, error) {
+	return statePiecesMemo(s, nil)
+}
+
+// taskMemo is a task as last marshalled: a deep copy of its value and its
+// JSON. Finished tasks do not change, so the many of a long run cost a
+// comparison per save instead of a marshal.
+type taskMemo struct {
+	val  TaskRun
+	json []byte
+}
+
+// statePiecesMemo is statePieces reusing the JSON of tasks equal to their
+// memo (nil: no memo), and refreshing the memo.
+func statePiecesMemo(s *State, memo map[string]*taskMemo) (map[string][]byte, error) {
 	out := make(map[string][]byte, 2+len(s.Agents)+len(s.Tasks))
 	meta := *s
 	meta.Agents, meta.Tasks, meta.MergeQueue, meta.JournalGen = nil, nil, nil, 0
@@ -71,12 +87,49 @@ func statePieces(s *State) (map[string][]byte, error) {
 		out[pieceAgent+id] = b
 	}
 	for id, t := range s.Tasks {
+		if m := memo[id]; m != nil && sameTaskRun(&m.val, t) {
+			out[pieceTask+id] = m.json
+			continue
+		}
 		if b, err = json.Marshal(t); err != nil {
 			return nil, err
 		}
 		out[pieceTask+id] = b
+		if memo != nil {
+			memo[id] = &taskMemo{val: copyTaskRun(t), json: b}
+		}
+	}
+	for id := range memo {
+		if _, ok := s.Tasks[id]; !ok {
+			delete(memo, id)
+		}
 	}
 	return out, nil
+}
+
+// sameTaskRun compares two task runs field by field. (A field that cannot
+// be compared with == stops this from compiling: handle it here.)
+func sameTaskRun(a, b *TaskRun) bool {
+	x, y := *a, *b
+	xm, ym := x.Merge, y.Merge
+	x.Merge, y.Merge = nil, nil
+	if x != y || (xm == nil) != (ym == nil) {
+		return false
+	}
+	if xm == nil {
+		return true
+	}
+	return reflect.DeepEqual(*xm, *ym)
+}
+
+func copyTaskRun(t *TaskRun) TaskRun {
+	c := *t
+	if t.Merge != nil {
+		m := *t.Merge
+		m.DependsOn = slices.Clone(m.DependsOn)
+		c.Merge = &m
+	}
+	return c
 }
 
 // applyPiece sets one piece of s from its JSON.
@@ -187,7 +240,8 @@ type stateWriter struct {
 	seq         uint64
 	jbytes      int // journal size since the snapshot
 	snapBytes   int
-	compact     bool // the next save writes a snapshot
+	compact     bool                 // the next save writes a snapshot
+	memo        map[string]*taskMemo // tasks as last marshalled
 }
 
 func newStateWriter(path string) *stateWriter {
@@ -203,7 +257,10 @@ const (
 )
 
 func (w *stateWriter) save(s *State) error {
-	pieces, err := statePieces(s)
+	if w.memo == nil {
+		w.memo = map[string]*taskMemo{}
+	}
+	pieces, err := statePiecesMemo(s, w.memo)
 	if err != nil {
 		return err
 	}

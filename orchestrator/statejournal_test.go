@@ -235,3 +235,29 @@ func TestStateSaveDropsJournal(t *testing.T) {
 	}
 	loadEqual(t, path, fresh)
 }
+
+// A task's JSON is reused only while the task is unchanged: changes made in
+// place, deep inside (a merge request's dependencies), are written, and a
+// task deleted and made again is not served from the old copy.
+func TestStateJournalTaskMemoSeesInPlaceChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	w := newStateWriter(path)
+	st := newState("autopilot")
+	st.run("a-1").Merge = &merge.Request{TaskID: "a-1", Branch: "agent/x/a-1", DependsOn: []string{"a-0"}}
+	st.run("a-2").Iterations = 1
+	for _, change := range []func(){
+		func() {},
+		func() { st.Tasks["a-1"].Merge.DependsOn[0] = "a-9" },
+		func() { st.Tasks["a-1"].Merge.DependsOn = append(st.Tasks["a-1"].Merge.DependsOn, "a-8") },
+		func() { st.Tasks["a-1"].Merge = nil },
+		func() { st.Tasks["a-2"].Usage.CostUSD = 0.5 },
+		func() { delete(st.Tasks, "a-2") },
+		func() { st.run("a-2").Iterations = 1 },
+	} {
+		change()
+		if err := w.save(st); err != nil {
+			t.Fatal(err)
+		}
+		loadEqual(t, path, st)
+	}
+}
