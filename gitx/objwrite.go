@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -352,8 +353,9 @@ func (o *ObjectStore) writeObject(ctx context.Context, typ string, body []byte, 
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
-	// git's default core.looseCompression is zlib's fastest level.
-	zw, _ := zlib.NewWriterLevel(tmp, zlib.BestSpeed)
+	zw := zlibPool.Get().(*zlib.Writer)
+	defer zlibPool.Put(zw)
+	zw.Reset(tmp)
 	_, err = zw.Write([]byte(hdr))
 	if err == nil {
 		_, err = zw.Write(body)
@@ -386,6 +388,13 @@ func (o *ObjectStore) writeObject(ctx context.Context, typ string, body []byte, 
 	}
 	return id, nil
 }
+
+// zlibPool reuses compressors (their setup is most of a small write's
+// CPU). git's default core.looseCompression is zlib's fastest level.
+var zlibPool = sync.Pool{New: func() any {
+	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return w
+}}
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
