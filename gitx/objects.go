@@ -212,9 +212,9 @@ func (c *catFile) close() error {
 	return nil
 }
 
-// Pid is the batch process's id, 0 when none runs (for tests and
+// pid is the batch process's id, 0 when none runs (for tests and
 // diagnostics).
-func (o *ObjectStore) Pid() int {
+func (o *ObjectStore) pid() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.cf == nil {

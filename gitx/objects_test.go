@@ -68,8 +68,8 @@ type history struct {
 }
 
 var (
-	histDirs  = []string{"", "a", "a/b", "a/b/c", "d", "q", "e/f"}
-	histFiles = []string{"f0", "f1", "f2", "f3", "f4", "f5", "x.txt", "x-y", "q"}
+	histDirs  = []string{"", "a", "a/b", "a/b/c", "d", "q", "e/f", "x"}
+	histFiles = []string{"f0", "f1", "f2", "f3", "f4", "f5", "x.txt", "x-y", "q", "sp é"}
 )
 
 func (h *history) path(files []string) string {
@@ -508,6 +508,20 @@ func TestWriteCommitMatchesCommitTree(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o444 {
 		t.Fatalf("loose object: %v %v", st, err)
 	}
+	// Without a fixed date the time of the write is recorded, in the
+	// local zone as git records it.
+	before := time.Now().Unix()
+	got, err = o.WriteCommit(ctx, NewCommit{Tree: tree, Messages: []string{"now"},
+		Author: Ident{Name: "N", Email: "n@n"}, Committer: Ident{Name: "N", Email: "n@n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secs int64
+	var zone string
+	line := obGit(t, h.dir, "log", "-1", "--format=%ct %cd", "--date=format:%z", got)
+	if _, err := fmt.Sscanf(line, "%d %s", &secs, &zone); err != nil || secs < before || secs > time.Now().Unix() || zone != time.Now().Format("-0700") {
+		t.Fatalf("commit written now has date %q (want %d.. in zone %s)", line, before, time.Now().Format("-0700"))
+	}
 	if _, err := o.WriteCommit(ctx, NewCommit{Tree: p1, Messages: []string{"x"}, Author: author, Committer: committer}); err == nil {
 		t.Fatal("a commit id accepted as a tree")
 	}
@@ -593,7 +607,7 @@ func TestObjectStoreBadAndMissingIDs(t *testing.T) {
 			t.Fatalf("IsAncestor(%q) accepted", bad)
 		}
 	}
-	if pid := o.Pid(); pid != 0 {
+	if pid := o.pid(); pid != 0 {
 		t.Fatalf("a bad id started cat-file (pid %d)", pid)
 	}
 	missing := strings.Repeat("ab", 20)
@@ -601,9 +615,9 @@ func TestObjectStoreBadAndMissingIDs(t *testing.T) {
 		t.Fatalf("Commit of a missing object: %v", err)
 	}
 	// The process survives a missing object.
-	pid := o.Pid()
-	if _, err := o.Commit(ctx, head); err != nil || o.Pid() != pid {
-		t.Fatalf("after a missing object: %v, pid %d then %d", err, pid, o.Pid())
+	pid := o.pid()
+	if _, err := o.Commit(ctx, head); err != nil || o.pid() != pid {
+		t.Fatalf("after a missing object: %v, pid %d then %d", err, pid, o.pid())
 	}
 	tree := obGit(t, dir, "rev-parse", "HEAD^{tree}")
 	if _, err := o.Commit(ctx, tree); err == nil {
@@ -623,7 +637,7 @@ func TestObjectStoreRestarts(t *testing.T) {
 	if _, err := o.Commit(ctx, head); err != nil {
 		t.Fatal(err)
 	}
-	pid := o.Pid()
+	pid := o.pid()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -633,8 +647,8 @@ func TestObjectStoreRestarts(t *testing.T) {
 	if _, err := o.Commit(ctx, head); err != nil {
 		t.Fatalf("after kill: %v", err)
 	}
-	if o.Pid() == pid || o.Pid() == 0 {
-		t.Fatalf("no new process: %d", o.Pid())
+	if o.pid() == pid || o.pid() == 0 {
+		t.Fatalf("no new process: %d", o.pid())
 	}
 
 	// A git that never answers.
@@ -652,7 +666,7 @@ func TestObjectStoreRestarts(t *testing.T) {
 	if !errors.Is(err, errReadTimeout) {
 		t.Fatalf("stuck process: %v", err)
 	}
-	if o2.Pid() != 0 {
+	if o2.pid() != 0 {
 		t.Fatal("stuck process kept")
 	}
 	os.Setenv("PATH", realPath)
