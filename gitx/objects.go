@@ -195,9 +195,14 @@ func startCatFile(dir string) (*catFile, error) {
 	return cf, nil
 }
 
-// kill ends the process group at once; a pending read then fails.
+// kill ends the process group at once; a pending read then fails. Not
+// after it was reaped: its id may belong to someone else by then.
 func (c *catFile) kill() {
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-c.waited:
+	default:
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	}
 }
 
 func (c *catFile) close() error {
@@ -208,7 +213,6 @@ func (c *catFile) close() error {
 		c.kill()
 		<-c.waited
 	}
-	c.kill() // anything left in its group
 	return nil
 }
 
@@ -384,8 +388,8 @@ func (o *ObjectStore) cacheCommit(id string, c *commitInfo) {
 func parseCommit(data []byte) (*commitInfo, error) {
 	c := &commitInfo{}
 	rest := data
-	first, haveCommitter := true, false
-	for {
+	first, inParents, haveCommitter := true, true, false
+	for len(rest) > 0 {
 		nl := bytes.IndexByte(rest, '\n')
 		if nl < 0 {
 			return nil, errors.New("headers not terminated")
@@ -402,17 +406,21 @@ func parseCommit(data []byte) (*commitInfo, error) {
 				return nil, fmt.Errorf("first line %q is not a tree", line)
 			}
 			c.Tree = v
-		case k == "parent":
+		case k == "parent" && inParents:
 			if len(v) != 40 || !IsHash(v) {
 				return nil, fmt.Errorf("bad parent line %q", line)
 			}
 			c.Parents = append(c.Parents, v)
 		case k == "committer" && !haveCommitter:
+			inParents = false
 			haveCommitter = true
 			f := strings.Fields(v)
 			if len(f) >= 2 {
 				c.date, _ = strconv.ParseInt(f[len(f)-2], 10, 64)
 			}
+		default:
+			// git reads parents only right after the tree
+			inParents = false
 		}
 		first = false
 	}

@@ -750,3 +750,26 @@ func TestObjectStoreConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Commit headers are read the way git reads them.
+func TestParseCommit(t *testing.T) {
+	tr, p1, p2 := strings.Repeat("1", 40), strings.Repeat("2", 40), strings.Repeat("3", 40)
+	c, err := parseCommit([]byte("tree " + tr + "\nparent " + p1 + "\nparent " + p2 + "\nauthor A <a> 5 +0000\ncommitter C <c> 7 +0100\nparent " + tr + "\n\nmsg\nparent x\n"))
+	if err != nil || c.Tree != tr || !slices.Equal(c.Parents, []string{p1, p2}) || c.date != 7 {
+		t.Fatalf("parse: %+v %v", c, err)
+	}
+	if c, err := parseCommit([]byte("tree " + tr + "\ncommitter C <c> 9 +0000\n")); err != nil || c.date != 9 || len(c.Parents) != 0 {
+		t.Fatalf("no message: %+v %v", c, err)
+	}
+	for _, bad := range []string{"", "parent " + p1 + "\n\n", "tree xyz\n\n", "tree " + tr + "\nparent 12\n\n", "tree " + tr} {
+		if _, err := parseCommit([]byte(bad)); err == nil {
+			t.Fatalf("accepted %q", bad)
+		}
+	}
+	if _, err := parseTree([]byte("100644 a\x00short")); err == nil {
+		t.Fatal("truncated tree accepted")
+	}
+	if _, err := parseTree([]byte("10x644 a\x00" + strings.Repeat("x", 20))); err == nil {
+		t.Fatal("bad mode accepted")
+	}
+}
