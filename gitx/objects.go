@@ -227,32 +227,63 @@ func (o *ObjectStore) pid() int {
 	return o.cf.cmd.Process.Pid
 }
 
+// object is one answer of the batch process.
+type object struct {
+	typ  string
+	data []byte
+	err  error // missing, too large
+}
+
+// maxBatch bounds the ids written before their answers are read: the
+// requests must fit in the pipe, or git and this process could block on
+// each other's full pipes.
+const maxBatch = 64
+
 // readObject returns the type and contents of id. A missing object is an
 // error wrapping ErrMissing.
 func (o *ObjectStore) readObject(ctx context.Context, id string) (string, []byte, error) {
-	if err := checkID(id); err != nil {
+	objs, err := o.readObjects(ctx, []string{id})
+	if err != nil {
 		return "", nil, err
 	}
+	return objs[0].typ, objs[0].data, objs[0].err
+}
+
+// readObjects asks for several objects in one round trip.
+func (o *ObjectStore) readObjects(ctx context.Context, ids []string) ([]object, error) {
+	if len(ids) > maxBatch {
+		first, err := o.readObjects(ctx, ids[:maxBatch])
+		if err != nil {
+			return nil, err
+		}
+		rest, err := o.readObjects(ctx, ids[maxBatch:])
+		return append(first, rest...), err
+	}
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return nil, err
+		}
+	}
 	if err := ctx.Err(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return "", nil, errors.New("object store is closed")
+		return nil, errors.New("object store is closed")
 	}
 	for attempt := 0; ; attempt++ {
 		fresh := false
 		if o.cf == nil {
 			cf, err := startCatFile(o.repo)
 			if err != nil {
-				return "", nil, err
+				return nil, err
 			}
 			o.cf, fresh = cf, true
 		}
-		typ, data, broken, err := o.request(ctx, id)
+		objs, broken, err := o.request(ctx, ids)
 		if !broken {
-			return typ, data, err
+			return objs, err
 		}
 		// The process is no use any more (dead, stuck, out of step):
 		// end it; the next read starts another.
@@ -261,7 +292,7 @@ func (o *ObjectStore) readObject(ctx context.Context, id string) (string, []byte
 		cf.kill()
 		<-cf.waited
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return "", nil, ctxErr
+			return nil, ctxErr
 		}
 		// One retry on a process that had been working: it may have been
 		// killed between requests. A fresh one failing is reported.
@@ -269,16 +300,16 @@ func (o *ObjectStore) readObject(ctx context.Context, id string) (string, []byte
 			if msg := cf.stderr.String(); msg != "" {
 				err = fmt.Errorf("%w (git: %s)", err, msg)
 			}
-			return "", nil, err
+			return nil, err
 		}
 	}
 }
 
 var errReadTimeout = errors.New("git cat-file --batch did not answer in time; it was stopped and will be restarted")
 
-// request asks for one object; broken reports that the process must not
-// be used again.
-func (o *ObjectStore) request(ctx context.Context, id string) (typ string, data []byte, broken bool, err error) {
+// request sends ids and reads their answers; broken reports that the
+// process must not be used again.
+func (o *ObjectStore) request(ctx context.Context, ids []string) (objs []object, broken bool, err error) {
 	cf := o.cf
 	var timedOut, cancelled bool
 	var flagMu sync.Mutex
@@ -305,43 +336,56 @@ func (o *ObjectStore) request(ctx context.Context, id string) (typ string, data 
 			err, broken = ctx.Err(), true
 		}
 	}()
-	if _, err := cf.in.WriteString(id + "\n"); err != nil {
-		return "", nil, true, fmt.Errorf("git cat-file --batch: write: %w", err)
+	for _, id := range ids {
+		cf.in.WriteString(id)
+		cf.in.WriteByte('\n')
 	}
 	if err := cf.in.Flush(); err != nil {
-		return "", nil, true, fmt.Errorf("git cat-file --batch: write: %w", err)
+		return nil, true, fmt.Errorf("git cat-file --batch: write: %w", err)
 	}
-	line, err := cf.out.ReadString('\n')
+	objs = make([]object, len(ids))
+	for i, id := range ids {
+		if objs[i], err = readAnswer(cf.out, id); err != nil {
+			return nil, true, err
+		}
+	}
+	return objs, false, nil
+}
+
+// readAnswer parses one answer strictly: "<id> <type> <size>\n<data>\n"
+// or "<id> missing\n". An error means the stream is out of step.
+func readAnswer(r *bufio.Reader, id string) (object, error) {
+	line, err := r.ReadString('\n')
 	if err != nil {
-		return "", nil, true, fmt.Errorf("git cat-file --batch: read: %w", err)
+		return object{}, fmt.Errorf("git cat-file --batch: read: %w", err)
 	}
 	line = strings.TrimSuffix(line, "\n")
 	f := strings.Split(line, " ")
 	if len(f) == 2 && f[0] == id && f[1] == "missing" {
-		return "", nil, false, fmt.Errorf("%s: %w", id, ErrMissing)
+		return object{err: fmt.Errorf("%s: %w", id, ErrMissing)}, nil
 	}
 	if len(f) != 3 || f[0] != id {
-		return "", nil, true, fmt.Errorf("git cat-file --batch: unexpected answer %q for %s", line, id)
+		return object{}, fmt.Errorf("git cat-file --batch: unexpected answer %q for %s", line, id)
 	}
 	size, perr := strconv.ParseInt(f[2], 10, 64)
 	if perr != nil || size < 0 {
-		return "", nil, true, fmt.Errorf("git cat-file --batch: bad size in %q", line)
+		return object{}, fmt.Errorf("git cat-file --batch: bad size in %q", line)
 	}
-	typ = f[1]
+	typ := f[1]
 	if size > maxObjectRead {
-		if _, err := io.CopyN(io.Discard, cf.out, size+1); err != nil {
-			return "", nil, true, fmt.Errorf("git cat-file --batch: read: %w", err)
+		if _, err := io.CopyN(io.Discard, r, size+1); err != nil {
+			return object{}, fmt.Errorf("git cat-file --batch: read: %w", err)
 		}
-		return typ, nil, false, fmt.Errorf("%s is a %s of %d bytes, too large to read here", id, typ, size)
+		return object{typ: typ, err: fmt.Errorf("%s is a %s of %d bytes, too large to read here", id, typ, size)}, nil
 	}
 	buf := make([]byte, size+1)
-	if _, err := io.ReadFull(cf.out, buf); err != nil {
-		return "", nil, true, fmt.Errorf("git cat-file --batch: read: %w", err)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return object{}, fmt.Errorf("git cat-file --batch: read: %w", err)
 	}
 	if buf[size] != '\n' {
-		return "", nil, true, fmt.Errorf("git cat-file --batch: object %s not followed by a newline", id)
+		return object{}, fmt.Errorf("git cat-file --batch: object %s not followed by a newline", id)
 	}
-	return typ, buf[:size], false, nil
+	return object{typ: typ, data: buf[:size]}, nil
 }
 
 // Commit returns the tree and parents of commit id (a full hex id).
@@ -460,6 +504,77 @@ func (o *ObjectStore) tree(ctx context.Context, id string) ([]TreeEntry, error) 
 	}
 	o.cacheTree(id, t)
 	return t, nil
+}
+
+// treesOf returns several trees ("" is an empty one), reading the ones
+// not cached in one round trip.
+func (o *ObjectStore) treesOf(ctx context.Context, ids ...string) ([][]TreeEntry, error) {
+	out := make([][]TreeEntry, len(ids))
+	var need []string
+	var at []int
+	o.cacheMu.Lock()
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		if t, ok := o.trees[id]; ok {
+			out[i] = t
+			continue
+		}
+		need = append(need, id)
+		at = append(at, i)
+	}
+	o.cacheMu.Unlock()
+	if len(need) == 0 {
+		return out, nil
+	}
+	objs, err := o.readObjects(ctx, need)
+	if err != nil {
+		return nil, err
+	}
+	for k, ob := range objs {
+		id := need[k]
+		if ob.err != nil {
+			return nil, ob.err
+		}
+		if ob.typ != "tree" {
+			return nil, fmt.Errorf("%s is a %s, not a tree", id, ob.typ)
+		}
+		t, err := parseTree(ob.data)
+		if err != nil {
+			return nil, fmt.Errorf("tree %s: %w", id, err)
+		}
+		o.cacheTree(id, t)
+		out[at[k]] = t
+	}
+	return out, nil
+}
+
+// prefetchCommits reads the commits among ids not cached yet in one round
+// trip; errors are left for the reads that need them.
+func (o *ObjectStore) prefetchCommits(ctx context.Context, ids []string) {
+	var need []string
+	o.cacheMu.Lock()
+	for _, id := range ids {
+		if o.commits[id] == nil && IsHash(id) && len(id) == 40 {
+			need = append(need, id)
+		}
+	}
+	o.cacheMu.Unlock()
+	if len(need) < 2 {
+		return
+	}
+	objs, err := o.readObjects(ctx, need)
+	if err != nil {
+		return
+	}
+	for k, ob := range objs {
+		if ob.err == nil && ob.typ == "commit" {
+			if c, err := parseCommit(ob.data); err == nil {
+				o.cacheCommit(need[k], c)
+			}
+		}
+	}
 }
 
 func (o *ObjectStore) cacheTree(id string, t []TreeEntry) {

@@ -67,18 +67,11 @@ func (o *ObjectStore) diffTrees(ctx context.Context, prefix, a, b string, out *[
 	if a == b {
 		return nil
 	}
-	var ea, eb []TreeEntry
-	var err error
-	if a != "" {
-		if ea, err = o.tree(ctx, a); err != nil {
-			return err
-		}
+	ts, err := o.treesOf(ctx, a, b)
+	if err != nil {
+		return err
 	}
-	if b != "" {
-		if eb, err = o.tree(ctx, b); err != nil {
-			return err
-		}
-	}
+	ea, eb := ts[0], ts[1]
 	// one side only: every file under it, in order.
 	emit := func(e TreeEntry, deleted bool) error {
 		if e.Mode == gitlinkMode {
@@ -235,6 +228,7 @@ func (o *ObjectStore) paint(ctx context.Context, one, two string, stop func(map[
 		if err != nil {
 			return nil, nil, err
 		}
+		o.prefetchCommits(ctx, c.Parents)
 		for _, p := range c.Parents {
 			if flags[p]&f == f {
 				continue

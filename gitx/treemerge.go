@@ -69,15 +69,12 @@ func (o *ObjectStore) mergeTree(ctx context.Context, b, x, y string, durable boo
 	var sides [3]map[string]*TreeEntry
 	var names []string
 	seen := map[string]bool{}
-	for i, id := range []string{b, x, y} {
+	ts, err := o.treesOf(ctx, b, x, y)
+	if err != nil {
+		return "", false, err
+	}
+	for i, t := range ts {
 		sides[i] = map[string]*TreeEntry{}
-		if id == "" {
-			continue
-		}
-		t, err := o.tree(ctx, id)
-		if err != nil {
-			return "", false, err
-		}
 		for k := range t {
 			e := &t[k]
 			if sides[i][e.Name] != nil {
