@@ -773,3 +773,73 @@ func TestParseCommit(t *testing.T) {
 		t.Fatal("bad mode accepted")
 	}
 }
+
+// Several objects asked for at once come back in step, missing ones
+// included, also beyond one batch.
+func TestObjectStoreBatches(t *testing.T) {
+	ctx := context.Background()
+	dir := obRepo(t)
+	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
+	head := obGit(t, dir, "rev-parse", "HEAD")
+	tree := obGit(t, dir, "rev-parse", "HEAD^{tree}")
+	o := OpenObjects(dir)
+	defer o.Close()
+	var ids []string
+	for i := 0; i < 150; i++ {
+		ids = append(ids, head, strings.Repeat(fmt.Sprintf("%02x", i%256), 20), tree)
+	}
+	objs, err := o.readObjects(ctx, ids)
+	if err != nil || len(objs) != len(ids) {
+		t.Fatalf("%d answers, %v", len(objs), err)
+	}
+	for i := 0; i < len(ids); i += 3 {
+		if objs[i].typ != "commit" || !errors.Is(objs[i+1].err, ErrMissing) || objs[i+2].typ != "tree" {
+			t.Fatalf("answer %d out of step: %+v %+v %+v", i, objs[i], objs[i+1], objs[i+2])
+		}
+	}
+}
+
+// Walks stop at their bound, and grafted history goes to git.
+func TestObjectStoreWalkLimits(t *testing.T) {
+	ctx := context.Background()
+	dir := obRepo(t)
+	var s strings.Builder
+	for c := 0; c <= MaxWalk+10; c++ {
+		fmt.Fprintf(&s, "commit refs/heads/main\nmark :%d\ncommitter T <t@example.com> %d +0000\ndata 0\n", c+1, 1_700_000_000+c)
+		if c > 0 {
+			fmt.Fprintf(&s, "from :%d\n", c)
+		}
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(s.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("fast-import: %v %s", err, out)
+	}
+	tip := obGit(t, dir, "rev-parse", "main")
+	root := obGit(t, dir, "rev-list", "--max-parents=0", "main")
+	o := OpenObjects(dir)
+	defer o.Close()
+	if _, err := o.IsAncestor(ctx, root, tip); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("walk of %d commits: %v", MaxWalk+10, err)
+	}
+	near := obGit(t, dir, "rev-parse", "main~100")
+	if ok, err := o.IsAncestor(ctx, near, tip); err != nil || !ok {
+		t.Fatalf("short walk: %v %v", ok, err)
+	}
+	if ok, err := o.IsAncestor(ctx, tip, near); err != nil || ok {
+		t.Fatalf("short walk, other way: %v %v", ok, err)
+	}
+
+	shallow := filepath.Join(t.TempDir(), "shallow")
+	obGit(t, dir, "clone", "-q", "--depth", "3", "file://"+dir, shallow)
+	so := OpenObjects(shallow)
+	defer so.Close()
+	sh := obGit(t, shallow, "rev-parse", "HEAD")
+	if _, err := so.IsAncestor(ctx, sh, sh); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("shallow repository: %v", err)
+	}
+	if _, err := so.MergeBase(ctx, sh, obGit(t, shallow, "rev-parse", "HEAD~1")); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("shallow repository: %v", err)
+	}
+}

@@ -9,8 +9,10 @@ import (
 
 // MaxWalk bounds the commits one IsAncestor or MergeBase visits; beyond
 // it they return ErrUnsupported and the caller asks git (which may use a
-// commit-graph).
-const MaxWalk = 10_000
+// commit-graph). Each commit not cached is a round trip to cat-file
+// (tens of microseconds, more on a loaded machine), so a few thousand
+// cost about what one git process does.
+const MaxWalk = 2_000
 
 // gitNameCmp is git's tree order: names compared bytewise as if a
 // directory's name ended in '/'.
