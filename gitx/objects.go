@@ -86,7 +86,8 @@ const (
 )
 
 // OpenObjects returns the object store of the repository containing repo
-// (any directory of it). Nothing starts until the first read.
+// (any directory of it that lives as long as the store, such as the main
+// worktree: cat-file runs there). Nothing starts until the first read.
 func OpenObjects(repo string) *ObjectStore {
 	return &ObjectStore{repo: repo, timeout: defaultReadTimeout,
 		commits: map[string]*commitInfo{}, trees: map[string][]TreeEntry{}}

@@ -344,6 +344,7 @@ func (o *ObjectStore) writeObject(ctx context.Context, typ string, body []byte, 
 	if err := os.Chtimes(final, now, now); err == nil {
 		return id, nil
 	}
+	newFan := !exists(fan)
 	if err := os.MkdirAll(fan, 0o777); err != nil {
 		return "", fmt.Errorf("write object: %w", err)
 	}
@@ -382,8 +383,14 @@ func (o *ObjectStore) writeObject(ctx context.Context, typ string, body []byte, 
 		}
 	}
 	if durable {
-		if err := syncDir(fan); err != nil {
-			return "", fmt.Errorf("write object %s: fsync %s: %w", id, fan, err)
+		syncs := []string{fan}
+		if newFan {
+			syncs = append(syncs, dir) // the new fan-out directory's own entry
+		}
+		for _, d := range syncs {
+			if err := syncDir(d); err != nil {
+				return "", fmt.Errorf("write object %s: fsync %s: %w", id, d, err)
+			}
 		}
 	}
 	return id, nil
