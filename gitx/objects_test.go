@@ -669,6 +669,13 @@ func TestObjectStoreRestarts(t *testing.T) {
 	if o2.pid() != 0 {
 		t.Fatal("stuck process kept")
 	}
+	// The caller's deadline ends a stuck read as well.
+	o2.timeout = time.Minute
+	dctx, dcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer dcancel()
+	if _, err := o2.Commit(dctx, head); !errors.Is(err, context.DeadlineExceeded) || o2.pid() != 0 {
+		t.Fatalf("stuck process past the caller's deadline: %v (pid %d)", err, o2.pid())
+	}
 	os.Setenv("PATH", realPath)
 	o2.timeout = defaultReadTimeout
 	if _, err := o2.Commit(ctx, head); err != nil {
