@@ -113,8 +113,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 			s.soloLater(id) // a conflict goes to its agent from the single path
 			continue
 		}
-		c, err := git(ctx, s.opt.RepoDir, s.durable("commit-tree", mt.tree, "-p", base, "-p", head,
-			"-m", mergeMessage(it), "-m", trailer(it))...)
+		c, err := s.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
 		if err != nil {
 			s.soloLater(id)
 			continue

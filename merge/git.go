@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/proc"
 	"github.com/chorus-dev/chorus/taskid"
 )
@@ -278,6 +279,28 @@ func fsyncConfig(off bool) []string {
 		return nil
 	}
 	return []string{"-c", "core.fsync=loose-object,reference", "-c", "core.fsyncMethod=batch"}
+}
+
+// commitTree writes a commit like `git commit-tree TREE -p P… -m M…`,
+// in-process where the repository allows it (gitx.ObjectStore.WriteCommit:
+// the same bytes, so the same id), with git otherwise (signed commits,
+// other object formats).
+func (s *Service) commitTree(ctx context.Context, tree string, parents []string, msgs ...string) (string, error) {
+	if author, committer, err := s.objs.Ident(ctx); err == nil {
+		c, err := s.objs.WriteCommit(ctx, gitx.NewCommit{Tree: tree, Parents: parents, Messages: msgs,
+			Author: author, Committer: committer, Durable: !s.opt.NoFsync})
+		if err == nil || !errors.Is(err, gitx.ErrUnsupported) {
+			return c, err
+		}
+	}
+	args := []string{"commit-tree", tree}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	for _, m := range msgs {
+		args = append(args, "-m", m)
+	}
+	return git(ctx, s.opt.RepoDir, s.durable(args...)...)
 }
 
 // refTxn applies update-ref --stdin lines (one per line of txn) as one

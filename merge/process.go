@@ -107,7 +107,7 @@ func (s *Service) process(ctx context.Context, id string) {
 	if it.Agent != "" {
 		trailer += "\nChorus-Agent: " + oneLine(it.Agent)
 	}
-	c, err := git(ctx, s.opt.RepoDir, s.durable("commit-tree", mt.tree, "-p", base, "-p", head, "-m", msg, "-m", trailer)...)
+	c, err := s.commitTree(ctx, mt.tree, []string{base, head}, msg, trailer)
 	if err != nil {
 		s.attemptFailed(ctx, id, err.Error())
 		return
@@ -182,9 +182,15 @@ func (s *Service) rememberTree(commit, tree string) {
 
 func (s *Service) treeOf(commit string) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if commit == s.lastCommit {
+		defer s.mu.Unlock()
 		return s.lastTree
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	if c, err := s.objs.Commit(ctx, commit); err == nil {
+		return c.Tree
 	}
 	return ""
 }
@@ -196,8 +202,8 @@ func (s *Service) tips(ctx context.Context, mergeRef string) (tip, tipTree, head
 		ref = "refs/heads/" + ref
 	}
 	t := "refs/heads/" + s.opt.Target
-	// In-process when the target is a commit this service made (its tree
-	// is remembered) and both refs read plainly.
+	// In-process when both refs read plainly (the tree from the object
+	// store, or remembered when this service made the commit).
 	if tip, ok, known := s.refValue(t); known && ok {
 		if tree := s.treeOf(tip); tree != "" {
 			if h, ok, known := s.refValue(ref); known && ok {
@@ -230,6 +236,13 @@ type mergeResult struct {
 // mergeTree computes the merge in the integration worktree (the drivers'
 // temp files go there) without touching any index or file.
 func (s *Service) mergeTree(ctx context.Context, base, head string) (mergeResult, error) {
+	// Branches that change different paths merge in-process (the same
+	// tree git would write); anything else asks git.
+	if mb, err := s.objs.MergeBase(ctx, base, head); err == nil {
+		if tree, ok, err := s.objs.MergeTrees(ctx, mb, base, head); err == nil && ok {
+			return mergeResult{tree: tree, clean: true}, nil
+		}
+	}
 	r, err := run(ctx, s.integ, "", "merge-tree", "--write-tree", "-z", "--name-only", base, head)
 	if err != nil {
 		return mergeResult{}, err

@@ -26,7 +26,10 @@ type Service struct {
 	integ     string // Chorus's detached integration worktree
 	// refs applies the queue's own ref transactions (candidates, merged
 	// refs, landed branches' deletion) through one git process.
-	refs     *gitx.RefUpdater
+	refs *gitx.RefUpdater
+	// objs reads commits and trees and writes merge commits (and the
+	// trees of merges that touch different files) in-process.
+	objs     *gitx.ObjectStore
 	required []config.QualityCommand
 	maxTries int
 
@@ -130,14 +133,20 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	if opt.AcceptCommand == "" {
 		opt.AcceptCommand = "chorus merge accept-target"
 	}
-	common, err := git(ctx, root, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := gitx.CommonDir(ctx, root)
 	if err != nil {
 		return nil, err
 	}
+	if common == "" {
+		return nil, fmt.Errorf("merge: %s is not in a git repository", root)
+	}
+	objs := gitx.OpenObjects(root)
+	objs.SetDurable(!opt.NoFsync)
 	s := &Service{
 		opt: opt, persist: persist, resolver: resolver, commonDir: common,
 		integ:     filepath.Join(opt.WorktreesDir, "_integration"),
 		refs:      gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
+		objs:      objs,
 		wake:      make(chan struct{}, 1),
 		cleanWake: make(chan struct{}, 1),
 		changed:   make(chan struct{}, 1),
@@ -437,6 +446,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.refs.Close()
+	defer s.objs.Close()
 	// Resolver goroutines end with ctx; their clean-up runs before Run
 	// returns, so nothing touches the repository afterwards.
 	defer s.bg.Wait()

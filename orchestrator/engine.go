@@ -522,6 +522,7 @@ func (e *Engine) shutdown() {
 					e.st.Stats.TotalRuntime += int64(time.Since(e.st.StartedAt).Seconds())
 					_ = e.saveState()
 					e.publish()
+					_ = e.wt.Close()
 					return
 				}
 			}

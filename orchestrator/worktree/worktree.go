@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/chorus-dev/chorus/gitx"
 	"io"
 	"io/fs"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/proc"
 )
 
@@ -73,6 +73,30 @@ type Manager struct {
 	// other holds WorktreeMu and waits for mu).
 	mu       sync.Mutex
 	excluded bool // info/exclude checked (under mu)
+
+	objsOnce sync.Once
+	objs     *gitx.ObjectStore // commits and trees read in-process (objects)
+	common   string            // the git common dir, "" when unknown
+}
+
+// objects returns the repository's object store and common dir, opened on
+// first use; ok is false when they are not available (git is asked then).
+func (m *Manager) objects(ctx context.Context) (*gitx.ObjectStore, string, bool) {
+	m.objsOnce.Do(func() {
+		if c, err := gitx.CommonDir(ctx, m.RepoDir); err == nil && c != "" {
+			m.common, m.objs = c, gitx.OpenObjects(m.RepoDir)
+		}
+	})
+	return m.objs, m.common, m.objs != nil
+}
+
+// Close ends the object store's git process, if one was started.
+func (m *Manager) Close() error {
+	m.objsOnce.Do(func() {}) // no store opens after Close
+	if m.objs != nil {
+		return m.objs.Close()
+	}
+	return nil
 }
 
 // SetupError is returned by Ensure when a setup command failed. The
@@ -599,6 +623,14 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 // relative to where it forked from the target (or, once the target
 // contains it, to wt.Head), the scratchpad aside.
 func (m *Manager) committedWork(ctx context.Context, wt Worktree) (bool, error) {
+	if has, err := m.committedWorkInProcess(ctx, wt); err == nil {
+		return has, nil
+	}
+	return m.committedWorkGit(ctx, wt)
+}
+
+// committedWorkGit is committedWork asking git.
+func (m *Manager) committedWorkGit(ctx context.Context, wt Worktree) (bool, error) {
 	notes := ":(exclude)" + ScratchpadPath
 	// The common case in one process: what the branch changed since it
 	// forked from the target (diff A...B diffs from their merge base).
@@ -638,6 +670,51 @@ func (m *Manager) committedWork(ctx context.Context, wt Worktree) (bool, error) 
 	}
 }
 
+// committedWorkInProcess is committedWork answered from the object store
+// (the same questions: what the branch changed since its merge base with
+// the target, or since wt.Head once the target contains it); any error
+// sends the caller to git.
+func (m *Manager) committedWorkInProcess(ctx context.Context, wt Worktree) (bool, error) {
+	objs, common, ok := m.objects(ctx)
+	if !ok {
+		return false, gitx.ErrUnsupported
+	}
+	head := gitx.WorktreeHead(wt.Dir)
+	tip, exists, known := gitx.ReadRef(common, "refs/heads/"+m.Target)
+	if head == "" || !exists || !known {
+		return false, gitx.ErrUnsupported
+	}
+	base, err := objs.MergeBase(ctx, tip, head)
+	if err != nil {
+		return false, err
+	}
+	changed := func(from string) (bool, error) {
+		names, err := objs.DiffNames(ctx, from, head)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range names {
+			if n != ScratchpadPath {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	if has, err := changed(base); err != nil || has {
+		return has, err
+	}
+	if wt.Head == "" || wt.Head == head {
+		return false, nil
+	}
+	if head != base {
+		return false, nil // the branch moved, and its changes are all in the target
+	}
+	// The target already contains the branch (something moved the target
+	// onto it): the work is what the branch gained since the worktree was
+	// made, not yet verified by the merge queue.
+	return changed(wt.Head)
+}
+
 // HeadCommit returns the commit checked out in the worktree, read from
 // git's files where they are plain (every iteration asks), from git
 // otherwise.
@@ -664,6 +741,15 @@ func (m *Manager) CommitsSince(ctx context.Context, wt Worktree, base string) ([
 // ChangedFiles lists the files that differ between base and the
 // worktree's HEAD (git diff --name-only), for the task's ledger.
 func (m *Manager) ChangedFiles(ctx context.Context, wt Worktree, base string) ([]string, error) {
+	// In-process (a rename is listed as its two paths); git when the
+	// store cannot answer.
+	if objs, _, ok := m.objects(ctx); ok && gitx.IsHash(base) {
+		if head := gitx.WorktreeHead(wt.Dir); head != "" {
+			if names, err := objs.DiffNames(ctx, base, head); err == nil {
+				return names, nil
+			}
+		}
+	}
 	out, err := m.git(ctx, wt.Dir, "diff", "--name-only", base, "HEAD", "--")
 	if err != nil || out == "" {
 		return nil, err

@@ -492,6 +492,14 @@ func TestHasWork(t *testing.T) {
 		if got != want {
 			t.Fatalf("%s: HasWork = %v, want %v", what, got, want)
 		}
+		// Committed work is read in-process, with git's answer.
+		fast, err := m.committedWorkInProcess(ctx, wt)
+		if err != nil {
+			t.Fatalf("%s: not answered in-process: %v", what, err)
+		}
+		if slow, err := m.committedWorkGit(ctx, wt); err != nil || slow != fast {
+			t.Fatalf("%s: committed work in-process %v, git says %v (%v)", what, fast, slow, err)
+		}
 	}
 	has(false, "a new worktree with its scratchpad")
 	write(t, filepath.Join(wt.Dir, ".agent", "scratchpad.md"), "notes only\n")
