@@ -75,6 +75,29 @@ func firstLines(s string, n int) string {
 	return strings.Join(ls, "\n")
 }
 
+// ancestor reports whether a is an ancestor of (or equal to) b in the
+// service's repository: in-process for commit ids and plainly stored refs,
+// git otherwise.
+func (s *Service) ancestor(ctx context.Context, a, b string) (bool, error) {
+	resolve := func(x string) string {
+		if gitx.IsHash(x) {
+			return x
+		}
+		if strings.HasPrefix(x, "refs/") {
+			if h, ok, known := s.refValue(x); ok && known {
+				return h
+			}
+		}
+		return ""
+	}
+	if ha, hb := resolve(a), resolve(b); ha != "" && hb != "" {
+		if in, err := s.objs.IsAncestor(ctx, ha, hb); err == nil {
+			return in, nil
+		}
+	}
+	return isAncestor(ctx, s.opt.RepoDir, a, b)
+}
+
 // isAncestor reports whether a is an ancestor of (or equal to) b.
 func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {
 	r, err := run(ctx, dir, "", "merge-base", "--is-ancestor", a, b)

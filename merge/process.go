@@ -43,7 +43,7 @@ func (s *Service) process(ctx context.Context, id string) {
 		return
 	}
 	if it.Candidate != "" && it.Base != tip {
-		if in, _ := isAncestor(ctx, s.opt.RepoDir, it.Candidate, tip); in {
+		if in, _ := s.ancestor(ctx, it.Candidate, tip); in {
 			// Someone fast-forwarded to it (the user, after a hold).
 			s.finishLanded(ctx, id, it.Candidate, false)
 			return
@@ -463,7 +463,7 @@ func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg str
 	cur, err := s.readTarget()
 	s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
 	if err == nil && cur != it.Base {
-		if in, _ := isAncestor(ctx, s.opt.RepoDir, it.Candidate, cur); in {
+		if in, _ := s.ancestor(ctx, it.Candidate, cur); in {
 			s.finishLanded(ctx, id, it.Candidate, false)
 			return
 		}
@@ -523,7 +523,7 @@ func (s *Service) lostTasks(ctx context.Context, tip string) []string {
 	s.mu.Unlock()
 	var lost []string
 	for _, it := range landed {
-		if in, err := isAncestor(ctx, s.opt.RepoDir, it.MergeCommit, tip); err == nil && !in {
+		if in, err := s.ancestor(ctx, it.MergeCommit, tip); err == nil && !in {
 			lost = append(lost, it.TaskID)
 		}
 	}
@@ -623,7 +623,7 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 		if landedHere && h == it.Head {
 			return true // the landed merge's second parent
 		}
-		in, _ := isAncestor(ctx, s.opt.RepoDir, h, target)
+		in, _ := s.ancestor(ctx, h, target)
 		return in
 	}
 	readRef := func(ref string) (string, bool) {
@@ -856,7 +856,7 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 	for _, it := range landing {
 		in := false
 		if it.Candidate != "" {
-			in, err = isAncestor(ctx, s.opt.RepoDir, it.Candidate, tip)
+			in, err = s.ancestor(ctx, it.Candidate, tip)
 			if err != nil {
 				return err
 			}

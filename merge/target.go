@@ -104,7 +104,7 @@ func (s *Service) watchTarget(ctx context.Context) {
 // on an unverified tip. The event says what happened and how to restore or
 // accept.
 func (s *Service) holdTarget(ctx context.Context, taskID, prev, tip string) {
-	ff, err := isAncestor(ctx, s.opt.RepoDir, prev, tip)
+	ff, err := s.ancestor(ctx, prev, tip)
 	if err != nil {
 		ff = false
 	}
