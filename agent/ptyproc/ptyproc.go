@@ -72,7 +72,8 @@ type Proc struct {
 	pid       int
 	startTime uint64
 	started   time.Time
-	tag       string // EnvTag's value, shared by all its descendants
+	tag       string  // EnvTag's value, shared by all its descendants
+	created   pidMark // process creation counters from just before the start
 
 	out      chan []byte
 	stall    time.Duration
@@ -160,6 +161,7 @@ func Start(spec Spec) (*Proc, error) {
 		}
 		p.log = f
 	}
+	p.created = readPidMark()
 	master, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
 	if err != nil {
 		if p.log != nil {

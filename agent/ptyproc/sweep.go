@@ -24,7 +24,7 @@ func (p *Proc) sweep() int {
 	if p.tag == "" {
 		return 0
 	}
-	return killTagged(EnvTag + "=" + p.tag)
+	return killTagged(EnvTag+"="+p.tag, p.created)
 }
 
 // StopOrphanTree is StopOrphan plus the sweep: it also ends what the
@@ -37,7 +37,7 @@ func StopOrphanTree(pid int, startTime uint64, grace time.Duration) bool {
 	}
 	found := StopOrphan(pid, startTime, grace)
 	if tag != "" {
-		killTagged(EnvTag + "=" + tag)
+		killTagged(EnvTag+"="+tag, pidMark{}) // no mark: every process is looked at
 	}
 	return found
 }

@@ -1,62 +1,67 @@
 package ptyproc
 
 import (
-	"strconv"
+	"os"
+	"os/exec"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 )
 
-// A child that left the agent's process group and session (setsid), as a
-// daemon does, still ends with the agent.
-func TestStopEndsSetsidDescendant(t *testing.T) {
-	script := `setsid sh -c 'echo "escaped:$$"; exec sleep 1000' &
-wait`
-	p := start(t, Spec{Argv: []string{"sh", "-c", script}})
-	c := collect(p)
-	m := c.waitFor(t, `escaped:(\d+)`)
-	pid, _ := strconv.Atoi(m[1])
-	st, err := StartTimeOf(pid)
-	if err != nil {
+func TestPidRange(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		since, now pidMark
+		in, out    []int
+		all        bool
+	}{
+		{name: "no wrap", since: pidMark{100, 1000}, now: pidMark{150, 1050}, in: []int{101, 150}, out: []int{100, 99, 151, 5}},
+		{name: "wrapped once", since: pidMark{990, 1000}, now: pidMark{310, 1400}, in: []int{991, 1000, 300, 310}, out: []int{990, 311, 500}},
+		{name: "too many processes since", since: pidMark{100, 1000}, now: pidMark{150, 1600}, all: true},
+		{name: "no mark", since: pidMark{}, now: pidMark{150, 1600}, all: true},
+		{name: "counter went back", since: pidMark{100, 1000}, now: pidMark{150, 900}, all: true},
+	} {
+		in, ok := pidRange(c.since, c.now, 1000)
+		if ok == c.all {
+			t.Errorf("%s: narrowed %v, want %v", c.name, ok, !c.all)
+			continue
+		}
+		for _, p := range c.in {
+			if !in(p) {
+				t.Errorf("%s: pid %d left out", c.name, p)
+			}
+		}
+		for _, p := range c.out {
+			if in(p) {
+				t.Errorf("%s: pid %d looked at", c.name, p)
+			}
+		}
+	}
+}
+
+// A process started after the mark is found by a narrowed sweep; one
+// started before it is not looked at, even carrying the tag.
+func TestKillTaggedNarrowed(t *testing.T) {
+	before := exec.Command("sleep", "60")
+	before.Env = append(os.Environ(), EnvTag+"=narrow-test")
+	if err := before.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitGone := watchExit(t, pid)
-	if pg, _ := unix.Getpgid(pid); pg == p.Pid() {
-		t.Fatalf("the descendant is still in the agent's group %d; the test needs one outside it", pg)
+	defer func() { _ = before.Process.Kill(); _ = before.Wait() }()
+	mark := readPidMark()
+	if mark.forks == 0 {
+		t.Skip("no /proc/loadavg or /proc/stat here")
 	}
-	p.Stop(100 * time.Millisecond)
-	waitGone()
-	if Alive(pid, st) {
-		t.Error("setsid descendant survived Stop")
+	after := exec.Command("sleep", "60")
+	after.Env = before.Env
+	if err := after.Start(); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// After a crash, the orphaned agent's escaped descendants go with it.
-func TestStopOrphanTreeEndsSetsidDescendant(t *testing.T) {
-	script := `setsid sh -c 'echo "escaped:$$"; exec sleep 1000' &
-wait`
-	p := start(t, Spec{Argv: []string{"sh", "-c", script}})
-	c := collect(p)
-	m := c.waitFor(t, `escaped:(\d+)`)
-	pid, _ := strconv.Atoi(m[1])
-	waitGone := watchExit(t, pid)
-	if !StopOrphanTree(p.Pid(), p.StartTime(), 100*time.Millisecond) {
-		t.Fatal("the orphan was not found")
+	if n := killTagged(EnvTag+"=narrow-test", mark); n != 1 {
+		t.Fatalf("killed %d, want only the one started after the mark", n)
 	}
-	waitGone()
-}
-
-// An agent that exits by itself takes its escaped descendants with it.
-func TestExitEndsSetsidDescendant(t *testing.T) {
-	// The leader reports the descendant's pid once it exists, then exits.
-	script := `setsid sh -c 'echo $$ > pid.tmp; mv pid.tmp pid; exec sleep 1000' &
-while [ ! -s pid ]; do :; done; echo "escaped:$(cat pid)"; exit 0`
-	p := start(t, Spec{Argv: []string{"sh", "-c", script}, Dir: t.TempDir()})
-	c := collect(p)
-	m := c.waitFor(t, `escaped:(\d+)`)
-	pid, _ := strconv.Atoi(m[1])
-	waitGone := watchExit(t, pid)
-	<-p.Done()
-	waitGone()
+	if err := after.Wait(); err == nil {
+		t.Fatal("the process started after the mark was not killed")
+	}
+	if n := killTagged(EnvTag+"=narrow-test", pidMark{}); n != 1 {
+		t.Fatalf("a full sweep killed %d, want the one from before the mark", n)
+	}
 }
