@@ -69,7 +69,7 @@ func BenchmarkFrame(b *testing.B) {
 				tl.Emulator().Write([]byte("\x1b[?1049l\x1b[!p\x1b[2J\x1b[H"))
 				offs[i] = 0
 			}
-			tl.DrawChanged(screen)
+			tl.DrawChanged(screen, nil)
 		}
 		screen.Show()
 	}

@@ -1,0 +1,272 @@
+package tile
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/gdamore/tcell/v2"
+	"github.com/gdamore/tcell/v2/terminfo"
+)
+
+// Painter writes the cells tiles change between frames straight to the
+// terminal, in one write per frame, instead of through tcell's Show.
+//
+// tcell's Show walks every cell of the screen and, for each changed one,
+// runs a character-set encoder, formats the cursor motion and the colours
+// through its terminfo interpreter and allocates on the way: with eight
+// busy tiles that was half the interface's CPU. A tile knows which cells
+// it changed, so the painter emits just those, with the escape sequences
+// tcell would have sent (the same terminfo strings, formatted once per
+// style and cached).
+//
+// tcell's own cell buffer is kept in step: each cell is stored there too
+// and marked as shown, so tcell's next Show (a full redraw, an overlay)
+// sends nothing for it and repaints it correctly if anything later draws
+// over it.
+type Painter struct {
+	screen tcell.Screen
+	cells  *tcell.CellBuffer
+	lock   sync.Locker
+	tty    io.Writer
+	ti     *terminfo.Terminfo
+
+	truecolor bool
+	palette   []tcell.Color
+	colors    map[tcell.Color]tcell.Color
+	styles    map[tcell.Style]string
+	cup       bool // SetCursor is plain CUP: formatted here, not by terminfo
+
+	buf    bytes.Buffer
+	cx, cy int // where the terminal's cursor is after buf; -1: unknown
+	cur    tcell.Style
+	curOK  bool
+	err    error
+}
+
+// cellScreen is what the painter needs from tcell beyond tcell.Screen:
+// the screen's cell buffer and its lock.
+type cellScreen interface {
+	tcell.Screen
+	GetCells() *tcell.CellBuffer
+	Lock()
+	Unlock()
+}
+
+// NewPainter returns a painter for screen, which tcell drives with ti, or
+// nil when the painter cannot speak for tcell there (a simulation screen,
+// no colours, a character set other than UTF-8): tiles then draw
+// through the screen as any primitive does. Call it after the screen's
+// Init.
+func NewPainter(screen tcell.Screen, ti *terminfo.Terminfo) *Painter {
+	cs, ok := screen.(cellScreen)
+	if !ok || ti == nil {
+		return nil
+	}
+	tty, ok := screen.Tty()
+	if !ok || tty == nil {
+		return nil
+	}
+	n := screen.Colors()
+	if n < 8 || os.Getenv("NO_COLOR") != "" || screen.CharacterSet() != "UTF-8" {
+		return nil
+	}
+	if ti.SetCursor == "" || ti.AttrOff == "" || ti.HideCursor == "" {
+		return nil
+	}
+	p := &Painter{screen: screen, cells: cs.GetCells(), lock: lockerOf{cs}, tty: tty, ti: ti,
+		truecolor: n == 1<<24, styles: map[tcell.Style]string{}, cx: -1, cy: -1,
+		cup: ti.SetCursor == "\x1b[%i%p1%d;%p2%dH"}
+	// The palette as tcell builds it: the terminal's colours, at most 256;
+	// others are mapped to the nearest of them.
+	pn := min(ti.Colors, 256)
+	p.palette = make([]tcell.Color, pn)
+	p.colors = make(map[tcell.Color]tcell.Color, pn)
+	for i := range pn {
+		c := tcell.PaletteColor(i)
+		p.palette[i], p.colors[c] = c, c
+	}
+	return p
+}
+
+type lockerOf struct{ s cellScreen }
+
+func (l lockerOf) Lock()   { l.s.Lock() }
+func (l lockerOf) Unlock() { l.s.Unlock() }
+
+// Put stores one cell in tcell's buffer as shown and queues its bytes for
+// the terminal. It has the signature of tcell.Screen's Put, so a tile
+// draws through either.
+func (p *Painter) Put(x, y int, str string, style tcell.Style) (string, int) {
+	p.lock.Lock()
+	w, h := p.cells.Size()
+	if x < 0 || y < 0 || x >= w || y >= h {
+		// Off the screen tcell knows (a resize not yet drawn): tcell's
+		// next Show repaints everything anyway.
+		p.lock.Unlock()
+		return "", 0
+	}
+	if x == w-1 && y == h-1 {
+		// The bottom-right cell needs tcell's dance around automatic
+		// margins: left to tcell's Show.
+		p.lock.Unlock()
+		return p.screen.Put(x, y, str, style)
+	}
+	rest, width := p.cells.Put(x, y, str, style)
+	// What tcell would show: its buffer's string and style for the cell.
+	str, style, _ = p.cells.Get(x, y)
+	p.cells.SetDirty(x, y, false)
+	p.lock.Unlock()
+	if width < 1 {
+		width = 1
+	}
+	if p.buf.Len() == 0 {
+		if p.ti.XTermLike {
+			p.buf.WriteString("\x1b[?2026h") // as tcell: the frame appears at once
+		}
+		p.buf.WriteString(p.ti.HideCursor)
+		p.cx, p.cy, p.curOK = -1, -1, false
+	}
+	if x != p.cx || y != p.cy {
+		p.move(x, y)
+	}
+	if !p.curOK || style != p.cur {
+		p.buf.WriteString(p.style(style))
+		p.cur, p.curOK = style, true
+	}
+	switch {
+	case x > w-width:
+		// A wide character that does not fit: a blank, as tcell does.
+		p.buf.WriteByte(' ')
+		width = 1
+	case !utf8.ValidString(str):
+		p.buf.WriteByte('?')
+	default:
+		if width > 1 && x+width < w {
+			// tcell's clobber for terminals that leave half of the
+			// previous contents beside a wide character.
+			p.buf.WriteString("  \b\b")
+		}
+		p.buf.WriteString(str)
+	}
+	p.cx += width
+	if width > 1 {
+		p.cx = -1 // terminals disagree on where a wide character leaves it
+	}
+	return rest, width
+}
+
+func (p *Painter) move(x, y int) {
+	if p.cup {
+		b := p.buf.AvailableBuffer()
+		b = append(b, "\x1b["...)
+		b = strconv.AppendInt(b, int64(y+1), 10)
+		b = append(b, ';')
+		b = strconv.AppendInt(b, int64(x+1), 10)
+		b = append(b, 'H')
+		p.buf.Write(b)
+	} else {
+		p.ti.TPuts(&p.buf, p.ti.TGoto(x, y))
+	}
+	p.cx, p.cy = x, y
+}
+
+// style returns the bytes that set st, built from the terminfo strings
+// exactly as tcell's draw does, once per style.
+func (p *Painter) style(st tcell.Style) string {
+	if s, ok := p.styles[st]; ok {
+		return s
+	}
+	var b bytes.Buffer
+	ti := p.ti
+	puts := func(s string) { ti.TPuts(&b, s) }
+	puts(ti.AttrOff)
+	fg, bg, attrs := st.Decompose()
+	if fg == tcell.ColorReset || bg == tcell.ColorReset {
+		puts(ti.ResetFgBg)
+	}
+	if p.truecolor {
+		if ti.SetFgBgRGB != "" && fg.IsRGB() && bg.IsRGB() {
+			r1, g1, b1 := fg.RGB()
+			r2, g2, b2 := bg.RGB()
+			puts(ti.TParm(ti.SetFgBgRGB, int(r1), int(g1), int(b1), int(r2), int(g2), int(b2)))
+			fg, bg = tcell.ColorDefault, tcell.ColorDefault
+		} else {
+			if fg.IsRGB() && ti.SetFgRGB != "" {
+				r, g, bl := fg.RGB()
+				puts(ti.TParm(ti.SetFgRGB, int(r), int(g), int(bl)))
+				fg = tcell.ColorDefault
+			}
+			if bg.IsRGB() && ti.SetBgRGB != "" {
+				r, g, bl := bg.RGB()
+				puts(ti.TParm(ti.SetBgRGB, int(r), int(g), int(bl)))
+				bg = tcell.ColorDefault
+			}
+		}
+	}
+	fg, bg = p.mapColor(fg), p.mapColor(bg)
+	if fg.Valid() && bg.Valid() && ti.SetFgBg != "" {
+		puts(ti.TParm(ti.SetFgBg, int(fg&0xff), int(bg&0xff)))
+	} else {
+		if fg.Valid() && ti.SetFg != "" {
+			puts(ti.TParm(ti.SetFg, int(fg&0xff)))
+		}
+		if bg.Valid() && ti.SetBg != "" {
+			puts(ti.TParm(ti.SetBg, int(bg&0xff)))
+		}
+	}
+	if attrs&tcell.AttrBold != 0 {
+		puts(ti.Bold)
+	}
+	if attrs&tcell.AttrUnderline != 0 {
+		puts(ti.Underline)
+	}
+	if attrs&tcell.AttrReverse != 0 {
+		puts(ti.Reverse)
+	}
+	if attrs&tcell.AttrBlink != 0 {
+		puts(ti.Blink)
+	}
+	if attrs&tcell.AttrDim != 0 {
+		puts(ti.Dim)
+	}
+	if attrs&tcell.AttrItalic != 0 {
+		puts(ti.Italic)
+	}
+	if attrs&tcell.AttrStrikeThrough != 0 {
+		puts(ti.StrikeThrough)
+	}
+	s := b.String()
+	p.styles[st] = s
+	return s
+}
+
+func (p *Painter) mapColor(c tcell.Color) tcell.Color {
+	if !c.Valid() {
+		return c
+	}
+	if v, ok := p.colors[c]; ok {
+		return v
+	}
+	v := tcell.FindColor(c, p.palette)
+	p.colors[c] = v
+	return v
+}
+
+// Flush writes what Put queued in one write, then lets tcell show the
+// rest (anything else that changed, and the cursor where it belongs).
+func (p *Painter) Flush() {
+	if p.buf.Len() > 0 {
+		if p.ti.XTermLike {
+			p.buf.WriteString("\x1b[?2026l")
+		}
+		if _, err := p.tty.Write(p.buf.Bytes()); err != nil && p.err == nil {
+			p.err = err
+		}
+		p.buf.Reset()
+	}
+	p.screen.Show()
+}
