@@ -275,10 +275,16 @@ func (u *UI) run(ctx context.Context) error {
 		}
 		screen, ti = s, t
 	}
+	p := tile.NewPainter(screen, ti)
+	if p != nil {
+		screen = p.Screen()
+	}
 	u.screen = screen
 	u.app.SetScreen(screen)
 	// After SetScreen, which initialised the screen and its terminal.
-	u.painter = tile.NewPainter(screen, ti)
+	if p != nil && p.Start() {
+		u.painter = p
+	}
 	if u.onScreen != nil {
 		u.onScreen(screen)
 	}

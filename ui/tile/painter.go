@@ -45,6 +45,18 @@ type Painter struct {
 	cur    tcell.Style
 	curOK  bool
 	err    error
+
+	// What went through Screen since tcell's last Show: whether anything
+	// was put in its buffer, and where the cursor is wanted (what the
+	// terminal shows after that Show is shown*).
+	tcellDirty bool
+	cursor     cursorState
+	shown      cursorState
+}
+
+type cursorState struct {
+	x, y  int // negative: hidden
+	style tcell.CursorStyle
 }
 
 // cellScreen is what the painter needs from tcell beyond tcell.Screen:
@@ -57,29 +69,37 @@ type cellScreen interface {
 }
 
 // NewPainter returns a painter for screen, which tcell drives with ti, or
-// nil when the painter cannot speak for tcell there (a simulation screen,
-// no colours, a character set other than UTF-8): tiles then draw
-// through the screen as any primitive does. Call it after the screen's
-// Init.
+// nil when screen is not a terminal screen of tcell's. Hand p.Screen() to
+// tview instead of screen, then call Start once tview initialised it.
 func NewPainter(screen tcell.Screen, ti *terminfo.Terminfo) *Painter {
 	cs, ok := screen.(cellScreen)
 	if !ok || ti == nil {
 		return nil
 	}
-	tty, ok := screen.Tty()
-	if !ok || tty == nil {
-		return nil
-	}
-	n := screen.Colors()
-	if n < 8 || os.Getenv("NO_COLOR") != "" || screen.CharacterSet() != "UTF-8" {
-		return nil
-	}
-	if ti.SetCursor == "" || ti.AttrOff == "" || ti.HideCursor == "" {
-		return nil
-	}
-	p := &Painter{screen: screen, cells: cs.GetCells(), lock: lockerOf{cs}, tty: tty, ti: ti,
-		truecolor: n == 1<<24, styles: map[tcell.Style]string{}, cx: -1, cy: -1,
+	return &Painter{screen: screen, cells: cs.GetCells(), lock: lockerOf{cs}, ti: ti,
+		styles: map[tcell.Style]string{}, cx: -1, cy: -1, tcellDirty: true,
+		cursor: cursorState{x: -1, y: -1}, shown: cursorState{x: -1, y: -1},
 		cup: ti.SetCursor == "\x1b[%i%p1%d;%p2%dH"}
+}
+
+// Start reports whether the painter can speak for tcell on this screen,
+// which must be initialised: not without colours or in a character set
+// other than UTF-8. When it cannot, tiles draw through the screen as any
+// primitive does.
+func (p *Painter) Start() bool {
+	tty, ok := p.screen.Tty()
+	if !ok || tty == nil {
+		return false
+	}
+	n := p.screen.Colors()
+	if n < 8 || os.Getenv("NO_COLOR") != "" || p.screen.CharacterSet() != "UTF-8" {
+		return false
+	}
+	ti := p.ti
+	if ti.SetCursor == "" || ti.AttrOff == "" || ti.HideCursor == "" || ti.ShowCursor == "" {
+		return false
+	}
+	p.tty, p.truecolor = tty, n == 1<<24
 	// The palette as tcell builds it: the terminal's colours, at most 256;
 	// others are mapped to the nearest of them.
 	pn := min(ti.Colors, 256)
@@ -89,7 +109,67 @@ func NewPainter(screen tcell.Screen, ti *terminfo.Terminfo) *Painter {
 		c := tcell.PaletteColor(i)
 		p.palette[i], p.colors[c] = c, c
 	}
-	return p
+	return true
+}
+
+// Screen is the screen to draw everything else on: the painter's screen,
+// noting what is put there and where the cursor goes, so a frame of only
+// painted tiles can leave tcell's Show (a walk of every cell) out.
+func (p *Painter) Screen() tcell.Screen { return &paintScreen{Screen: p.screen, p: p} }
+
+// paintScreen is tcell's screen as the painter sees it: whatever draws on
+// it marks tcell's buffer as having something to show.
+type paintScreen struct {
+	tcell.Screen
+	p *Painter
+}
+
+func (s *paintScreen) Put(x, y int, str string, style tcell.Style) (string, int) {
+	s.p.tcellDirty = true
+	return s.Screen.Put(x, y, str, style)
+}
+func (s *paintScreen) PutStr(x, y int, str string) { s.p.tcellDirty = true; s.Screen.PutStr(x, y, str) }
+func (s *paintScreen) PutStrStyled(x, y int, str string, style tcell.Style) {
+	s.p.tcellDirty = true
+	s.Screen.PutStrStyled(x, y, str, style)
+}
+func (s *paintScreen) SetContent(x, y int, mainc rune, combc []rune, style tcell.Style) {
+	s.p.tcellDirty = true
+	s.Screen.SetContent(x, y, mainc, combc, style)
+}
+func (s *paintScreen) SetCell(x, y int, style tcell.Style, ch ...rune) {
+	s.p.tcellDirty = true
+	s.Screen.SetCell(x, y, style, ch...)
+}
+func (s *paintScreen) Fill(r rune, style tcell.Style) { s.p.tcellDirty = true; s.Screen.Fill(r, style) }
+func (s *paintScreen) Clear()                         { s.p.tcellDirty = true; s.Screen.Clear() }
+func (s *paintScreen) SetStyle(style tcell.Style)     { s.p.tcellDirty = true; s.Screen.SetStyle(style) }
+func (s *paintScreen) LockRegion(x, y, w, h int, l bool) {
+	s.p.tcellDirty = true
+	s.Screen.LockRegion(x, y, w, h, l)
+}
+func (s *paintScreen) ShowCursor(x, y int) {
+	s.p.cursor.x, s.p.cursor.y = x, y
+	s.Screen.ShowCursor(x, y)
+}
+func (s *paintScreen) HideCursor() {
+	s.p.cursor.x, s.p.cursor.y = -1, -1
+	s.Screen.HideCursor()
+}
+func (s *paintScreen) SetCursorStyle(cs tcell.CursorStyle, cc ...tcell.Color) {
+	s.p.cursor.style = cs
+	if len(cc) > 0 {
+		s.p.tcellDirty = true // a colour: left to tcell
+	}
+	s.Screen.SetCursorStyle(cs, cc...)
+}
+func (s *paintScreen) Show() { s.p.showed(); s.Screen.Show() }
+func (s *paintScreen) Sync() { s.p.showed(); s.Screen.Sync() }
+
+// showed notes that tcell is about to show its buffer and the cursor.
+func (p *Painter) showed() {
+	p.tcellDirty = false
+	p.shown = p.cursor
 }
 
 type lockerOf struct{ s cellScreen }
@@ -113,6 +193,7 @@ func (p *Painter) Put(x, y int, str string, style tcell.Style) (string, int) {
 		// The bottom-right cell needs tcell's dance around automatic
 		// margins: left to tcell's Show.
 		p.lock.Unlock()
+		p.tcellDirty = true
 		return p.screen.Put(x, y, str, style)
 	}
 	rest, width := p.cells.Put(x, y, str, style)
@@ -256,17 +337,33 @@ func (p *Painter) mapColor(c tcell.Color) tcell.Color {
 	return v
 }
 
-// Flush writes what Put queued in one write, then lets tcell show the
-// rest (anything else that changed, and the cursor where it belongs).
+// Flush writes what Put queued in one write. tcell's Show follows only
+// when something else was drawn through Screen or the cursor's shape
+// changed; otherwise the cursor is put back where it is wanted here.
 func (p *Painter) Flush() {
-	if p.buf.Len() > 0 {
-		if p.ti.XTermLike {
-			p.buf.WriteString("\x1b[?2026l")
+	if p.buf.Len() == 0 {
+		if p.tcellDirty || p.cursor != p.shown {
+			p.Screen().Show()
 		}
-		if _, err := p.tty.Write(p.buf.Bytes()); err != nil && p.err == nil {
-			p.err = err
-		}
-		p.buf.Reset()
+		return
 	}
-	p.screen.Show()
+	show := p.tcellDirty || p.cursor.style != p.shown.style
+	if !show {
+		w, h := p.cells.Size()
+		if c := p.cursor; c.x >= 0 && c.y >= 0 && c.x < w && c.y < h {
+			p.move(c.x, c.y)
+			p.buf.WriteString(p.ti.ShowCursor)
+		}
+		p.shown = p.cursor
+	}
+	if p.ti.XTermLike {
+		p.buf.WriteString("\x1b[?2026l")
+	}
+	if _, err := p.tty.Write(p.buf.Bytes()); err != nil && p.err == nil {
+		p.err = err
+	}
+	p.buf.Reset()
+	if show {
+		p.Screen().Show()
+	}
 }

@@ -18,9 +18,10 @@ import (
 // terminal (an emulator) reads it back as the user's terminal would.
 type recTty struct {
 	w, h  int
-	mu    sync.Mutex
-	out   []byte
-	drain chan struct{}
+	mu     sync.Mutex
+	out    []byte
+	writes int
+	drain  chan struct{}
 }
 
 func (t *recTty) Start() error        { t.drain = make(chan struct{}); return nil }
@@ -31,6 +32,7 @@ func (t *recTty) Close() error        { return nil }
 func (t *recTty) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	t.out = append(t.out, p...)
+	t.writes++
 	t.mu.Unlock()
 	return len(p), nil
 }
@@ -39,13 +41,14 @@ func (t *recTty) WindowSize() (tcell.WindowSize, error) {
 	return tcell.WindowSize{Width: t.w, Height: t.h}, nil
 }
 
-// take returns and forgets what was written since the last call.
-func (t *recTty) take() []byte {
+// take returns and forgets what was written since the last call, and in
+// how many writes.
+func (t *recTty) take() ([]byte, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.out
-	t.out = nil
-	return b
+	b, n := t.out, t.writes
+	t.out, t.writes = nil, 0
+	return b, n
 }
 
 // termScreen is a real tcell screen on a recTty, with a model of the
@@ -74,8 +77,13 @@ func newTermScreen(t *testing.T, w, h int) *termScreen {
 	return &termScreen{Screen: s, tty: tty, model: term.New(w, h, term.WithScrollback(0))}
 }
 
-// sync feeds the model what the screen wrote.
-func (s *termScreen) sync() { s.model.Write(s.tty.take()) }
+// sync feeds the model what the screen wrote and returns in how many
+// writes.
+func (s *termScreen) sync() int {
+	b, n := s.tty.take()
+	s.model.Write(b)
+	return n
+}
 
 // dump is the model terminal's screen: text and style of every cell.
 func (s *termScreen) dump() []string {
@@ -90,7 +98,11 @@ func (s *termScreen) dump() []string {
 		}
 		rows[y] = b.String()
 	}
-	return rows
+	cursor := "hidden"
+	if snap.CursorVisible {
+		cursor = fmt.Sprintf("%d,%d", snap.CursorX, snap.CursorY)
+	}
+	return append(rows, "cursor "+cursor)
 }
 
 // text is the model terminal's row y from x0, w cells wide.
@@ -147,9 +159,10 @@ func TestPainterScreenIdenticalToTcell(t *testing.T) {
 			const sw, sh = 40, 14
 			ref, fast := newTermScreen(t, sw, sh), newTermScreen(t, sw, sh)
 			p := NewPainter(fast.Screen, tiOf(t))
-			if p == nil {
+			if p == nil || !p.Start() {
 				t.Fatal("no painter for an xterm-256color UTF-8 screen")
 			}
+			ps := p.Screen()
 			mk := func() *Tile {
 				tl := New(term.New(30, 10), nil)
 				tl.Box = tview.NewFlex().Box
@@ -158,27 +171,34 @@ func TestPainterScreenIdenticalToTcell(t *testing.T) {
 				return tl
 			}
 			refTile, fastTile := mk(), mk()
-			for _, s := range []*termScreen{ref, fast} {
-				s.Screen.Show()
-				s.sync()
-			}
+			ref.Screen.Show()
+			ps.Show()
+			ref.sync()
+			fast.sync()
 			for i, chunk := range paintChunks {
 				refTile.Emulator().Write([]byte(chunk))
 				fastTile.Emulator().Write([]byte(chunk))
+				if i == len(paintChunks)/2 {
+					// Focused from here on: the child's cursor is shown.
+					refTile.Focus(func(tview.Primitive) {})
+					fastTile.Focus(func(tview.Primitive) {})
+				}
 				if i == 0 {
 					// The first frame is a full draw, as tview's.
 					refTile.Draw(ref.Screen)
-					fastTile.Draw(fast.Screen)
+					fastTile.Draw(ps)
 					ref.Screen.Show()
-					fast.Screen.Show()
+					ps.Show()
 				} else {
 					refTile.DrawChanged(ref.Screen, nil)
 					ref.Screen.Show()
-					fastTile.DrawChanged(fast.Screen, p)
+					fastTile.DrawChanged(ps, p)
 					p.Flush()
 				}
 				ref.sync()
-				fast.sync()
+				if n := fast.sync(); i > 0 && n != 1 {
+					t.Errorf("frame %d: %d writes, want 1 (the painter's, no Show)", i, n)
+				}
 				diffRows(t, fmt.Sprintf("frame %d", i), fast.dump(), ref.dump())
 				// tcell's buffer holds what the painter showed: nothing
 				// is left for its Show to send again.
@@ -194,13 +214,24 @@ func TestPainterScreenIdenticalToTcell(t *testing.T) {
 					}
 				}
 			}
-			if got := fast.text(4, 2, 30); !strings.HasPrefix(got, "back") {
+			// A new title is a full draw of the tile through tcell: the
+			// painter lets tcell's Show send it.
+			refTile.Emulator().Write([]byte("\x1b]0;new title\x07x"))
+			fastTile.Emulator().Write([]byte("\x1b]0;new title\x07x"))
+			refTile.DrawChanged(ref.Screen, nil)
+			ref.Screen.Show()
+			fastTile.DrawChanged(ps, p)
+			p.Flush()
+			ref.sync()
+			fast.sync()
+			diffRows(t, "new title", fast.dump(), ref.dump())
+			if got := fast.text(4, 2, 30); !strings.HasPrefix(got, "backx") {
 				t.Errorf("first row = %q, want the last frame's text", got)
 			}
 			// tcell repainting everything from its buffer gives the same
 			// screen: its buffer is what the terminal shows.
 			before := fast.dump()
-			fast.Screen.Sync()
+			ps.Sync()
 			fast.model = term.New(sw, sh, term.WithScrollback(0))
 			fast.sync()
 			diffRows(t, "after tcell's Sync", fast.dump(), before)
@@ -218,25 +249,26 @@ func TestPainterThenOverlay(t *testing.T) {
 	t.Setenv("LC_CTYPE", "")
 	s := newTermScreen(t, 30, 8)
 	p := NewPainter(s.Screen, tiOf(t))
-	if p == nil {
+	if p == nil || !p.Start() {
 		t.Fatal("no painter")
 	}
+	ps := p.Screen()
 	tl := New(term.New(20, 4), nil)
 	tl.SetRect(0, 0, 22, 6)
 	tl.Emulator().Write([]byte("first"))
-	tl.Draw(s.Screen)
-	s.Screen.Show()
+	tl.Draw(ps)
+	ps.Show()
 	tl.Emulator().Write([]byte("\r\n\x1b[32msecond\x1b[m"))
-	tl.DrawChanged(s.Screen, p)
+	tl.DrawChanged(ps, p)
 	p.Flush()
 	// An overlay over the tile, drawn by tcell, then gone.
 	for x := range 10 {
-		s.Screen.Put(x+2, 2, "#", tcell.StyleDefault)
+		ps.Put(x+2, 2, "#", tcell.StyleDefault)
 	}
-	s.Screen.Show()
-	s.Screen.Clear()
-	tl.Draw(s.Screen)
-	s.Screen.Show()
+	ps.Show()
+	ps.Clear()
+	tl.Draw(ps)
+	ps.Show()
 	s.sync()
 	if got := s.text(1, 1, 20); got != "first               " {
 		t.Errorf("row 1 = %q", got)
