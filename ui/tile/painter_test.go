@@ -17,7 +17,7 @@ import (
 // recTty is a terminal that keeps what is written to it; a model
 // terminal (an emulator) reads it back as the user's terminal would.
 type recTty struct {
-	w, h  int
+	w, h   int
 	mu     sync.Mutex
 	out    []byte
 	writes int
