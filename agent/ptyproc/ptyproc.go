@@ -90,7 +90,7 @@ type Proc struct {
 	// recent output with absolute offsets, for Type's confirmation
 	mu      sync.Mutex
 	total   int64         // bytes read so far
-	recent  []byte        // the last recentCap bytes
+	recent  []byte        // the last recentCap bytes at least (up to twice that)
 	changed chan struct{} // closed and replaced on every chunk
 
 	readerDone chan struct{}
@@ -325,8 +325,10 @@ func (p *Proc) remember(b []byte) {
 	p.mu.Lock()
 	p.total += int64(len(b))
 	p.recent = append(p.recent, b...)
-	if over := len(p.recent) - recentCap; over > 0 {
-		p.recent = append(p.recent[:0], p.recent[over:]...)
+	// Up to twice the cap is kept, so the last recentCap bytes move down
+	// once per recentCap bytes read rather than on every chunk.
+	if len(p.recent) > 2*recentCap {
+		p.recent = append(p.recent[:0], p.recent[len(p.recent)-recentCap:]...)
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})

@@ -45,6 +45,7 @@ type Painter struct {
 	cur    tcell.Style
 	curOK  bool
 	err    error
+	held   bool // tcell's lock is held for a run of Puts (hold)
 
 	// What went through Screen since tcell's last Show: whether anything
 	// was put in its buffer, and where the cursor is wanted (what the
@@ -172,37 +173,55 @@ func (p *Painter) showed() {
 	p.shown = p.cursor
 }
 
+// hold takes tcell's lock for a run of Puts (one tile's frame); the
+// screen's own methods must not be called until release.
+func (p *Painter) hold() {
+	p.lock.Lock()
+	p.held = true
+}
+
+func (p *Painter) release() {
+	p.held = false
+	p.lock.Unlock()
+}
+
 type lockerOf struct{ s cellScreen }
 
 func (l lockerOf) Lock()   { l.s.Lock() }
 func (l lockerOf) Unlock() { l.s.Unlock() }
 
-// Put stores one cell in tcell's buffer as shown and queues its bytes for
-// the terminal. It has the signature of tcell.Screen's Put, so a tile
-// draws through either.
+// Put stores one cell in tcell's buffer as shown and, unless the terminal
+// shows it already, queues its bytes for the terminal. It has the
+// signature of tcell.Screen's Put, so a tile draws through either.
 func (p *Painter) Put(x, y int, str string, style tcell.Style) (string, int) {
-	p.lock.Lock()
+	if !p.held {
+		p.lock.Lock()
+		defer p.lock.Unlock()
+	}
 	w, h := p.cells.Size()
 	if x < 0 || y < 0 || x >= w || y >= h {
 		// Off the screen tcell knows (a resize not yet drawn): tcell's
 		// next Show repaints everything anyway.
-		p.lock.Unlock()
 		return "", 0
 	}
+	rest, width := p.cells.Put(x, y, str, style)
 	if x == w-1 && y == h-1 {
 		// The bottom-right cell needs tcell's dance around automatic
 		// margins: left to tcell's Show.
-		p.lock.Unlock()
 		p.tcellDirty = true
-		return p.screen.Put(x, y, str, style)
+		return rest, width
 	}
-	rest, width := p.cells.Put(x, y, str, style)
-	// What tcell would show: its buffer's string and style for the cell.
-	str, style, _ = p.cells.Get(x, y)
+	if !p.cells.Dirty(x, y) {
+		// The terminal shows this already (tcell's buffer says so).
+		return rest, width
+	}
 	p.cells.SetDirty(x, y, false)
-	p.lock.Unlock()
 	if width < 1 {
+		// What tcell would show for a cell of nothing printable.
+		str, style, _ = p.cells.Get(x, y)
 		width = 1
+	} else if len(str) > 1 {
+		str = str[:len(str)-len(rest)] // the cell's grapheme, as tcell keeps it
 	}
 	if p.buf.Len() == 0 {
 		if p.ti.XTermLike {

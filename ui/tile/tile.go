@@ -114,7 +114,13 @@ func (t *Tile) Draw(screen tcell.Screen) {
 // shows them); without one, through the screen (the caller's Show).
 func (t *Tile) DrawChanged(screen tcell.Screen, p *Painter) {
 	x0, y0, w, h := t.GetInnerRect()
-	if !t.drawn || t.last != (frameKey{title: t.fullTitle(), x: x0, y: y0, w: w, h: h}) {
+	title := t.fullTitle()
+	key := frameKey{title: title, x: x0, y: y0, w: w, h: h}
+	// Only the title changed (a child's spinner in it): with a painter,
+	// the box goes through the screen and every cell through the
+	// painter, which sends only what the terminal does not show.
+	titleOnly := p != nil && t.drawn && t.last.title != title && t.last == frameKey{title: t.last.title, x: x0, y: y0, w: w, h: h}
+	if !t.drawn || (t.last != key && !titleOnly) {
 		t.Draw(screen)
 		return
 	}
@@ -126,12 +132,17 @@ func (t *Tile) DrawChanged(screen tcell.Screen, p *Painter) {
 		t.emu.MarkDirty()
 		return
 	}
+	if titleOnly {
+		t.SetTitle(" " + tview.Escape(title) + " ")
+		t.Box.DrawForSubclass(screen, t)
+		t.last.title = title
+	}
 	t.prev = append(t.prev[:0], t.snap.Cells...)
 	prevW, prevRev := t.snap.W, t.snap.Reverse
 	t.emu.Snapshot(&t.snap, t.offset)
 	t.offset = t.snap.Offset
 	prev := t.prev
-	if t.snap.W != prevW || t.snap.Reverse != prevRev || len(prev) != len(t.snap.Cells) {
+	if titleOnly || t.snap.W != prevW || t.snap.Reverse != prevRev || len(prev) != len(t.snap.Cells) {
 		prev = nil
 	}
 	var cv canvas = screen
@@ -175,6 +186,12 @@ func (t *Tile) drawCells(screen tcell.Screen, cv canvas, x0, y0, w, h int, prev 
 	var lastKey styleKey
 	var lastStyle tcell.Style
 	haveStyle := false
+	p, _ := cv.(*Painter)
+	if p != nil {
+		// One lock for the tile's cells instead of one per cell,
+		// released before the cursor goes through the screen.
+		p.hold()
+	}
 	for y := 0; y < s.H && y < h; y++ {
 		row := s.Cells[y*s.W : (y+1)*s.W]
 		for x := 0; x < s.W && x < w; x++ {
@@ -200,6 +217,9 @@ func (t *Tile) drawCells(screen tcell.Screen, cv canvas, x0, y0, w, h int, prev 
 			}
 			cv.Put(x0+x, y0+y, str, lastStyle)
 		}
+	}
+	if p != nil {
+		p.release()
 	}
 	// Only the focused tile shows the cursor; tcell has one.
 	if t.HasFocus() && s.CursorVisible && s.CursorX < w && s.CursorY < h {
