@@ -18,7 +18,8 @@
 #               remote client keeping its own copy of each emulator. This is
 #               what `chorus` in a terminal runs; its figure is engine + TUI,
 #               as tmux's is server + client.
-# ATTACHED=0 leaves the attached pair out. CPUPROFILE=FILE writes profiles
+# ATTACHED=0 leaves the attached pair out. CHORUS_ENV="K=V ..." is set for
+# every Chorus process, TUI_ENV for the attached TUI alone. CPUPROFILE=FILE writes profiles
 # (FILE for in-process, FILE.serve and FILE.attach).
 #
 # Streams are agent/term/testdata/replay/<name>/stream.raw (recorded with
@@ -80,7 +81,7 @@ run_one() {
 	if [[ $attached == 1 ]]; then
 		export BENCH_SOCK=$TMP/engine-$name.sock
 		env ${CHORUS_ENV:-} "$BIN" serve "$file" "$RATE" "$LIVE" >"$TMP/serve.log" 2>&1 &
-		script -qfc "stty cols 200 rows 60; exec env ${CHORUS_ENV:-} $BIN attach - - $LIVE" /dev/null >/dev/null 2>&1 &
+		script -qfc "stty cols 200 rows 60; exec env ${CHORUS_ENV:-} ${TUI_ENV:-} $BIN attach - - $LIVE" /dev/null >/dev/null 2>&1 &
 	fi
 	local T=(tmux -L "$SOCK" -f "$TMP/tmux.conf")
 	if [[ ${IDLE:-} != 1 ]]; then
