@@ -496,7 +496,8 @@ func pollable(master *os.File) *os.File {
 // netpoller's epoll reports each one, wanted or not), even while the
 // reader gathers a busy agent's output for a frame: with eight busy
 // agents that was more CPU than reading and parsing their output. The
-// reader now waits in poll(2) only when it has nothing to read.
+// reader now waits in poll(2) only when it has nothing to read (an idle
+// agent's reader holds a thread there, as a blocking read would).
 func unwatched(master *os.File) (f *os.File, wakeR, wakeW int, err error) {
 	// Fd puts the descriptor in blocking mode, so its duplicate makes a
 	// file os.NewFile does not register; closing master unregisters it.
