@@ -47,12 +47,24 @@ type Painter struct {
 	err    error
 	held   bool // tcell's lock is held for a run of Puts (hold)
 
+	// Cells painted since tcell's buffer last heard of them (see sync),
+	// indexed y*w+x of tcell's size, and which of them are set.
+	shadow  []shadowCell
+	touched []int
+
 	// What went through Screen since tcell's last Show: whether anything
 	// was put in its buffer, and where the cursor is wanted (what the
 	// terminal shows after that Show is shown*).
 	tcellDirty bool
 	cursor     cursorState
 	shown      cursorState
+}
+
+// shadowCell is a painted cell tcell's buffer does not hold yet.
+type shadowCell struct {
+	str   string
+	style tcell.Style
+	set   bool
 }
 
 type cursorState struct {
@@ -126,28 +138,37 @@ type paintScreen struct {
 }
 
 func (s *paintScreen) Put(x, y int, str string, style tcell.Style) (string, int) {
-	s.p.tcellDirty = true
+	s.p.touch()
 	return s.Screen.Put(x, y, str, style)
 }
-func (s *paintScreen) PutStr(x, y int, str string) { s.p.tcellDirty = true; s.Screen.PutStr(x, y, str) }
+func (s *paintScreen) PutStr(x, y int, str string) { s.p.touch(); s.Screen.PutStr(x, y, str) }
 func (s *paintScreen) PutStrStyled(x, y int, str string, style tcell.Style) {
-	s.p.tcellDirty = true
+	s.p.touch()
 	s.Screen.PutStrStyled(x, y, str, style)
 }
 func (s *paintScreen) SetContent(x, y int, mainc rune, combc []rune, style tcell.Style) {
-	s.p.tcellDirty = true
+	s.p.touch()
 	s.Screen.SetContent(x, y, mainc, combc, style)
 }
 func (s *paintScreen) SetCell(x, y int, style tcell.Style, ch ...rune) {
-	s.p.tcellDirty = true
+	s.p.touch()
 	s.Screen.SetCell(x, y, style, ch...)
 }
-func (s *paintScreen) Fill(r rune, style tcell.Style) { s.p.tcellDirty = true; s.Screen.Fill(r, style) }
-func (s *paintScreen) Clear()                         { s.p.tcellDirty = true; s.Screen.Clear() }
-func (s *paintScreen) SetStyle(style tcell.Style)     { s.p.tcellDirty = true; s.Screen.SetStyle(style) }
+func (s *paintScreen) Fill(r rune, style tcell.Style) { s.p.touch(); s.Screen.Fill(r, style) }
+func (s *paintScreen) Clear()                         { s.p.touch(); s.Screen.Clear() }
+func (s *paintScreen) SetStyle(style tcell.Style)     { s.p.touch(); s.Screen.SetStyle(style) }
 func (s *paintScreen) LockRegion(x, y, w, h int, l bool) {
-	s.p.tcellDirty = true
+	s.p.touch()
 	s.Screen.LockRegion(x, y, w, h, l)
+}
+func (s *paintScreen) Get(x, y int) (string, tcell.Style, int) {
+	s.p.sync()
+	return s.Screen.Get(x, y)
+}
+// GetContent is deprecated in tcell, but tview reads cells with it.
+func (s *paintScreen) GetContent(x, y int) (rune, []rune, tcell.Style, int) {
+	s.p.sync()
+	return s.Screen.GetContent(x, y) //lint:ignore SA1019 tview calls it; the wrapper must pass it on
 }
 func (s *paintScreen) ShowCursor(x, y int) {
 	s.p.cursor.x, s.p.cursor.y = x, y
@@ -167,8 +188,16 @@ func (s *paintScreen) SetCursorStyle(cs tcell.CursorStyle, cc ...tcell.Color) {
 func (s *paintScreen) Show() { s.p.showed(); s.Screen.Show() }
 func (s *paintScreen) Sync() { s.p.showed(); s.Screen.Sync() }
 
+// touch notes that something draws through tcell: its buffer first takes
+// the painted cells it has not heard of, and the frame ends with its Show.
+func (p *Painter) touch() {
+	p.sync()
+	p.tcellDirty = true
+}
+
 // showed notes that tcell is about to show its buffer and the cursor.
 func (p *Painter) showed() {
+	p.sync()
 	p.tcellDirty = false
 	p.shown = p.cursor
 }
@@ -204,6 +233,32 @@ func (p *Painter) Put(x, y int, str string, style tcell.Style) (string, int) {
 		// next Show repaints everything anyway.
 		return "", 0
 	}
+	if !p.tcellDirty && len(str) == 1 && str[0] >= ' ' && str[0] < utf8.RuneSelf && (x != w-1 || y != h-1) {
+		// The common cell: one column, one byte. Compared with what the
+		// terminal shows and kept aside for tcell's buffer (sync):
+		// storing it there costs a grapheme segmentation per cell.
+		if len(p.shadow) != w*h {
+			p.shadow = make([]shadowCell, w*h) // tcell resized: synced before
+		}
+		i := y*w + x
+		sc := &p.shadow[i]
+		shownStr, shownStyle := sc.str, sc.style
+		if !sc.set {
+			shownStr, shownStyle, _ = p.cells.Get(x, y)
+		}
+		if shownStr == str && shownStyle == style {
+			return "", 1
+		}
+		if !sc.set {
+			p.touched = append(p.touched, i)
+		}
+		*sc = shadowCell{str: str, style: style, set: true}
+		p.emit(x, y, w, str, style, 1)
+		return "", 1
+	}
+	if len(p.touched) > 0 {
+		p.syncLocked()
+	}
 	rest, width := p.cells.Put(x, y, str, style)
 	if x == w-1 && y == h-1 {
 		// The bottom-right cell needs tcell's dance around automatic
@@ -223,6 +278,12 @@ func (p *Painter) Put(x, y int, str string, style tcell.Style) (string, int) {
 	} else if len(str) > 1 {
 		str = str[:len(str)-len(rest)] // the cell's grapheme, as tcell keeps it
 	}
+	return rest, p.emit(x, y, w, str, style, width)
+}
+
+// emit queues one cell's bytes: the cursor moved there if needed, its
+// style, its text. It returns the columns it took.
+func (p *Painter) emit(x, y, w int, str string, style tcell.Style, width int) int {
 	if p.buf.Len() == 0 {
 		if p.ti.XTermLike {
 			p.buf.WriteString("\x1b[?2026h") // as tcell: the frame appears at once
@@ -256,7 +317,35 @@ func (p *Painter) Put(x, y int, str string, style tcell.Style) (string, int) {
 	if width > 1 {
 		p.cx = -1 // terminals disagree on where a wide character leaves it
 	}
-	return rest, width
+	return width
+}
+
+// sync stores the cells painted since the last sync in tcell's buffer as
+// shown. Everything that reads or changes tcell's buffer through Screen
+// calls it first, so tcell never draws from a buffer that lags behind the
+// terminal.
+func (p *Painter) sync() {
+	if len(p.touched) == 0 {
+		return
+	}
+	p.lock.Lock()
+	p.syncLocked()
+	p.lock.Unlock()
+}
+
+func (p *Painter) syncLocked() {
+	w, _ := p.cells.Size()
+	for _, i := range p.touched {
+		sc := &p.shadow[i]
+		if !sc.set {
+			continue
+		}
+		x, y := i%w, i/w
+		p.cells.Put(x, y, sc.str, sc.style)
+		p.cells.SetDirty(x, y, false)
+		*sc = shadowCell{}
+	}
+	p.touched = p.touched[:0]
 }
 
 func (p *Painter) move(x, y int) {

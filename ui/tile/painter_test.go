@@ -206,8 +206,12 @@ func TestPainterScreenIdenticalToTcell(t *testing.T) {
 					t.Errorf("frame %d: %d writes, want 1 (the painter's, no Show)", i, n)
 				}
 				diffRows(t, fmt.Sprintf("frame %d", i), fast.dump(), ref.dump())
-				// tcell's buffer holds what the painter showed: nothing
-				// is left for its Show to send again.
+				// tcell's buffer holds what the painter showed: its Show
+				// changes nothing on the terminal and leaves no cell dirty.
+				before := fast.dump()
+				ps.Show()
+				fast.sync()
+				diffRows(t, fmt.Sprintf("tcell's Show after frame %d", i), fast.dump(), before)
 				cells := fast.Screen.(cellScreen).GetCells()
 				for y := 2; y < 12; y++ {
 					for x := 4; x < 34; x++ {
@@ -291,4 +295,43 @@ func tiOf(t *testing.T) *terminfo.Terminfo {
 		t.Fatal(err)
 	}
 	return ti
+}
+
+// A full draw through tcell after painted frames shows the tile's content
+// even where it went back to what tcell last drew itself (a blank): tcell's
+// buffer has heard of the painted cells before anything draws through it.
+func TestPainterThenFullDraw(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_CTYPE", "")
+	s := newTermScreen(t, 30, 8)
+	p := NewPainter(s.Screen, tiOf(t))
+	if p == nil || !p.Start() {
+		t.Fatal("no painter")
+	}
+	ps := p.Screen()
+	tl := New(term.New(20, 4), nil)
+	tl.Box = tview.NewFlex().Box // as the UI's tiles: no fill
+	tl.SetBorder(true)
+	tl.SetRect(0, 0, 22, 6)
+	tl.Emulator().Write([]byte("x"))
+	tl.Draw(ps)
+	ps.Show()
+	tl.Emulator().Write([]byte("\rBBBB"))
+	tl.DrawChanged(ps, p)
+	p.Flush()
+	s.sync()
+	if got := s.text(1, 1, 4); got != "BBBB" {
+		t.Fatalf("painted row = %q", got)
+	}
+	// Blank again, as tcell drew it last, then a full draw as tview's.
+	tl.Emulator().Write([]byte("\r\x1b[K"))
+	ps.Clear()
+	tl.Draw(ps)
+	ps.Show()
+	s.sync()
+	if got := s.text(1, 1, 4); got != "    " {
+		t.Errorf("after a full draw row = %q, want it blank", got)
+	}
 }
