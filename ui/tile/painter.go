@@ -451,7 +451,8 @@ func (p *Painter) mapColor(c tcell.Color) tcell.Color {
 func (p *Painter) Flush() {
 	if p.buf.Len() == 0 {
 		if p.tcellDirty || p.cursor != p.shown {
-			p.Screen().Show()
+			p.showed()
+			p.screen.Show()
 		}
 		return
 	}
@@ -472,6 +473,7 @@ func (p *Painter) Flush() {
 	}
 	p.buf.Reset()
 	if show {
-		p.Screen().Show()
+		p.showed()
+		p.screen.Show()
 	}
 }
