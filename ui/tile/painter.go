@@ -165,6 +165,7 @@ func (s *paintScreen) Get(x, y int) (string, tcell.Style, int) {
 	s.p.sync()
 	return s.Screen.Get(x, y)
 }
+
 // GetContent is deprecated in tcell, but tview reads cells with it.
 func (s *paintScreen) GetContent(x, y int) (rune, []rune, tcell.Style, int) {
 	s.p.sync()
