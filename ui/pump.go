@@ -167,10 +167,15 @@ func (u *UI) drawTiles(ids []string) {
 		if t == nil || !u.grid.shown[id] {
 			continue
 		}
-		t.DrawChanged(u.screen)
+		t.DrawChanged(u.screen, u.painter)
 		drawn = true
 	}
-	if drawn {
+	if !drawn {
+		return
+	}
+	if u.painter != nil {
+		u.painter.Flush()
+	} else {
 		u.screen.Show()
 	}
 }

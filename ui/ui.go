@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+	"github.com/gdamore/tcell/v2/terminfo"
 	"github.com/rivo/tview"
 
 	"github.com/chorus-dev/chorus/agent/term"
@@ -66,6 +67,9 @@ type Options struct {
 	Dir chorusdir.Dir
 	// Screen replaces the terminal (tests use a tcell simulation screen).
 	Screen tcell.Screen
+	// Terminfo is the description tcell drives Screen with; with it, busy
+	// tiles are painted by a tile.Painter (tests of that path set both).
+	Terminfo *terminfo.Terminfo
 	// NoColor draws with attributes only; NO_COLOR in the environment
 	// sets it too.
 	NoColor bool
@@ -93,13 +97,14 @@ const (
 // UI is one running interface. Fields marked (ui) belong to the tview
 // event goroutine, (pump) to the pump goroutine.
 type UI struct {
-	o      Options
-	eng    Engine
-	app    *tview.Application
-	screen tcell.Screen
-	theme  theme
-	keys   *keymap
-	prefix keySpec
+	o       Options
+	eng     Engine
+	app     *tview.Application
+	screen  tcell.Screen
+	painter *tile.Painter // nil: tiles draw through screen
+	theme   theme
+	keys    *keymap
+	prefix  keySpec
 
 	ctx    context.Context // cancelled when the UI ends; workers use it
 	cancel context.CancelFunc
@@ -262,16 +267,24 @@ func newUI(o Options) (*UI, error) {
 // the caller can stop the engine.
 func (u *UI) run(ctx context.Context) error {
 	defer u.cancel()
-	screen := u.o.Screen
+	screen, ti := u.o.Screen, u.o.Terminfo
 	if screen == nil {
-		s, err := tcell.NewScreen()
+		s, t, err := openScreen()
 		if err != nil {
 			return fmt.Errorf("opening the terminal: %w", err)
 		}
-		screen = s
+		screen, ti = s, t
+	}
+	p := tile.NewPainter(screen, ti)
+	if p != nil {
+		screen = p.Screen()
 	}
 	u.screen = screen
 	u.app.SetScreen(screen)
+	// After SetScreen, which initialised the screen and its terminal.
+	if p != nil && p.Start() {
+		u.painter = p
+	}
 	if u.onScreen != nil {
 		u.onScreen(screen)
 	}
@@ -307,6 +320,18 @@ func (u *UI) run(ctx context.Context) error {
 	close(appDone)
 	<-stopped
 	return err
+}
+
+// openScreen opens the terminal as tcell.NewScreen does, keeping the
+// terminal description tcell drives it with for the tile painter.
+func openScreen() (tcell.Screen, *terminfo.Terminfo, error) {
+	ti, err := tcell.LookupTerminfo(os.Getenv("TERM"))
+	if err != nil {
+		s, err := tcell.NewScreen()
+		return s, nil, err
+	}
+	s, err := tcell.NewTerminfoScreenFromTtyTerminfo(nil, ti)
+	return s, ti, err
 }
 
 // quit ends the UI; safe from any goroutine, never blocks.

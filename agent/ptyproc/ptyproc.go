@@ -14,8 +14,10 @@ package ptyproc
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,7 +91,7 @@ type Proc struct {
 	// recent output with absolute offsets, for Type's confirmation
 	mu      sync.Mutex
 	total   int64         // bytes read so far
-	recent  []byte        // the last recentCap bytes
+	recent  []byte        // the last recentCap bytes at least (up to twice that)
 	changed chan struct{} // closed and replaced on every chunk
 
 	readerDone chan struct{}
@@ -98,6 +100,10 @@ type Proc struct {
 	waitErr    error
 	writeMu    sync.Mutex // guards pty writes, resizes and closing
 	ptyClosed  bool       // under writeMu
+	// The reader waits for bytes in poll(2) on the terminal and wakeR;
+	// closing the terminal writes to wakeW so it stops waiting.
+	wakeR, wakeW int
+	raw          bool // read and written with poll(2), not through the netpoller
 }
 
 const recentCap = 64 << 10
@@ -169,7 +175,23 @@ func Start(spec Spec) (*Proc, error) {
 		}
 		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
 	}
-	p.pty = pollable(master)
+	if runtime.GOOS == "linux" {
+		p.pty, p.wakeR, p.wakeW, err = unwatched(master)
+		p.raw = err == nil
+	} else {
+		// Elsewhere poll(2) may not take terminals (macOS): the
+		// netpoller reads them.
+		p.pty = pollable(master)
+	}
+	if err != nil {
+		master.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if p.log != nil {
+			p.log.Close()
+		}
+		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
+	}
 	p.pid = cmd.Process.Pid
 	p.started = time.Now()
 	// The child cannot be reaped before our Wait, so its start time is
@@ -232,7 +254,7 @@ func (p *Proc) readLoop() {
 				time.Sleep(wait)
 			}
 		}
-		n, err := p.pty.Read(buf)
+		n, err := p.read(buf)
 		last = time.Time{}
 		if n > 0 && n < bulkRead {
 			last = time.Now()
@@ -305,8 +327,10 @@ func (p *Proc) remember(b []byte) {
 	p.mu.Lock()
 	p.total += int64(len(b))
 	p.recent = append(p.recent, b...)
-	if over := len(p.recent) - recentCap; over > 0 {
-		p.recent = append(p.recent[:0], p.recent[over:]...)
+	// Up to twice the cap is kept, so the last recentCap bytes move down
+	// once per recentCap bytes read rather than on every chunk.
+	if len(p.recent) > 2*recentCap {
+		p.recent = append(p.recent[:0], p.recent[len(p.recent)-recentCap:]...)
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})
@@ -351,6 +375,12 @@ func (p *Proc) waitLoop() {
 		<-p.readerDone
 	}
 	p.closePTY()
+	// Nothing waits on the wake pipe once the reader is done and the
+	// terminal closed (Write and Resize check ptyClosed first).
+	if p.raw {
+		unix.Close(p.wakeR)
+		unix.Close(p.wakeW)
+	}
 	// The agent is gone; so is everything it started (its group, and what
 	// escaped it). Nothing an agent leaves behind may outlive it.
 	p.killGroup()
@@ -392,6 +422,12 @@ func (p *Proc) closePTY() {
 	defer p.writeMu.Unlock()
 	if !p.ptyClosed {
 		p.ptyClosed = true
+		// The reader may be waiting in poll(2), which a close does not
+		// end: wake it first. Its reference keeps the descriptor open
+		// (and its number unused) until it returns.
+		if p.raw {
+			_, _ = unix.Write(p.wakeW, []byte{0})
+		}
 		p.pty.Close()
 	}
 }
@@ -410,7 +446,7 @@ func (p *Proc) Write(b []byte) (int, error) {
 		return 0, errExited
 	default:
 	}
-	return p.pty.Write(b)
+	return p.write(b)
 }
 
 // Resize changes the terminal size; the kernel sends SIGWINCH to the
@@ -454,6 +490,127 @@ func pollable(master *os.File) *os.File {
 	f := os.NewFile(uintptr(fd), master.Name())
 	master.Close()
 	return f
+}
+
+// unwatched returns the terminal's master side in non-blocking mode on a
+// descriptor Go's netpoller does not watch, and the pipe that wakes its
+// reader. Watched, every write of the child woke the process (the
+// netpoller's epoll reports each one, wanted or not), even while the
+// reader gathers a busy agent's output for a frame: with eight busy
+// agents that was more CPU than reading and parsing their output. The
+// reader now waits in poll(2) only when it has nothing to read (an idle
+// agent's reader holds a thread there, as a blocking read would).
+func unwatched(master *os.File) (f *os.File, wakeR, wakeW int, err error) {
+	// Fd puts the descriptor in blocking mode, so its duplicate makes a
+	// file os.NewFile does not register; closing master unregisters it.
+	fd, err := unix.Dup(int(master.Fd()))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	unix.CloseOnExec(fd)
+	f = os.NewFile(uintptr(fd), master.Name())
+	master.Close()
+	var pfd [2]int
+	if err = unix.Pipe(pfd[:]); err == nil {
+		unix.CloseOnExec(pfd[0])
+		unix.CloseOnExec(pfd[1])
+		err = unix.SetNonblock(pfd[1], true)
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, true)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, 0, err
+	}
+	return f, pfd[0], pfd[1], nil
+}
+
+// read reads what the terminal has, waiting in poll(2) when it has
+// nothing; after closePTY it returns os.ErrClosed.
+func (p *Proc) read(buf []byte) (n int, err error) {
+	if !p.raw {
+		return p.pty.Read(buf)
+	}
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	cerr := rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(p.wakeR), Events: unix.POLLIN}}
+		for {
+			n, err = unix.Read(int(fd), buf)
+			switch err {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+			default:
+				if n < 0 {
+					n = 0
+				}
+				if n == 0 && err == nil {
+					err = io.EOF // the other side is gone (EIO on Linux)
+				}
+				return true
+			}
+			if _, perr := unix.Poll(fds, -1); perr != nil && perr != unix.EINTR {
+				n, err = 0, perr
+				return true
+			}
+			if fds[1].Revents != 0 {
+				n, err = 0, os.ErrClosed
+				return true
+			}
+		}
+	})
+	if cerr != nil {
+		return 0, cerr
+	}
+	return n, err
+}
+
+// write writes all of b, waiting in poll(2) while the terminal's input
+// is full (the child is not reading). Under writeMu.
+func (p *Proc) write(b []byte) (int, error) {
+	if !p.raw {
+		return p.pty.Write(b)
+	}
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	var werr error
+	cerr := rc.Write(func(fd uintptr) bool {
+		for done < len(b) {
+			n, err := unix.Write(int(fd), b[done:])
+			if n > 0 {
+				done += n
+			}
+			switch err {
+			case nil, unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}, {Fd: int32(p.wakeR), Events: unix.POLLIN}}
+				if _, perr := unix.Poll(fds, -1); perr != nil && perr != unix.EINTR {
+					werr = perr
+					return true
+				}
+				if fds[1].Revents != 0 {
+					werr = os.ErrClosed
+					return true
+				}
+			default:
+				werr = err
+				return true
+			}
+		}
+		return true
+	})
+	if cerr != nil {
+		return done, cerr
+	}
+	return done, werr
 }
 
 // Done is closed when the process has exited, been reaped, and its output

@@ -207,7 +207,8 @@ func TestResizeSeenByChild(t *testing.T) {
 	c.waitFor(t, `size2:40 120`)
 }
 
-// Reads wait in the netpoller: the master side is non-blocking.
+// The master side is non-blocking: a read never holds a thread while
+// there is nothing to read, a write never while the child's input is full.
 func TestTerminalIsNonBlocking(t *testing.T) {
 	p := start(t, Spec{Argv: []string{"cat"}})
 	if !nonBlocking(t, p) {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -36,6 +37,13 @@ import (
 )
 
 const tiles = 8
+
+// root ends on SIGTERM or SIGINT, so a process killed by the bench script
+// still returns through main and writes its CPU profile.
+var root = func() context.Context {
+	ctx, _ := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	return ctx
+}()
 
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "ingest" {
@@ -197,7 +205,7 @@ func chorus(file string, rate int, d time.Duration) error {
 		return err
 	}
 	defer stop()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(root, d)
 	defer cancel()
 	cfg := config.Default()
 	cfg.Agents.MaxParallel = tiles
@@ -217,7 +225,7 @@ func serve(sock, file string, rate int, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
+	ctx, cancel := context.WithTimeout(root, d+5*time.Second)
 	defer cancel()
 	srv := &remote.Server{Eng: e, Stop: cancel}
 	if ms, _ := strconv.Atoi(os.Getenv("BATCH_MS")); ms > 0 {
@@ -228,7 +236,7 @@ func serve(sock, file string, rate int, d time.Duration) error {
 
 // attach is the TUI side: the real ui package on a remote client.
 func attach(sock string, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(root, d)
 	defer cancel()
 	var c *remote.Client
 	var err error

@@ -28,9 +28,19 @@ func (t *nullTty) WindowSize() (tcell.WindowSize, error) {
 // BenchmarkFrame is one frame of the busy-grid case: 8 tiles in a 4x2
 // grid on a 200x60 xterm, each having received 200 more bytes of a
 // recorded Claude Code stream (10x its real rate at 30 frames a second),
-// redrawn with DrawChanged and shown once.
+// redrawn with DrawChanged and shown once: through tcell's Show, and
+// through a Painter.
 func BenchmarkFrame(b *testing.B) {
-	data, err := os.ReadFile("../term/testdata/replay/claude-fullscreen/stream.raw")
+	b.Run("tcell", func(b *testing.B) { benchFrame(b, false) })
+	b.Run("painter", func(b *testing.B) { benchFrame(b, true) })
+}
+
+func benchFrame(b *testing.B, paint bool) {
+	b.Setenv("LANG", "C.UTF-8")
+	b.Setenv("LC_ALL", "")
+	b.Setenv("LC_CTYPE", "")
+	b.Setenv("NO_COLOR", "")
+	data, err := os.ReadFile("../../agent/term/testdata/replay/claude-fullscreen/stream.raw")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,6 +56,13 @@ func BenchmarkFrame(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer screen.Fini()
+	var p *Painter
+	if paint {
+		if p = NewPainter(screen, ti); p == nil || !p.Start() {
+			b.Fatal("no painter")
+		}
+		screen = p.Screen()
+	}
 	const cols, rows = 4, 2
 	var tiles []*Tile
 	for i := range cols * rows {
@@ -69,9 +86,13 @@ func BenchmarkFrame(b *testing.B) {
 				tl.Emulator().Write([]byte("\x1b[?1049l\x1b[!p\x1b[2J\x1b[H"))
 				offs[i] = 0
 			}
-			tl.DrawChanged(screen)
+			tl.DrawChanged(screen, p)
 		}
-		screen.Show()
+		if p != nil {
+			p.Flush()
+		} else {
+			screen.Show()
+		}
 	}
 	for range len(data) / chunk {
 		frame() // the first full draw, and every tile's screen filled

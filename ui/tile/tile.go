@@ -103,17 +103,24 @@ func (t *Tile) Draw(screen tcell.Screen) {
 		t.offset = t.snap.Offset
 		t.drawn = true
 	}
-	t.drawCells(screen, x0, y0, w, h, nil)
+	t.drawCells(screen, screen, x0, y0, w, h, nil)
 	t.last = frameKey{title: title, x: x0, y: y0, w: w, h: h}
 }
 
 // DrawChanged redraws only the cells that changed since this tile's last
 // frame, on a screen that still shows that frame (nothing else drew over
 // it since). Anything else that changed — position, size, title — makes it
-// a full Draw.
-func (t *Tile) DrawChanged(screen tcell.Screen) {
+// a full Draw. With a painter the changed cells go through it (its Flush
+// shows them); without one, through the screen (the caller's Show).
+func (t *Tile) DrawChanged(screen tcell.Screen, p *Painter) {
 	x0, y0, w, h := t.GetInnerRect()
-	if !t.drawn || t.last != (frameKey{title: t.fullTitle(), x: x0, y: y0, w: w, h: h}) {
+	title := t.fullTitle()
+	key := frameKey{title: title, x: x0, y: y0, w: w, h: h}
+	// Only the title changed (a child's spinner in it): with a painter,
+	// the box goes through the screen and every cell through the
+	// painter, which sends only what the terminal does not show.
+	titleOnly := p != nil && t.drawn && t.last.title != title && t.last == frameKey{title: t.last.title, x: x0, y: y0, w: w, h: h}
+	if !t.drawn || (t.last != key && !titleOnly) {
 		t.Draw(screen)
 		return
 	}
@@ -125,15 +132,24 @@ func (t *Tile) DrawChanged(screen tcell.Screen) {
 		t.emu.MarkDirty()
 		return
 	}
+	if titleOnly {
+		t.SetTitle(" " + tview.Escape(title) + " ")
+		t.Box.DrawForSubclass(screen, t)
+		t.last.title = title
+	}
 	t.prev = append(t.prev[:0], t.snap.Cells...)
 	prevW, prevRev := t.snap.W, t.snap.Reverse
 	t.emu.Snapshot(&t.snap, t.offset)
 	t.offset = t.snap.Offset
 	prev := t.prev
-	if t.snap.W != prevW || t.snap.Reverse != prevRev || len(prev) != len(t.snap.Cells) {
+	if titleOnly || t.snap.W != prevW || t.snap.Reverse != prevRev || len(prev) != len(t.snap.Cells) {
 		prev = nil
 	}
-	t.drawCells(screen, x0, y0, w, h, prev)
+	var cv canvas = screen
+	if p != nil {
+		cv = p
+	}
+	t.drawCells(screen, cv, x0, y0, w, h, prev)
 }
 
 // frameKey is what a frame's geometry and decoration depended on.
@@ -156,15 +172,26 @@ func (t *Tile) fullTitle() string {
 	return title
 }
 
-// drawCells puts the snapshot's cells on screen, skipping those equal to
-// prev (nil: all of them).
-func (t *Tile) drawCells(screen tcell.Screen, x0, y0, w, h int, prev []term.Cell) {
+// canvas is where drawCells puts cells: the screen, or a Painter.
+type canvas interface {
+	Put(x, y int, str string, style tcell.Style) (string, int)
+}
+
+// drawCells puts the snapshot's cells on cv, skipping those equal to prev
+// (nil: all of them); the cursor goes to screen.
+func (t *Tile) drawCells(screen tcell.Screen, cv canvas, x0, y0, w, h int, prev []term.Cell) {
 	s := &t.snap
 	// Neighbouring cells mostly share a style: converting once per run
 	// instead of once per cell was a tenth of a busy frame.
 	var lastKey styleKey
 	var lastStyle tcell.Style
 	haveStyle := false
+	p, _ := cv.(*Painter)
+	if p != nil {
+		// One lock for the tile's cells instead of one per cell,
+		// released before the cursor goes through the screen.
+		p.hold()
+	}
 	for y := 0; y < s.H && y < h; y++ {
 		row := s.Cells[y*s.W : (y+1)*s.W]
 		for x := 0; x < s.W && x < w; x++ {
@@ -188,8 +215,11 @@ func (t *Tile) drawCells(screen tcell.Screen, x0, y0, w, h int, prev []term.Cell
 			default:
 				str = s.Grapheme(c)
 			}
-			screen.Put(x0+x, y0+y, str, lastStyle)
+			cv.Put(x0+x, y0+y, str, lastStyle)
 		}
+	}
+	if p != nil {
+		p.release()
 	}
 	// Only the focused tile shows the cursor; tcell has one.
 	if t.HasFocus() && s.CursorVisible && s.CursorX < w && s.CursorY < h {
