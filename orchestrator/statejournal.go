@@ -52,11 +52,6 @@ const (
 	pieceTask  = "task/"
 )
 
-// statePieces marshals the state piece by piece.
-func statePieces(s *State) (map[string][]byte, error) {
-	return statePiecesMemo(s, nil)
-}
-
 // taskMemo is a task as last marshalled: a deep copy of its value and its
 // JSON. Finished tasks do not change, so the many of a long run cost a
 // comparison per save instead of a marshal.
@@ -65,8 +60,8 @@ type taskMemo struct {
 	json []byte
 }
 
-// statePiecesMemo is statePieces reusing the JSON of tasks equal to their
-// memo (nil: no memo), and refreshing the memo.
+// statePiecesMemo marshals the state piece by piece, reusing the JSON of
+// tasks equal to their memo (nil: no memo), and refreshes the memo.
 func statePiecesMemo(s *State, memo map[string]*taskMemo) (map[string][]byte, error) {
 	out := make(map[string][]byte, 2+len(s.Agents)+len(s.Tasks))
 	meta := *s
