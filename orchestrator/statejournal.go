@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,7 +63,7 @@ type taskMemo struct {
 
 // statePiecesMemo marshals the state piece by piece, reusing the JSON of
 // tasks equal to their memo (nil: no memo), and refreshes the memo.
-func statePiecesMemo(s *State, memo map[string]*taskMemo) (map[string][]byte, error) {
+func statePiecesMemo(s *State, memo map[string]*taskMemo, qmemo map[string]*itemMemo) (map[string][]byte, error) {
 	out := make(map[string][]byte, 2+len(s.Agents)+len(s.Tasks))
 	meta := *s
 	meta.Agents, meta.Tasks, meta.MergeQueue, meta.JournalGen = nil, nil, nil, 0
@@ -71,7 +72,7 @@ func statePiecesMemo(s *State, memo map[string]*taskMemo) (map[string][]byte, er
 		return nil, err
 	}
 	out[pieceMeta] = b
-	if b, err = json.Marshal(s.MergeQueue); err != nil {
+	if b, err = queueJSON(s.MergeQueue, qmemo); err != nil {
 		return nil, err
 	}
 	out[pieceQueue] = b
@@ -100,6 +101,53 @@ func statePiecesMemo(s *State, memo map[string]*taskMemo) (map[string][]byte, er
 		}
 	}
 	return out, nil
+}
+
+// itemMemo is a merge queue item as last marshalled (a deep copy and its
+// JSON): landed items wait in the queue for their clean-up, and a busy
+// queue is saved on every step of every item.
+type itemMemo struct {
+	val  merge.Item
+	json []byte
+}
+
+// queueJSON is the queue as a JSON array (what json.Marshal gives), each
+// item's JSON reused while the item is unchanged (nil memo: none kept).
+func queueJSON(q []merge.Item, memo map[string]*itemMemo) ([]byte, error) {
+	if q == nil {
+		return []byte("null"), nil
+	}
+	b := []byte{'['}
+	seen := make(map[string]bool, len(q))
+	for i := range q {
+		it := &q[i]
+		key := it.TaskID + "\x00" + strconv.FormatUint(it.Seq, 10)
+		seen[key] = true
+		m := memo[key]
+		if m == nil || !reflect.DeepEqual(&m.val, it) {
+			j, err := json.Marshal(it)
+			if err != nil {
+				return nil, err
+			}
+			c := *it
+			c.DependsOn = slices.Clone(it.DependsOn)
+			c.ConflictFiles = slices.Clone(it.ConflictFiles)
+			m = &itemMemo{val: c, json: j}
+			if memo != nil {
+				memo[key] = m
+			}
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m.json...)
+	}
+	for k := range memo {
+		if !seen[k] {
+			delete(memo, k)
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // sameTaskRun compares two task runs field by field. (A field that cannot
@@ -237,6 +285,7 @@ type stateWriter struct {
 	snapBytes   int
 	compact     bool                 // the next save writes a snapshot
 	memo        map[string]*taskMemo // tasks as last marshalled
+	qmemo       map[string]*itemMemo // merge queue items as last marshalled
 }
 
 func newStateWriter(path string) *stateWriter {
@@ -255,7 +304,10 @@ func (w *stateWriter) save(s *State) error {
 	if w.memo == nil {
 		w.memo = map[string]*taskMemo{}
 	}
-	pieces, err := statePiecesMemo(s, w.memo)
+	if w.qmemo == nil {
+		w.qmemo = map[string]*itemMemo{}
+	}
+	pieces, err := statePiecesMemo(s, w.memo, w.qmemo)
 	if err != nil {
 		return err
 	}

@@ -261,3 +261,35 @@ func TestStateJournalTaskMemoSeesInPlaceChanges(t *testing.T) {
 		loadEqual(t, path, st)
 	}
 }
+
+// The queue's JSON is json.Marshal's, and stays so through changes made in
+// place (deep inside too) while items' JSON is reused.
+func TestStateJournalQueueMemo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	w := newStateWriter(path)
+	st := newState("autopilot")
+	st.MergeQueue = []merge.Item{
+		{Request: merge.Request{TaskID: "a-1", Branch: "agent/x/a-1", DependsOn: []string{"a-0"}}, Status: merge.StatusPending, Seq: 1},
+		{Request: merge.Request{TaskID: "a-2", Branch: "agent/x/a-2"}, Status: merge.StatusLanded, Seq: 2, ConflictFiles: []string{"f"}},
+	}
+	memo := map[string]*itemMemo{}
+	for i, change := range []func(){
+		func() {},
+		func() { st.MergeQueue[1].ConflictFiles[0] = "g" },
+		func() { st.MergeQueue[0].DependsOn = append(st.MergeQueue[0].DependsOn, "a-9") },
+		func() { st.MergeQueue[0].Status = merge.StatusLanding },
+		func() { st.MergeQueue = append(st.MergeQueue[:1], merge.Item{Request: merge.Request{TaskID: "a-2"}, Seq: 7}) },
+		func() { st.MergeQueue = st.MergeQueue[:0] },
+		func() { st.MergeQueue = nil },
+	} {
+		change()
+		want, _ := json.Marshal(st.MergeQueue)
+		if got, err := queueJSON(st.MergeQueue, memo); err != nil || string(got) != string(want) {
+			t.Fatalf("step %d: queue JSON\n got %s\nwant %s (%v)", i, got, want, err)
+		}
+		if err := w.save(st); err != nil {
+			t.Fatal(err)
+		}
+		loadEqual(t, path, st)
+	}
+}
