@@ -73,10 +73,11 @@ func appendLedgerFile(path, taskID, title, text string) error {
 	if st, err := f.Stat(); err == nil && st.Size() == 0 {
 		text = fmt.Sprintf("# Ledger of %s: %s\n\nKept by Chorus: one section per iteration; `note:` lines are the agents' own (`chorus note`).\n", taskID, oneLine(title, 200)) + text
 	}
-	if _, err := f.WriteString(text); err != nil {
-		return err
-	}
-	return f.Sync()
+	// Not synced, like the session log: a killed process loses none of
+	// it (the kernel holds the bytes), and an fsync per line under this
+	// lock made every agent wait on the disk.
+	_, err = f.WriteString(text)
+	return err
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
