@@ -278,7 +278,9 @@ func TestStateJournalQueueMemo(t *testing.T) {
 		func() { st.MergeQueue[1].ConflictFiles[0] = "g" },
 		func() { st.MergeQueue[0].DependsOn = append(st.MergeQueue[0].DependsOn, "a-9") },
 		func() { st.MergeQueue[0].Status = merge.StatusLanding },
-		func() { st.MergeQueue = append(st.MergeQueue[:1], merge.Item{Request: merge.Request{TaskID: "a-2"}, Seq: 7}) },
+		func() {
+			st.MergeQueue = append(st.MergeQueue[:1], merge.Item{Request: merge.Request{TaskID: "a-2"}, Seq: 7})
+		},
 		func() { st.MergeQueue = st.MergeQueue[:0] },
 		func() { st.MergeQueue = nil },
 	} {
