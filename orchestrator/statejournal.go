@@ -45,6 +45,41 @@ type journalRecord struct {
 	Del []string                   `json:"del,omitempty"`
 }
 
+// encode writes the record as json.Marshal would, but copies the pieces'
+// JSON as it is: they come from json.Marshal, so they are valid and
+// compact already, and json.Marshal would scan every byte of them again
+// (the merge queue's piece grows with the items waiting for clean-up).
+func (r *journalRecord) encode() ([]byte, error) {
+	b := fmt.Appendf(nil, `{"gen":%d,"seq":%d`, r.Gen, r.Seq)
+	if len(r.Set) > 0 {
+		keys := make([]string, 0, len(r.Set))
+		for k := range r.Set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, `,"set":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			kj, err := json.Marshal(k)
+			if err != nil {
+				return nil, err
+			}
+			b = append(append(append(b, kj...), ':'), r.Set[k]...)
+		}
+		b = append(b, '}')
+	}
+	if len(r.Del) > 0 {
+		dj, err := json.Marshal(r.Del)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"del":`...), dj...)
+	}
+	return append(b, '}'), nil
+}
+
 // Piece keys: the session fields, one agent, one task, the merge queue.
 const (
 	pieceMeta  = "meta"
@@ -329,7 +364,7 @@ func (w *stateWriter) save(s *State) error {
 		return nil // nothing changed: nothing to write
 	}
 	sort.Strings(rec.Del)
-	line, err := json.Marshal(&rec)
+	line, err := rec.encode()
 	if err != nil {
 		return err
 	}

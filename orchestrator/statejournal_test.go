@@ -295,3 +295,22 @@ func TestStateJournalQueueMemo(t *testing.T) {
 		loadEqual(t, path, st)
 	}
 }
+
+// A journal line is what json.Marshal writes for the record.
+func TestJournalRecordEncodeMatchesMarshal(t *testing.T) {
+	for _, r := range []journalRecord{
+		{Gen: 1, Seq: 1},
+		{Gen: 17, Seq: 3, Set: map[string]json.RawMessage{"task/a-1": json.RawMessage(`{"iterations":2}`), "meta": json.RawMessage(`{"mode":"autopilot"}`), "agent/\"q\"<&>": json.RawMessage(`null`)}},
+		{Gen: 2, Seq: 9, Del: []string{"agent/x", "task/é"}},
+		{Gen: 2, Seq: 10, Set: map[string]json.RawMessage{"mergeQueue": json.RawMessage(`[{"taskId":"a"},{"taskId":"b"}]`)}, Del: []string{"task/z"}},
+	} {
+		want, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.encode()
+		if err != nil || string(got) != string(want) {
+			t.Errorf("encode\n got %s\nwant %s (%v)", got, want, err)
+		}
+	}
+}
