@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -145,52 +144,15 @@ type catFile struct {
 	werr   error
 }
 
-// tailBuffer keeps the last few KiB of stderr for error messages.
-type tailBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 4096 {
-		t.b = t.b[len(t.b)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
-}
-
 func startCatFile(dir string) (*catFile, error) {
-	cmd := exec.Command("git", "cat-file", "--batch")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
+	pp, err := startGitPipe(dir, "cat-file", "--batch")
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cf := &catFile{cmd: cmd, stdin: in, in: bufio.NewWriter(in), out: bufio.NewReaderSize(out, 64<<10),
-		stderr: &tailBuffer{}, waited: make(chan struct{})}
-	cmd.Stderr = cf.stderr
-	if err := cmd.Start(); err != nil {
-		if _, serr := os.Stat(dir); serr != nil {
-			return nil, fmt.Errorf("cannot run git cat-file in %s: that directory no longer exists: %w", dir, serr)
-		}
-		return nil, fmt.Errorf("start git cat-file --batch: %w", err)
-	}
+	cf := &catFile{cmd: pp.cmd, stdin: pp.stdin, in: bufio.NewWriter(pp.stdin), out: bufio.NewReaderSize(pp.stdout, 64<<10),
+		stderr: pp.stderr, waited: make(chan struct{})}
 	go func() {
-		cf.werr = cmd.Wait()
+		cf.werr = pp.cmd.Wait()
 		close(cf.waited)
 	}()
 	return cf, nil

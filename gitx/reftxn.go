@@ -31,7 +31,7 @@ type RefUpdater struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *capBuffer
+	stderr *tailBuffer
 }
 
 // NewRefUpdater returns an updater for the repository at repo; config are
@@ -102,25 +102,11 @@ func (u *RefUpdater) start() error {
 	if u.cmd != nil {
 		return nil
 	}
-	args := append(append([]string{}, u.config...), "update-ref", "--stdin")
-	cmd := exec.Command("git", args...)
-	cmd.Dir = u.repo
-	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
+	pp, err := startGitPipe(u.repo, append(append([]string{}, u.config...), "update-ref", "--stdin")...)
 	if err != nil {
 		return err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	u.stderr = &capBuffer{max: 8 << 10}
-	cmd.Stderr = u.stderr
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("git update-ref --stdin: %w", err)
-	}
-	u.cmd, u.in, u.out = cmd, in, bufio.NewReader(out)
+	u.cmd, u.in, u.out, u.stderr = pp.cmd, pp.stdin, bufio.NewReader(pp.stdout), pp.stderr
 	return nil
 }
 
@@ -175,26 +161,4 @@ func (e *RefTxnError) Error() string { return "git update-ref: " + e.Msg }
 func IsRefTxnError(err error) bool {
 	var e *RefTxnError
 	return errors.As(err, &e)
-}
-
-// capBuffer keeps the first max bytes written to it.
-type capBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - len(c.b); room > 0 {
-		c.b = append(c.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (c *capBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return string(c.b)
 }
