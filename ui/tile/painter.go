@@ -408,26 +408,17 @@ func (p *Painter) style(st tcell.Style) string {
 			puts(ti.TParm(ti.SetBg, int(bg&0xff)))
 		}
 	}
-	if attrs&tcell.AttrBold != 0 {
-		puts(ti.Bold)
-	}
-	if attrs&tcell.AttrUnderline != 0 {
-		puts(ti.Underline)
-	}
-	if attrs&tcell.AttrReverse != 0 {
-		puts(ti.Reverse)
-	}
-	if attrs&tcell.AttrBlink != 0 {
-		puts(ti.Blink)
-	}
-	if attrs&tcell.AttrDim != 0 {
-		puts(ti.Dim)
-	}
-	if attrs&tcell.AttrItalic != 0 {
-		puts(ti.Italic)
-	}
-	if attrs&tcell.AttrStrikeThrough != 0 {
-		puts(ti.StrikeThrough)
+	for _, a := range []struct {
+		attr tcell.AttrMask
+		seq  string
+	}{
+		{tcell.AttrBold, ti.Bold}, {tcell.AttrUnderline, ti.Underline}, {tcell.AttrReverse, ti.Reverse},
+		{tcell.AttrBlink, ti.Blink}, {tcell.AttrDim, ti.Dim}, {tcell.AttrItalic, ti.Italic},
+		{tcell.AttrStrikeThrough, ti.StrikeThrough},
+	} {
+		if attrs&a.attr != 0 {
+			puts(a.seq)
+		}
 	}
 	s := b.String()
 	p.styles[st] = s

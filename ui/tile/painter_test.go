@@ -156,17 +156,10 @@ func TestPainterScreenIdenticalToTcell(t *testing.T) {
 		colorterm := v.colorterm
 		t.Run(fmt.Sprintf("COLORTERM=%s,clear=%v", colorterm, v.clear), func(t *testing.T) {
 			t.Setenv("COLORTERM", colorterm)
-			t.Setenv("NO_COLOR", "")
-			t.Setenv("LANG", "C.UTF-8")
-			t.Setenv("LC_ALL", "")
-			t.Setenv("LC_CTYPE", "")
+			paintEnv(t)
 			const sw, sh = 40, 14
 			ref, fast := newTermScreen(t, sw, sh), newTermScreen(t, sw, sh)
-			p := NewPainter(fast.Screen, tiOf(t))
-			if p == nil || !p.Start() {
-				t.Fatal("no painter for an xterm-256color UTF-8 screen")
-			}
-			ps := p.Screen()
+			p, ps := startPainter(t, fast)
 			mk := func() *Tile {
 				tl := New(term.New(30, 10), nil)
 				if !v.clear {
@@ -253,16 +246,9 @@ func TestPainterScreenIdenticalToTcell(t *testing.T) {
 // tcell (an overlay), then taken away by a full draw, leaves the tile's
 // cells as they are.
 func TestPainterThenOverlay(t *testing.T) {
-	t.Setenv("NO_COLOR", "")
-	t.Setenv("LANG", "C.UTF-8")
-	t.Setenv("LC_ALL", "")
-	t.Setenv("LC_CTYPE", "")
+	paintEnv(t)
 	s := newTermScreen(t, 30, 8)
-	p := NewPainter(s.Screen, tiOf(t))
-	if p == nil || !p.Start() {
-		t.Fatal("no painter")
-	}
-	ps := p.Screen()
+	p, ps := startPainter(t, s)
 	tl := New(term.New(20, 4), nil)
 	tl.SetRect(0, 0, 22, 6)
 	tl.Emulator().Write([]byte("first"))
@@ -288,6 +274,26 @@ func TestPainterThenOverlay(t *testing.T) {
 	}
 }
 
+// paintEnv is the environment a painter paints in: a UTF-8 locale, colour.
+// Screens read it when they start, so it comes before them.
+func paintEnv(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_CTYPE", "")
+}
+
+// startPainter starts a painter on s (made under paintEnv) and returns it
+// with its screen.
+func startPainter(t *testing.T, s *termScreen) (*Painter, tcell.Screen) {
+	t.Helper()
+	p := NewPainter(s.Screen, tiOf(t))
+	if p == nil || !p.Start() {
+		t.Fatal("no painter for an xterm-256color UTF-8 screen")
+	}
+	return p, p.Screen()
+}
+
 func tiOf(t *testing.T) *terminfo.Terminfo {
 	t.Helper()
 	ti, err := tcell.LookupTerminfo("xterm-256color")
@@ -301,16 +307,9 @@ func tiOf(t *testing.T) *terminfo.Terminfo {
 // even where it went back to what tcell last drew itself (a blank): tcell's
 // buffer has heard of the painted cells before anything draws through it.
 func TestPainterThenFullDraw(t *testing.T) {
-	t.Setenv("NO_COLOR", "")
-	t.Setenv("LANG", "C.UTF-8")
-	t.Setenv("LC_ALL", "")
-	t.Setenv("LC_CTYPE", "")
+	paintEnv(t)
 	s := newTermScreen(t, 30, 8)
-	p := NewPainter(s.Screen, tiOf(t))
-	if p == nil || !p.Start() {
-		t.Fatal("no painter")
-	}
-	ps := p.Screen()
+	p, ps := startPainter(t, s)
 	tl := New(term.New(20, 4), nil)
 	tl.Box = tview.NewFlex().Box // as the UI's tiles: no fill
 	tl.SetBorder(true)
