@@ -35,6 +35,15 @@ func loadEqual(t *testing.T, path string, want *State) {
 	}
 }
 
+// saveLoadEqual saves st and checks that it loads back as it is.
+func saveLoadEqual(t *testing.T, w *stateWriter, path string, st *State) {
+	t.Helper()
+	if err := w.save(st); err != nil {
+		t.Fatal(err)
+	}
+	loadEqual(t, path, st)
+}
+
 func journalLines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(journalPath(path))
@@ -88,10 +97,7 @@ func TestStateJournalAppendsOnlyChanges(t *testing.T) {
 	delete(st.Agents, "script-a-2")
 	st.MergeQueue = []merge.Item{{Request: merge.Request{TaskID: "a-2", Branch: "agent/x/a-2"}, Status: merge.StatusLanding}}
 	st.Paused = true
-	if err := w.save(st); err != nil {
-		t.Fatal(err)
-	}
-	loadEqual(t, path, st)
+	saveLoadEqual(t, w, path, st)
 	if _, ok := mustLoad(t, path).Agents["script-a-2"]; ok {
 		t.Fatal("a deleted agent came back on load")
 	}
@@ -141,10 +147,7 @@ func TestStateJournalCompacts(t *testing.T) {
 	}
 	loadEqual(t, path, st)
 	st.run("t-1").Iterations++
-	if err := w.save(st); err != nil {
-		t.Fatal(err)
-	}
-	loadEqual(t, path, st)
+	saveLoadEqual(t, w, path, st)
 }
 
 // A crash after the new snapshot and before the journal was emptied leaves
@@ -255,10 +258,7 @@ func TestStateJournalTaskMemoSeesInPlaceChanges(t *testing.T) {
 		func() { st.run("a-2").Iterations = 1 },
 	} {
 		change()
-		if err := w.save(st); err != nil {
-			t.Fatal(err)
-		}
-		loadEqual(t, path, st)
+		saveLoadEqual(t, w, path, st)
 	}
 }
 
@@ -289,10 +289,7 @@ func TestStateJournalQueueMemo(t *testing.T) {
 		if got, err := queueJSON(st.MergeQueue, memo); err != nil || string(got) != string(want) {
 			t.Fatalf("step %d: queue JSON\n got %s\nwant %s (%v)", i, got, want, err)
 		}
-		if err := w.save(st); err != nil {
-			t.Fatal(err)
-		}
-		loadEqual(t, path, st)
+		saveLoadEqual(t, w, path, st)
 	}
 }
 
