@@ -47,6 +47,16 @@ func newSignalCmd() *cobra.Command {
 	}
 }
 
+// sendSignal is the scripted agent's `send`: what `chorus signal ARGS`
+// does, from the agent's own process.
+func sendSignal(args []string) error {
+	from, sig, err := signal.FromEnv(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	return signal.Send(from, sig)
+}
+
 // newScriptedAgentCmd runs the built-in scripted agent (demo and tests).
 func newScriptedAgentCmd() *cobra.Command {
 	var script string
@@ -69,7 +79,7 @@ func newScriptedAgentCmd() *cobra.Command {
 			if len(args) == 1 {
 				prompt = args[0]
 			}
-			if code := scriptagent.Main(script, prompt, cmd.InOrStdin(), cmd.OutOrStdout()); code != 0 {
+			if code := scriptagent.Main(script, prompt, sendSignal, cmd.InOrStdin(), cmd.OutOrStdout()); code != 0 {
 				return withCode(code, fmt.Errorf("scripted agent exited with %d", code))
 			}
 			return nil

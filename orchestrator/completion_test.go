@@ -81,10 +81,12 @@ signal BLOCKED "the handover did not say why"
 }
 
 // "nothing to change: why" from a branch with no work closes the task with
-// that reason and queues no merge; the same words with the tag do too.
+// that reason and queues no merge; the same words with the tag do too, and
+// sent by the agent's own process (no `chorus signal` started).
 func TestNothingToChangeClosesWithReason(t *testing.T) {
 	for _, tc := range []struct{ name, script string }{
 		{"command", `signal COMPLETE "nothing to change: the greeting is already there"` + "\nhang\n"},
+		{"sent by the agent process", `send COMPLETE "nothing to change: the greeting is already there"` + "\nhang\n"},
 		{"tag", `tag COMPLETE "nothing to change: the greeting is already there"` + "\nhang\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,11 +15,15 @@
 //
 //	print TEXT            write TEXT and a newline
 //	sleep DURATION        e.g. 200ms
-//	write PATH TEXT       create or replace a file (relative to the worktree)
-//	append PATH TEXT      append TEXT and a newline to a file
+//	write PATH TEXT       create or replace a file (relative to the worktree;
+//	                      $VAR in PATH is expanded, e.g. f-$CHORUS_TASK_ID)
+//	append PATH TEXT      append TEXT and a newline to a file (PATH as write)
 //	run SHELL             run a shell command, output shown
 //	commit MESSAGE        git add -A and commit
 //	signal TYPE [TEXT]    run `chorus signal TYPE TEXT`, like an agent would
+//	send TYPE [TEXT]      send the same signal from this process, as an agent
+//	                      whose signals Chorus reads from its own files does
+//	                      (no process started for it)
 //	note TEXT             run `chorus note TEXT` (a line for the task's ledger)
 //	tag TYPE [TEXT]       print a <chorus> tag on its own line
 //	split-tag TYPE        print a tag in two writes
@@ -93,7 +97,7 @@ func Parse(src string) ([]Section, error) {
 
 var arity = map[string][2]int{
 	"print": {0, 1}, "sleep": {1, 1}, "write": {2, 2}, "append": {2, 2}, "run": {1, 1},
-	"commit": {1, 1}, "signal": {1, 2}, "note": {1, 1}, "tag": {1, 2}, "split-tag": {1, 1}, "echo-prompt": {0, 0},
+	"commit": {1, 1}, "signal": {1, 2}, "send": {1, 2}, "note": {1, 1}, "tag": {1, 2}, "split-tag": {1, 1}, "echo-prompt": {0, 0},
 	"wait-input": {0, 0}, "ignore-term": {0, 0}, "flood": {1, 1}, "hang": {0, 0}, "exit": {1, 1},
 }
 
@@ -113,7 +117,7 @@ func check(op Op) error {
 func splitArgs(line string) ([]string, error) {
 	name, rest, _ := strings.Cut(line, " ")
 	out := []string{name}
-	fixed := map[string]int{"write": 1, "append": 1, "signal": 1, "tag": 1}[name]
+	fixed := map[string]int{"write": 1, "append": 1, "signal": 1, "send": 1, "tag": 1}[name]
 	rest = strings.TrimSpace(rest)
 	for rest != "" {
 		if strings.HasPrefix(rest, `"`) {
@@ -158,6 +162,9 @@ type Env struct {
 	TaskID    string
 	Prompt    string
 	Chorus    string // the chorus executable, for `signal`
+	// Send delivers a signal from this process (the `send` operation):
+	// the same transport `chorus signal` writes to.
+	Send func(args []string) error
 }
 
 // Select returns the first section whose conditions hold.
@@ -199,8 +206,9 @@ func matches(conds []string, e Env) bool {
 	return true
 }
 
-// Main runs the agent: script file, prompt. It returns the exit code.
-func Main(scriptPath, prompt string, stdin io.Reader, stdout io.Writer) int {
+// Main runs the agent: script file, prompt; send is the `send` operation
+// (nil: the operation fails). It returns the exit code.
+func Main(scriptPath, prompt string, send func(args []string) error, stdin io.Reader, stdout io.Writer) int {
 	src, err := os.ReadFile(scriptPath)
 	if err != nil {
 		fmt.Fprintf(stdout, "script agent: %v\n", err)
@@ -213,7 +221,7 @@ func Main(scriptPath, prompt string, stdin io.Reader, stdout io.Writer) int {
 	}
 	it, _ := strconv.Atoi(os.Getenv("CHORUS_ITERATION"))
 	exe, _ := os.Executable()
-	e := Env{Iteration: it, TaskID: os.Getenv("CHORUS_TASK_ID"), Prompt: prompt, Chorus: exe}
+	e := Env{Iteration: it, TaskID: os.Getenv("CHORUS_TASK_ID"), Prompt: prompt, Chorus: exe, Send: send}
 	sec, ok := Select(secs, e)
 	if !ok {
 		fmt.Fprintf(stdout, "script agent: no section matches iteration %d of %s\n", it, e.TaskID)
@@ -255,11 +263,11 @@ func step(op Op, e Env, in *bufio.Reader, out io.Writer) (int, bool) {
 		}
 		time.Sleep(d)
 	case "write":
-		if err := os.WriteFile(arg(0), []byte(arg(1)), 0o644); err != nil {
+		if err := os.WriteFile(os.ExpandEnv(arg(0)), []byte(arg(1)), 0o644); err != nil {
 			return fail(err)
 		}
 	case "append":
-		f, err := os.OpenFile(arg(0), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(os.ExpandEnv(arg(0)), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			return fail(err)
 		}
@@ -291,6 +299,13 @@ func step(op Op, e Env, in *bufio.Reader, out io.Writer) (int, bool) {
 		c := exec.Command(e.Chorus, args...)
 		c.Stdout, c.Stderr = out, out
 		if err := c.Run(); err != nil {
+			return fail(err)
+		}
+	case "send":
+		if e.Send == nil {
+			return fail(errors.New("this agent cannot send signals itself"))
+		}
+		if err := e.Send(op.Args); err != nil {
 			return fail(err)
 		}
 	case "note":

@@ -2,6 +2,8 @@ package scriptagent
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -52,5 +54,32 @@ func TestRunOps(t *testing.T) {
 	got := out.String()
 	if code != 4 || !strings.Contains(got, "hi\n<chorus>COMPLETE</chorus>\n> do it\nreceived: answer\n") || strings.Contains(got, "never") {
 		t.Fatalf("code %d out %q", code, got)
+	}
+}
+
+// write expands $VARS in its path; send hands its arguments to Env.Send
+// and fails without one.
+func TestWriteExpandsPathAndSend(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("CHORUS_TASK_ID", "bd-7")
+	ops, err := Parse("write f-$CHORUS_TASK_ID.txt $CHORUS_TASK_ID\nsend COMPLETE \"all done\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var out bytes.Buffer
+	code := Run(ops[0].Ops, Env{Send: func(args []string) error { got = args; return nil }}, strings.NewReader(""), &out)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, out.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "f-bd-7.txt")); err != nil || string(b) != "$CHORUS_TASK_ID" {
+		t.Fatalf("file %q, %v (the text is not expanded, the path is)", b, err)
+	}
+	if strings.Join(got, "|") != "COMPLETE|all done" {
+		t.Fatalf("send got %q", got)
+	}
+	if code := Run(ops[0].Ops[1:], Env{}, strings.NewReader(""), &out); code != 1 || !strings.Contains(out.String(), "cannot send") {
+		t.Fatalf("send without Env.Send: code %d, %q", code, out.String())
 	}
 }

@@ -3,8 +3,9 @@
 // run: wall time of both and their ratio, git processes per task (every git
 // started through PATH, counted by a logging wrapper placed first on PATH
 // for both sides), Chorus's own CPU per task (the engine process alone,
-// read from /proc while it is a zombie, so nothing is lost at exit) and the
-// longest the merge queue got (from the session log).
+// read from /proc while it is a zombie, so nothing is lost at exit), each
+// side's whole CPU per task (the process with every child it waited for)
+// and the longest the merge queue got (from the session log).
 //
 // The shell pipeline, per task with AGENTS workers: `git worktree add -b`,
 // write a file, `git add -A`, `git commit`, then under one lock a serial
@@ -21,7 +22,9 @@
 // Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-rounds 3] [-quality CMD] [-keep]
 //
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
-// that command, for a profile; BENCH_VERBOSE=1 prints git subcommands.
+// that command, for a profile; BENCH_VERBOSE=1 prints git subcommands;
+// BENCH_TIMING=1 adds each git subcommand's CPU; BENCH_SIGNAL=cli has the
+// agent start `chorus signal` rather than send from its own process.
 package main
 
 import (
@@ -67,7 +70,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	fmt.Printf("%6s %9s %9s %6s %10s %10s %10s %9s %9s\n", "tasks", "shell s", "chorus s", "ratio", "git/t sh", "git/t ch", "cpu ms/t", "maxqueue", "landed")
+	fmt.Printf("%6s %9s %9s %6s %10s %10s %10s %10s %10s %9s %9s\n", "tasks", "shell s", "chorus s", "ratio", "git/t sh", "git/t ch", "cpu ms/t", "all/t sh", "all/t ch", "maxqueue", "landed")
 	for _, n := range counts {
 		// Rounds alternate the two sides, so a burst of load elsewhere on
 		// the machine falls on both; the figures are medians.
@@ -97,10 +100,11 @@ func main() {
 			}
 		}
 		sh, ch := median(shs), median(chs)
-		fmt.Printf("%6d %9.2f %9.2f %6.2f %10.1f %10.1f %10.1f %9d %9s\n", n,
+		fmt.Printf("%6d %9.2f %9.2f %6.2f %10.1f %10.1f %10.1f %10.1f %10.1f %9d %9s\n", n,
 			sh.wall.Seconds(), ch.wall.Seconds(), ch.wall.Seconds()/sh.wall.Seconds(),
 			float64(sh.git)/float64(n), float64(ch.git)/float64(n),
-			float64(ch.cpu.Milliseconds())/float64(n), ch.maxQueue, fmt.Sprintf("%d/%d", ch.landed, sh.landed))
+			float64(ch.cpu.Milliseconds())/float64(n),
+			float64(sh.all.Milliseconds())/float64(n), float64(ch.all.Milliseconds())/float64(n), ch.maxQueue, fmt.Sprintf("%d/%d", ch.landed, sh.landed))
 		if os.Getenv("BENCH_VERBOSE") != "" {
 			fmt.Println("  chorus git subcommands:", ch.hist)
 			fmt.Println("  shell git subcommands: ", sh.hist)
@@ -129,6 +133,7 @@ func median(rs []result) result {
 	out := rs[0]
 	out.wall = time.Duration(pick(func(r result) float64 { return float64(r.wall) }))
 	out.cpu = time.Duration(pick(func(r result) float64 { return float64(r.cpu) }))
+	out.all = time.Duration(pick(func(r result) float64 { return float64(r.all) }))
 	out.git = int(pick(func(r result) float64 { return float64(r.git) }))
 	out.maxQueue = int(pick(func(r result) float64 { return float64(r.maxQueue) }))
 	out.landed = int(pick(func(r result) float64 { return float64(r.landed) }))
@@ -150,7 +155,8 @@ type result struct {
 	wall     time.Duration
 	git      int
 	hist     string
-	cpu      time.Duration
+	cpu      time.Duration // the engine process alone
+	all      time.Duration // the whole side: the process and every child it waited for
 	maxQueue int
 	landed   int
 }
@@ -164,8 +170,9 @@ func (b *bench) wrapper() error {
 	script := "#!/bin/sh\nprintf '@@ %s\\n' \"$*\" >>\"$BENCH_GITLOG\"\nexec " + b.realGit + " \"$@\"\n"
 	if os.Getenv("BENCH_TIMING") != "" {
 		// Diagnostic: each line also carries the process's start and end
-		// (bash's clock), for where the time goes; costs a bash per git.
-		script = "#!/bin/bash\ns=$EPOCHREALTIME\n" + b.realGit + " \"$@\"\nrc=$?\nprintf '@@ %s\\n%s %s\\n' \"$*\" \"$s\" \"$EPOCHREALTIME\" >>\"$BENCH_GITLOG\"\nexit $rc\n"
+		// (bash's clock) and its user and system CPU (bash's time), for
+		// where the time goes; costs a bash per git.
+		script = "#!/bin/bash\nTIMEFORMAT='%3U %3S'\ns=$EPOCHREALTIME\n{ time " + b.realGit + " \"$@\" 2>&3 3>&-; } 3>&2 2>\"$BENCH_GITLOG.$$\"\nrc=$?\nread -r t <\"$BENCH_GITLOG.$$\"\nrm -f \"$BENCH_GITLOG.$$\"\nprintf '@@ %s\\n%s %s %s\\n' \"$*\" \"$s\" \"$EPOCHREALTIME\" \"$t\" >>\"$BENCH_GITLOG\"\nexit $rc\n"
 	}
 	return os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755)
 }
@@ -238,15 +245,19 @@ func (b *bench) shell() (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("%v: %s", err, tailOf(string(out), 2000))
 	}
-	r := result{wall: wall}
+	r := result{wall: wall, all: cpuAll(cmd.ProcessState)}
 	r.git, r.hist = countGit(log)
 	r.landed, err = b.landed(dir)
 	return r, err
 }
 
-const agentScript = `run "echo $CHORUS_TASK_ID > f-$CHORUS_TASK_ID.txt"
+// agentScript is the agent's share of the shell's task: write a file and
+// commit it. The agent signals from its own process (send), as agents
+// whose signals Chorus reads from their files (transcripts, rollouts) do;
+// BENCH_SIGNAL=cli makes it start `chorus signal` instead.
+const agentScript = `write f-$CHORUS_TASK_ID.txt task
 commit "feat: task work"
-signal COMPLETE
+%s COMPLETE
 `
 
 func (b *bench) runChorus() (result, error) {
@@ -289,7 +300,11 @@ func (b *bench) runChorus() (result, error) {
 	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
 		return result{}, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "agent.script"), []byte(agentScript), 0o644); err != nil {
+	how := "send"
+	if os.Getenv("BENCH_SIGNAL") == "cli" {
+		how = "signal"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent.script"), []byte(fmt.Sprintf(agentScript, how)), 0o644); err != nil {
 		return result{}, err
 	}
 	if err := b.git(dir, "add", "-A"); err != nil {
@@ -326,7 +341,7 @@ func (b *bench) runChorus() (result, error) {
 	if werr != nil {
 		return result{}, fmt.Errorf("%v: %s", werr, tailOf(out.String(), 3000))
 	}
-	r := result{wall: wall, cpu: cpu}
+	r := result{wall: wall, cpu: cpu, all: cpuAll(cmd.ProcessState)}
 	r.git, r.hist = countGit(log)
 	if r.maxQueue, err = maxQueue(filepath.Join(dir, ".chorus", "session-log.jsonl")); err != nil {
 		return result{}, err
@@ -335,17 +350,34 @@ func (b *bench) runChorus() (result, error) {
 	return r, err
 }
 
+// cpuAll is the user and system time of a finished process together with
+// the children it waited for (and theirs): git, agents, shells.
+func cpuAll(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	return ps.UserTime() + ps.SystemTime()
+}
+
 func countGit(log string) (int, string) {
 	raw, err := os.ReadFile(log)
 	if err != nil {
 		return 0, ""
 	}
 	// One "@@ args" line per process; an argument with a newline (a
-	// commit message) continues on lines without the mark.
+	// commit message) continues on lines without the mark. With
+	// BENCH_TIMING the process's line of times follows its arguments.
 	n := 0
 	hist := map[string]int{}
+	cpu := map[string]time.Duration{}
+	sub := ""
 	for _, l := range strings.Split(string(raw), "\n") {
 		if !strings.HasPrefix(l, "@@ ") {
+			if f := strings.Fields(l); sub != "" && len(f) == 4 {
+				u, _ := strconv.ParseFloat(f[2], 64)
+				st, _ := strconv.ParseFloat(f[3], 64)
+				cpu[sub] += time.Duration((u + st) * float64(time.Second))
+			}
 			continue
 		}
 		n++
@@ -357,8 +389,13 @@ func countGit(log string) (int, string) {
 		for len(f) > 0 && strings.HasPrefix(f[0], "-") {
 			f = f[1:]
 		}
+		sub = ""
 		if len(f) > 0 {
-			hist[f[0]]++
+			sub = f[0]
+			if sub == "worktree" && len(f) > 1 {
+				sub += "-" + f[1] // add and remove differ
+			}
+			hist[sub]++
 		}
 	}
 	keys := make([]string, 0, len(hist))
@@ -369,6 +406,9 @@ func countGit(log string) (int, string) {
 	var sb strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&sb, "%s=%d ", k, hist[k])
+		if c, ok := cpu[k]; ok {
+			fmt.Fprintf(&sb, "(%.1f ms each) ", float64(c.Microseconds())/1000/float64(hist[k]))
+		}
 	}
 	return n, sb.String()
 }
