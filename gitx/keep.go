@@ -53,6 +53,10 @@ type KeepOptions struct {
 	Target string
 	// Why goes into the snapshot commit's message.
 	Why string
+	// NotWork names files Chorus itself keeps in a worktree (the agent's
+	// scratchpad) that are never work, for RemoveWorktree's check that
+	// nothing would be lost (see SurelyClean); nil: none.
+	NotWork func(rel string) bool
 }
 
 // Keep saves, under KeptPrefix, whatever removing opts.Worktree and
@@ -262,12 +266,15 @@ func PruneKept(ctx context.Context, repo string, olderThan time.Duration, now ti
 
 // RemoveWorktree removes the linked worktree o.Worktree of o.Repo, keeping
 // first whatever removing it would lose (Keep with the worktree alone).
-// The usual case, a clean worktree, is one git process: `git worktree
-// remove` without --force refuses a worktree with changes or untracked
-// files (ignored ones go, as with --force), and only then is the
-// uncommitted state kept and the removal forced. The caller holds
-// WorktreeMu.
+// The usual case, a clean worktree, is one git process (a status, see
+// RemoveCleanWorktree); otherwise `git worktree remove` without --force
+// refuses a worktree with changes or untracked files (ignored ones go, as
+// with --force), and only then is the uncommitted state kept and the
+// removal forced. The caller holds WorktreeMu.
 func RemoveWorktree(ctx context.Context, o KeepOptions) error {
+	if done, err := RemoveCleanWorktree(ctx, o.Worktree, o.NotWork); done {
+		return err
+	}
 	if _, err := Git(ctx, o.Repo, "worktree", "remove", o.Worktree); err == nil {
 		return nil
 	}

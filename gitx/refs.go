@@ -72,18 +72,28 @@ func PackedRef(packed []byte, name string) (string, bool) {
 // whose .git is a "gitdir:" file) or a main checkout; "" when the files
 // say something unusual (ask git then).
 func WorktreeHead(dir string) string {
-	dotgit := filepath.Join(dir, ".git")
-	gd, common := dotgit, dotgit
-	if st, err := os.Stat(dotgit); err != nil {
+	gd, common, ok := worktreeGitDirs(dir)
+	if !ok {
 		return ""
+	}
+	return headIn(gd, common)
+}
+
+// worktreeGitDirs finds the git dir and the common dir of the checkout
+// dir from its .git entry, as git does without environment overrides.
+func worktreeGitDirs(dir string) (gd, common string, ok bool) {
+	dotgit := filepath.Join(dir, ".git")
+	gd, common = dotgit, dotgit
+	if st, err := os.Stat(dotgit); err != nil {
+		return "", "", false
 	} else if !st.IsDir() {
 		b, err := os.ReadFile(dotgit)
 		if err != nil {
-			return ""
+			return "", "", false
 		}
 		p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
 		if !ok {
-			return ""
+			return "", "", false
 		}
 		gd = strings.TrimSpace(p)
 		if !filepath.IsAbs(gd) {
@@ -91,13 +101,18 @@ func WorktreeHead(dir string) string {
 		}
 		cb, err := os.ReadFile(filepath.Join(gd, "commondir"))
 		if err != nil {
-			return ""
+			return "", "", false
 		}
 		common = strings.TrimSpace(string(cb))
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(gd, common)
 		}
 	}
+	return gd, common, true
+}
+
+// headIn reads HEAD of git dir gd: a commit id, or "" (ask git).
+func headIn(gd, common string) string {
 	hb, err := os.ReadFile(filepath.Join(gd, "HEAD"))
 	if err != nil {
 		return ""

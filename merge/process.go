@@ -697,7 +697,8 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 // stays, and the queue says so.
 func (s *Service) removeWorktree(ctx context.Context, id, dir string) bool {
 	gitx.WorktreeMu.Lock()
-	err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: dir, Why: "removing a worktree"})
+	err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: dir, Why: "removing a worktree",
+		NotWork: func(rel string) bool { return rel == ScratchpadPath }})
 	gitx.WorktreeMu.Unlock()
 	if err != nil {
 		s.emit(Event{Kind: EventHeld, TaskID: id, Message: "left " + dir + " in place: " + err.Error()})

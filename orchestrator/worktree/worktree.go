@@ -526,10 +526,14 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 		}
 	}
 	if _, err := os.Stat(wt.Dir); err == nil {
-		// Without --force git removes only a clean worktree (ignored files
-		// such as a copied .env or build caches go with it): the common
-		// case in one process.
-		if _, err := m.git(ctx, m.RepoDir, "worktree", "remove", wt.Dir); err != nil {
+		// Only a clean worktree goes (ignored files such as a copied .env
+		// or build caches go with it): the common case in one process,
+		// then git's own refusal sorts out the rest.
+		if done, err := gitx.RemoveCleanWorktree(ctx, wt.Dir, IsScratchpad); done {
+			if err != nil {
+				return err
+			}
+		} else if _, err := m.git(ctx, m.RepoDir, "worktree", "remove", wt.Dir); err != nil {
 			st, serr := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all")
 			if serr != nil {
 				return serr
@@ -539,7 +543,7 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 			}
 			// Clean, yet refused (locked, a submodule): whatever git
 			// would drop is kept under refs/chorus/kept/ first.
-			if err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: m.RepoDir, Task: task, Worktree: wt.Dir, Why: "removing its worktree"}); err != nil {
+			if err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: m.RepoDir, Task: task, Worktree: wt.Dir, Why: "removing its worktree", NotWork: IsScratchpad}); err != nil {
 				return fmt.Errorf("worktree: not removing %s: %w", rel, err)
 			}
 		}
@@ -561,6 +565,9 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 // loses its work. Hooks are skipped: this is a save, not a submission. It
 // reports whether a commit was made.
 func (m *Manager) CommitWIP(ctx context.Context, wt Worktree, msg string) (bool, error) {
+	if gitx.SurelyClean(wt.Dir, IsScratchpad) {
+		return false, nil // the usual case once an agent has committed
+	}
 	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all")
 	if err != nil {
 		return false, err
@@ -602,6 +609,10 @@ func (m *Manager) looseRef(ref string) string {
 // slash-separated): Chorus writes it, so on its own it is not work.
 const ScratchpadPath = ".agent/scratchpad.md"
 
+// IsScratchpad says whether rel (slash-separated, relative to a worktree)
+// is the scratchpad; a gitx.SurelyClean notWork.
+func IsScratchpad(rel string) bool { return rel == ScratchpadPath }
+
 // HasWork reports whether the worktree holds anything to merge: its branch
 // changes something relative to where it forked from the target (or, once
 // the target contains it, to wt.Head, where the worktree started), or files
@@ -611,6 +622,9 @@ func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
 	// (the slowest question) is needed.
 	if has, err := m.committedWork(ctx, wt); err != nil || has {
 		return has, err
+	}
+	if gitx.SurelyClean(wt.Dir, IsScratchpad) {
+		return false, nil
 	}
 	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude)"+ScratchpadPath)
 	if err != nil {

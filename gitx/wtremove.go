@@ -1,0 +1,106 @@
+package gitx
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// RemoveCleanWorktree removes the linked worktree dir as `git worktree
+// remove` without --force does — only when git's status of it is empty —
+// with at most one git process instead of two (git's remove starts a
+// status of its own, then deletes the directory and its administrative
+// directory), none when SurelyClean can tell (notWork as there).
+// It is stricter than git: untracked files count whatever status.showUntrackedFiles
+// says, and anything it does not handle the way git would (a locked
+// worktree, submodules or any nested repository, environment overrides,
+// an unusual layout) makes it answer done=false without changing
+// anything, for the caller to ask git. The caller holds WorktreeMu.
+func RemoveCleanWorktree(ctx context.Context, dir string, notWork func(rel string) bool) (done bool, err error) {
+	for _, k := range []string{"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} {
+		if os.Getenv(k) != "" {
+			return false, nil
+		}
+	}
+	admin, ok := worktreeAdminDir(dir)
+	if !ok || exists(filepath.Join(admin, "locked")) || exists(filepath.Join(admin, "modules")) || nestedRepo(dir) {
+		return false, nil
+	}
+	if !SurelyClean(dir, notWork) {
+		st, err := Git(ctx, dir, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none")
+		if err != nil || st != "" {
+			return false, nil
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return true, err
+	}
+	if err := os.RemoveAll(admin); err != nil {
+		return true, err
+	}
+	_ = os.Remove(filepath.Dir(admin)) // git drops "worktrees" once it is empty
+	return true, nil
+}
+
+// worktreeAdminDir is the administrative directory of the linked worktree
+// dir ($GIT_COMMON_DIR/worktrees/<id>), when its .git file and the
+// directory point at each other.
+func worktreeAdminDir(dir string) (string, bool) {
+	dotgit := filepath.Join(dir, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() || !ownedByMe(st) {
+		return "", false
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", false
+	}
+	gd, found := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !found {
+		return "", false
+	}
+	gd = strings.TrimSpace(gd)
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(dir, gd)
+	}
+	if filepath.Base(filepath.Dir(gd)) != "worktrees" || !isFile(filepath.Join(gd, "commondir")) {
+		return "", false
+	}
+	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+	if err != nil {
+		return "", false
+	}
+	if !sameFile(strings.TrimSpace(string(back)), dotgit) {
+		return "", false
+	}
+	return gd, true
+}
+
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
+// nestedRepo reports whether a .git entry exists anywhere below dir's
+// top level (a submodule, or a repository an agent made): git decides
+// about those, since deleting one could delete history.
+func nestedRepo(dir string) bool {
+	found := false
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" && filepath.Dir(p) != dir {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found || err != nil && !errors.Is(err, filepath.SkipAll)
+}
