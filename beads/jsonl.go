@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -593,8 +594,8 @@ func decodeLine(line []byte, r *record) error {
 // only checked (see checkers), and whole tasks are decoded by encoding/json
 // from Task's own tags, so a new Task field needs no change here.
 var (
-	topKeys = jsonIndex(reflect.TypeFor[slowRecord]())
-	depKeys = jsonIndex(reflect.TypeFor[Dependency]())
+	topKeys = sync.OnceValue(func() map[string]uint { return jsonIndex(reflect.TypeFor[slowRecord]()) })
+	depKeys = sync.OnceValue(func() map[string]uint { return jsonIndex(reflect.TypeFor[Dependency]()) })
 )
 
 // jsonIndex numbers the JSON names of t's fields (embedded structs
@@ -657,7 +658,7 @@ func decodeWith(s *scanner, r *record) error {
 	r.kind = "issue"
 	var seen uint32
 	err := s.object(func(k []byte) error {
-		if err := fieldKey(topKeys, k, &seen); err != nil {
+		if err := fieldKey(topKeys(), k, &seen); err != nil {
 			return err
 		}
 		var err error
@@ -699,7 +700,7 @@ func decodeWith(s *scanner, r *record) error {
 				return err
 			})
 		default:
-			err = s.check(topChecks, k)
+			err = s.check(topChecks(), k)
 		}
 		return err
 	})
@@ -718,7 +719,7 @@ func (s *scanner) dependency(own string) (Dependency, error) {
 	var d Dependency
 	var seen uint32
 	err := s.object(func(k []byte) error {
-		if err := fieldKey(depKeys, k, &seen); err != nil {
+		if err := fieldKey(depKeys(), k, &seen); err != nil {
 			return err
 		}
 		var err error
@@ -740,7 +741,7 @@ func (s *scanner) dependency(own string) (Dependency, error) {
 		case "created_at":
 			d.CreatedAt, err = s.time()
 		default:
-			err = s.check(depChecks, k)
+			err = s.check(depChecks(), k)
 		}
 		return err
 	})
@@ -752,8 +753,8 @@ func (s *scanner) dependency(own string) (Dependency, error) {
 type checker func(s *scanner) error
 
 var (
-	topChecks = checkers(reflect.TypeFor[slowRecord]())
-	depChecks = checkers(reflect.TypeFor[Dependency]())
+	topChecks = sync.OnceValue(func() map[string]checker { return checkers(reflect.TypeFor[slowRecord]()) })
+	depChecks = sync.OnceValue(func() map[string]checker { return checkers(reflect.TypeFor[Dependency]()) })
 )
 
 // checkers derives a checker for every field of t from its type: strings

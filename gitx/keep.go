@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chorus-dev/chorus/proc"
@@ -123,11 +124,11 @@ func isAncestor(ctx context.Context, repo, a, b string) bool {
 	return err == nil
 }
 
-var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var unsafeRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]+`) })
 
 // refPart makes a task id one safe ref component.
 func refPart(s string) string {
-	s = unsafeRef.ReplaceAllString(s, "_")
+	s = unsafeRef().ReplaceAllString(s, "_")
 	if s == "" {
 		return "_"
 	}

@@ -178,7 +178,7 @@ func (r *agentRun) qualityDone(t beads.Task, ok bool, results []QualityResult) {
 
 // volatile are the parts of a command's output that change between two
 // runs of the same failure (timings, addresses, counters).
-var volatile = regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9]+(\.[0-9]+)?`)
+var volatile = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`0x[0-9a-fA-F]+|[0-9]+(\.[0-9]+)?`) })
 
 // failureKey fingerprints the required commands that failed: name, exit
 // code and output with its numbers blanked.
@@ -188,7 +188,7 @@ func failureKey(results []QualityResult) string {
 		if q.Passed || !q.Required {
 			continue
 		}
-		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", q.Name, q.ExitCode, volatile.ReplaceAllString(q.Output, "#"))
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", q.Name, q.ExitCode, volatile().ReplaceAllString(q.Output, "#"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -286,8 +286,10 @@ type LedgerIteration struct {
 	Signals []string  `json:"signals,omitempty"`
 }
 
-var ledgerHead = regexp.MustCompile(`^## Iteration (\d+) · (.*) · started (\S+)$`)
-var ledgerEnded = regexp.MustCompile(`^- ended (\S+) · tokens (\d+) · files: (.*) · result: (.*)$`)
+var ledgerHead = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^## Iteration (\d+) · (.*) · started (\S+)$`) })
+var ledgerEnded = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^- ended (\S+) · tokens (\d+) · files: (.*) · result: (.*)$`)
+})
 
 // ReadLedger parses a ledger's iterations; a missing file is no error.
 func ReadLedger(path string) ([]LedgerIteration, error) {
@@ -300,7 +302,7 @@ func ReadLedger(path string) ([]LedgerIteration, error) {
 	}
 	var its []LedgerIteration
 	for _, l := range strings.Split(string(b), "\n") {
-		if m := ledgerHead.FindStringSubmatch(l); m != nil {
+		if m := ledgerHead().FindStringSubmatch(l); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			st, _ := time.Parse(time.RFC3339, m[3])
 			its = append(its, LedgerIteration{N: n, Agent: m[2], Start: st})
@@ -310,7 +312,7 @@ func ReadLedger(path string) ([]LedgerIteration, error) {
 			continue
 		}
 		cur := &its[len(its)-1]
-		if m := ledgerEnded.FindStringSubmatch(l); m != nil {
+		if m := ledgerEnded().FindStringSubmatch(l); m != nil {
 			cur.End, _ = time.Parse(time.RFC3339, m[1])
 			cur.Tokens, _ = strconv.ParseInt(m[2], 10, 64)
 			if m[3] != "none" {

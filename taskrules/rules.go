@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Setting and rule names, as task-rules.md spells them; a violation's Rule
@@ -69,8 +70,8 @@ func (e *ParseError) Error() string {
 }
 
 var (
-	checkboxRe = regexp.MustCompile(`^[-*]\s+\[( |x|X)\]\s*(.*)$`)
-	backtickRe = regexp.MustCompile("`([^`]*)`")
+	checkboxRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-*]\s+\[( |x|X)\]\s*(.*)$`) })
+	backtickRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`]*)`") })
 )
 
 // Parse reads a task-rules.md. Settings missing from the file keep their
@@ -135,7 +136,7 @@ func Parse(path, text string) (Rules, error) {
 			if !strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "*") {
 				continue
 			}
-			m := checkboxRe.FindStringSubmatch(l)
+			m := checkboxRe().FindStringSubmatch(l)
 			if m == nil {
 				return bad(n, "an optional rule is written `- [ ] name: …` (off) or `- [x] name: …` (on); got %q", l)
 			}
@@ -150,7 +151,7 @@ func Parse(path, text string) (Rules, error) {
 					continue
 				}
 				p := arg
-				if bm := backtickRe.FindStringSubmatch(arg); bm != nil {
+				if bm := backtickRe().FindStringSubmatch(arg); bm != nil {
 					p = bm[1]
 				} else {
 					p = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(p, "Pattern"), "pattern"))

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/chorus-dev/chorus/beads"
@@ -29,7 +30,7 @@ func Criteria(s string) []string {
 		lines = strings.Split(s, ";")
 	}
 	for _, l := range lines {
-		l = strings.TrimSpace(listMarkRe.ReplaceAllString(strings.TrimSpace(l), ""))
+		l = strings.TrimSpace(listMarkRe().ReplaceAllString(strings.TrimSpace(l), ""))
 		if l != "" {
 			out = append(out, l)
 		}
@@ -38,10 +39,12 @@ func Criteria(s string) []string {
 }
 
 var (
-	listMarkRe = regexp.MustCompile(`^(?:[-*+•]|\d+[.)])?\s*(?:\[[ xX]\])?\s*`)
-	wordRe     = regexp.MustCompile(`[\p{L}\p{N}_']+`)
+	listMarkRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[-*+•]|\d+[.)])?\s*(?:\[[ xX]\])?\s*`) })
+	wordRe     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\p{L}\p{N}_']+`) })
 	// A test file named anywhere: Go, JS/TS, Python, Ruby, Rust and a tests/ directory.
-	testFileRe = regexp.MustCompile(`(?i)[\w./-]*(?:_test\.go|\.(?:test|spec)\.[cm]?[jt]sx?|test_\w+\.py|\w+_test\.py|_spec\.rb|\btests?/[\w./-]+\.\w+)`)
+	testFileRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)[\w./-]*(?:_test\.go|\.(?:test|spec)\.[cm]?[jt]sx?|test_\w+\.py|\w+_test\.py|_spec\.rb|\btests?/[\w./-]+\.\w+)`)
+	})
 	// Verbs that start a job: "Add X and write Y" is two tasks.
 	jobVerbs = map[string]bool{
 		"add": true, "implement": true, "write": true, "create": true, "fix": true, "refactor": true, "build": true,
@@ -102,7 +105,7 @@ func Check(t beads.Task, r Rules) []Violation {
 	if n := utf8.RuneCountInString(t.Title); r.MaxTitleLength > 0 && n > r.MaxTitleLength {
 		add(MaxTitleLength, "title is %d characters (max: %d)", n, r.MaxTitleLength)
 	}
-	if r.RequireTestFile && !testFileRe.MatchString(t.Description+"\n"+t.AcceptanceCriteria) {
+	if r.RequireTestFile && !testFileRe().MatchString(t.Description+"\n"+t.AcceptanceCriteria) {
 		add(RequireTestFile, "no test file named: name the test that proves it (e.g. auth_test.go, login.spec.ts) in the description or criteria")
 	}
 	if r.Naming != nil && !r.Naming.MatchString(t.Title) {
@@ -111,7 +114,7 @@ func Check(t beads.Task, r Rules) []Violation {
 	if len(r.ForbiddenWords) > 0 {
 		seen := map[string]bool{}
 		var found []string
-		for _, w := range wordRe.FindAllString(strings.ToLower(t.Title+"\n"+t.Description+"\n"+t.AcceptanceCriteria), -1) {
+		for _, w := range wordRe().FindAllString(strings.ToLower(t.Title+"\n"+t.Description+"\n"+t.AcceptanceCriteria), -1) {
 			for _, f := range r.ForbiddenWords {
 				if w == f && !seen[w] {
 					seen[w] = true
@@ -128,7 +131,7 @@ func Check(t beads.Task, r Rules) []Violation {
 
 // isVague: every word is one that promises nothing checkable.
 func isVague(c string) bool {
-	ws := wordRe.FindAllString(strings.ToLower(c), -1)
+	ws := wordRe().FindAllString(strings.ToLower(c), -1)
 	if len(ws) == 0 {
 		return true
 	}
@@ -142,7 +145,7 @@ func isVague(c string) bool {
 
 // twoJobs finds "<verb> … and <verb> …" in a title.
 func twoJobs(title string) (string, string, bool) {
-	ws := wordRe.FindAllString(strings.ToLower(title), -1)
+	ws := wordRe().FindAllString(strings.ToLower(title), -1)
 	if len(ws) == 0 || !jobVerbs[ws[0]] {
 		return "", "", false
 	}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -28,14 +29,14 @@ type Answer struct {
 	Choice   int    `json:"choice,omitempty"` // 1-based option number; 0 for a free answer
 }
 
-var questionIDRe = regexp.MustCompile(`^[0-9]{20}-[0-9a-f]{12}$`)
+var questionIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{20}-[0-9a-f]{12}$`) })
 
 // NewQuestionID returns a fresh question id.
 func NewQuestionID() (string, error) { return newID() }
 
 // CheckQuestionID refuses ids that are not ours: they name a file.
 func CheckQuestionID(id string) error {
-	if !questionIDRe.MatchString(id) {
+	if !questionIDRe().MatchString(id) {
 		return fmt.Errorf("invalid question id %q", id)
 	}
 	return nil

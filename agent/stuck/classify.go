@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Cause is why an agent waits for a human.
@@ -58,22 +59,30 @@ func (f Finding) String() string {
 }
 
 var (
-	rule = regexp.MustCompile(`^─{10,}$`)
+	rule = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^─{10,}$`) })
 	// Claude Code's spinner line while it retries a failed request:
 	// "✻ 500 scripted error 500 · retrying in 3s · attempt 3/10",
 	// "✻ API error · retrying… · attempt 1/10".
-	claudeRetry = regexp.MustCompile(`^\S\s+(.+?) · retrying(?: in \d+s|…)? · attempt (\d+)/(\d+)\s*$`)
+	claudeRetry = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\S\s+(.+?) · retrying(?: in \d+s|…)? · attempt (\d+)/(\d+)\s*$`)
+	})
 	// A turn that ended on an error: "● API Error: Request rejected (429) · …"
 	// or, before any reply, "⎿  Not logged in · Please run /login".
-	claudeFinal = regexp.MustCompile(`^\s*[●⎿][\s\x{00a0}]+((?:API Error|Not logged in|Invalid API key|OAuth token|Credit balance|Request timed out|Unable to connect).*)$`)
+	claudeFinal = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*[●⎿][\s\x{00a0}]+((?:API Error|Not logged in|Invalid API key|OAuth token|Credit balance|Request timed out|Unable to connect).*)$`)
+	})
 	// The input box's placeholder after such an error.
-	claudeResend = regexp.MustCompile(`^❯[ \x{00a0}](?:Resend your message to try again|Once fixed, resend your message)\s*$`)
+	claudeResend = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^❯[ \x{00a0}](?:Resend your message to try again|Once fixed, resend your message)\s*$`)
+	})
 	// Codex: "■ <message>" ends a failed turn; "Reconnecting... 1/5 (…)" with
 	// "└ <message>" below while it retries.
-	codexFinal     = regexp.MustCompile(`^■ (.+)$`)
-	codexReconnect = regexp.MustCompile(`^\S\s+Reconnecting\.\.\.\s*(?:(\d+)/(\d+)|waiting for network)`)
-	codexWhy       = regexp.MustCompile(`^\s*└ (.+)$`)
-	statusIn       = regexp.MustCompile(`(?:^|\(|API Error: |status )([45]\d\d)\b`)
+	codexFinal     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^■ (.+)$`) })
+	codexReconnect = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\S\s+Reconnecting\.\.\.\s*(?:(\d+)/(\d+)|waiting for network)`)
+	})
+	codexWhy = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*└ (.+)$`) })
+	statusIn = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|\(|API Error: |status )([45]\d\d)\b`) })
 )
 
 // Classify reads a screen (term.Emulator.Text: plain text, one row per
@@ -169,7 +178,7 @@ func claude(lines []string) Finding {
 	// The input box: a rule, "❯ …", a rule, near the bottom.
 	box := -1
 	for i := len(lines) - 2; i >= 1 && i >= len(lines)-12; i-- {
-		if strings.HasPrefix(lines[i], "❯") && rule.MatchString(strings.TrimSpace(lines[i-1])) {
+		if strings.HasPrefix(lines[i], "❯") && rule().MatchString(strings.TrimSpace(lines[i-1])) {
 			box = i
 			break
 		}
@@ -179,7 +188,7 @@ func claude(lines []string) Finding {
 	}
 	tail := lastNonEmpty(lines[:box-1], 3)
 	for _, l := range tail {
-		if m := claudeRetry.FindStringSubmatch(l); m != nil {
+		if m := claudeRetry().FindStringSubmatch(l); m != nil {
 			f := classifyText(strings.TrimSpace(m[1]))
 			f.Retrying = true
 			f.Attempt, _ = strconv.Atoi(m[2])
@@ -187,13 +196,13 @@ func claude(lines []string) Finding {
 			return f
 		}
 	}
-	if !claudeResend.MatchString(lines[box]) {
+	if !claudeResend().MatchString(lines[box]) {
 		return Finding{}
 	}
 	// The error is the last message: the line just above may be the right-
 	// aligned status ("Not logged in · run /login"), so look at a few.
 	for i := len(tail) - 1; i >= 0; i-- {
-		if m := claudeFinal.FindStringSubmatch(tail[i]); m != nil {
+		if m := claudeFinal().FindStringSubmatch(tail[i]); m != nil {
 			return classifyText(strings.TrimSpace(m[1]))
 		}
 	}
@@ -214,10 +223,10 @@ func codex(lines []string) Finding {
 	}
 	tail := lastNonEmpty(lines[:comp], 3)
 	for i, l := range tail {
-		if m := codexReconnect.FindStringSubmatch(l); m != nil {
+		if m := codexReconnect().FindStringSubmatch(l); m != nil {
 			why := "reconnecting"
 			if i+1 < len(tail) {
-				if w := codexWhy.FindStringSubmatch(tail[i+1]); w != nil {
+				if w := codexWhy().FindStringSubmatch(tail[i+1]); w != nil {
 					why = strings.TrimSpace(w[1])
 				}
 			}
@@ -232,7 +241,7 @@ func codex(lines []string) Finding {
 		}
 	}
 	if n := len(tail); n > 0 {
-		if m := codexFinal.FindStringSubmatch(tail[n-1]); m != nil {
+		if m := codexFinal().FindStringSubmatch(tail[n-1]); m != nil {
 			return classifyText(strings.TrimSpace(m[1]))
 		}
 	}
@@ -242,7 +251,7 @@ func codex(lines []string) Finding {
 // classifyText sorts an error message the CLI printed into a cause.
 func classifyText(msg string) Finding {
 	f := Finding{Cause: APIError, Detail: msg}
-	if m := statusIn.FindStringSubmatch(msg); m != nil {
+	if m := statusIn().FindStringSubmatch(msg); m != nil {
 		f.Status, _ = strconv.Atoi(m[1])
 	}
 	low := strings.ToLower(msg)
