@@ -28,6 +28,7 @@ type ObjectStore struct {
 	mu      sync.Mutex // one request at a time on the batch process
 	cf      *catFile
 	closed  bool
+	shares  int // Share calls not yet matched by a Close
 	timeout time.Duration // per read; a stuck process is killed
 
 	cacheMu sync.Mutex
@@ -107,11 +108,25 @@ func (o *ObjectStore) isDurable() bool {
 	return o.durable
 }
 
-// Close ends the batch process. The store may be used again afterwards
-// only by opening a new one.
+// Share hands the store to one more user (another package working on the
+// same repository, so one cat-file serves both); each user calls Close,
+// and the last Close ends the process.
+func (o *ObjectStore) Share() *ObjectStore {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.shares++
+	return o
+}
+
+// Close ends the batch process (once every Share is closed too). The
+// store may be used again afterwards only by opening a new one.
 func (o *ObjectStore) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.shares > 0 {
+		o.shares--
+		return nil
+	}
 	o.closed = true
 	if o.cf == nil {
 		return nil

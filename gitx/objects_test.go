@@ -850,3 +850,35 @@ func TestObjectStoreWalkLimits(t *testing.T) {
 		t.Fatalf("shallow repository: %v", err)
 	}
 }
+
+// A shared store keeps its process until every user has closed it.
+func TestObjectStoreShare(t *testing.T) {
+	ctx := context.Background()
+	dir := obRepo(t)
+	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
+	head := obGit(t, dir, "rev-parse", "HEAD")
+	o := OpenObjects(dir)
+	shared := o.Share()
+	if _, err := o.Commit(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	pid := o.pid()
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.cacheMu.Lock()
+	clear(o.commits)
+	o.cacheMu.Unlock()
+	if _, err := shared.Commit(ctx, head); err != nil || o.pid() != pid {
+		t.Fatalf("after the first Close: %v, pid %d (was %d)", err, o.pid(), pid)
+	}
+	if err := shared.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o.cacheMu.Lock()
+	clear(o.commits)
+	o.cacheMu.Unlock()
+	if _, err := shared.Commit(ctx, head); err == nil || o.pid() != 0 {
+		t.Fatalf("after the last Close: %v, pid %d", err, o.pid())
+	}
+}

@@ -79,3 +79,28 @@ func TestDisjointMergesInProcess(t *testing.T) {
 		t.Fatal("checkout lacks the merged files")
 	}
 }
+
+// The merge drivers are written to the repository config once: a later
+// session reads them back and writes nothing, unless the command changed.
+func TestDriversWrittenOnlyWhenChanged(t *testing.T) {
+	r := newRepo(t)
+	start(t, r, nil, nil).stop()
+	logged := gitLog(t)
+	start(t, r, nil, nil).stop()
+	start(t, r, func(o *Options) { o.DriverCommand = "other-driver" }, nil).stop()
+	var reads, writes []string
+	for _, l := range logged() {
+		switch {
+		case strings.Contains(l, "config --local -z --get-regexp"):
+			reads = append(reads, l)
+		case strings.Contains(l, "config --local merge."):
+			writes = append(writes, l)
+		}
+	}
+	if len(reads) != 2 || len(writes) != 2 {
+		t.Fatalf("config reads %q, writes %q: want one read per session and the two driver lines of the changed command", reads, writes)
+	}
+	if got := r.git("config", "merge.chorus-learnings.driver"); !strings.HasPrefix(got, "other-driver learnings ") {
+		t.Fatalf("driver %q", got)
+	}
+}

@@ -439,6 +439,10 @@ func (s *Service) AcceptTarget(tip string) error {
 	return nil
 }
 
+// Objects shares the service's object store with another user of the
+// repository (one cat-file for both), who closes it when done.
+func (s *Service) Objects() *gitx.ObjectStore { return s.objs.Share() }
+
 // Run is the single worker: it applies queue items one at a time until ctx
 // ends (or, after Drain, until the queue is idle).
 func (s *Service) Run(ctx context.Context) error {

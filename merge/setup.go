@@ -39,7 +39,20 @@ func (s *Service) registerDrivers(ctx context.Context) error {
 		}
 		cmd = shellQuote(exe) + " merge-driver"
 	}
+	// One read of what is set; a write only for what differs (the usual
+	// session writes nothing).
+	have := map[string]string{}
+	if out, err := git(ctx, s.opt.RepoDir, "config", "--local", "-z", "--get-regexp", `^merge\.chorus-`); err == nil {
+		for _, kv := range strings.Split(out, "\x00") {
+			if k, v, ok := strings.Cut(kv, "\n"); ok {
+				have[k] = v
+			}
+		}
+	}
 	set := func(k, v string) error {
+		if got, ok := have[k]; ok && got == v {
+			return nil
+		}
 		_, err := git(ctx, s.opt.RepoDir, "config", "--local", k, v)
 		return err
 	}

@@ -169,6 +169,7 @@ func New(opt Options) (*Engine, error) {
 			return nil, err
 		}
 		e.merge = ms
+		e.wt.Objects = ms.Objects()
 	}
 	e.publish()
 	return e, nil

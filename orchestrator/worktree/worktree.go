@@ -74,6 +74,10 @@ type Manager struct {
 	mu       sync.Mutex
 	excluded bool // info/exclude checked (under mu)
 
+	// Objects, when set before first use, is a store shared with another
+	// user of the repository (gitx.ObjectStore.Share); Close releases it.
+	Objects *gitx.ObjectStore
+
 	objsOnce sync.Once
 	objs     *gitx.ObjectStore // commits and trees read in-process (objects)
 	common   string            // the git common dir, "" when unknown
@@ -84,17 +88,24 @@ type Manager struct {
 func (m *Manager) objects(ctx context.Context) (*gitx.ObjectStore, string, bool) {
 	m.objsOnce.Do(func() {
 		if c, err := gitx.CommonDir(ctx, m.RepoDir); err == nil && c != "" {
-			m.common, m.objs = c, gitx.OpenObjects(m.RepoDir)
+			m.common, m.objs = c, m.Objects
+			if m.objs == nil {
+				m.objs = gitx.OpenObjects(m.RepoDir)
+			}
 		}
 	})
 	return m.objs, m.common, m.objs != nil
 }
 
-// Close ends the object store's git process, if one was started.
+// Close ends the object store's git process, if one was started, or
+// releases the shared one.
 func (m *Manager) Close() error {
 	m.objsOnce.Do(func() {}) // no store opens after Close
 	if m.objs != nil {
 		return m.objs.Close()
+	}
+	if m.Objects != nil {
+		return m.Objects.Close()
 	}
 	return nil
 }
