@@ -28,7 +28,7 @@ type ObjectStore struct {
 	mu      sync.Mutex // one request at a time on the batch process
 	cf      *catFile
 	closed  bool
-	shares  int // Share calls not yet matched by a Close
+	shares  int           // Share calls not yet matched by a Close
 	timeout time.Duration // per read; a stuck process is killed
 
 	cacheMu sync.Mutex
