@@ -273,7 +273,7 @@ func PruneKept(ctx context.Context, repo string, olderThan time.Duration, now ti
 // with --force), and only then is the uncommitted state kept and the
 // removal forced. The caller holds WorktreeMu.
 func RemoveWorktree(ctx context.Context, o KeepOptions) error {
-	if done, err := RemoveCleanWorktree(ctx, o.Worktree, o.NotWork); done {
+	if done, err := RemoveCleanWorktree(ctx, o.Worktree, o.NotWork, true); done {
 		return err
 	}
 	if _, err := Git(ctx, o.Repo, "worktree", "remove", o.Worktree); err == nil {

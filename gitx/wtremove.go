@@ -18,8 +18,14 @@ import (
 // says, and anything it does not handle the way git would (a locked
 // worktree, submodules or any nested repository, environment overrides,
 // an unusual layout) makes it answer done=false without changing
-// anything, for the caller to ask git. The caller holds WorktreeMu.
-func RemoveCleanWorktree(ctx context.Context, dir string, notWork func(rel string) bool) (done bool, err error) {
+// anything, for the caller to ask git.
+//
+// Only unregistering the worktree (its administrative directory, which a
+// concurrent `git worktree add` reads) happens under WorktreeMu: locked
+// says the caller holds it already; otherwise it is taken for just that,
+// so the check and the deletion of the files (the slow part) do not hold
+// up agents' worktrees being created.
+func RemoveCleanWorktree(ctx context.Context, dir string, notWork func(rel string) bool, locked bool) (done bool, err error) {
 	for _, k := range []string{"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} {
 		if os.Getenv(k) != "" {
 			return false, nil
@@ -35,8 +41,14 @@ func RemoveCleanWorktree(ctx context.Context, dir string, notWork func(rel strin
 			return false, nil
 		}
 	}
+	// The files first: should this stop halfway, git still knows the
+	// worktree and `git worktree prune` (or Chorus's next start) drops it.
 	if err := os.RemoveAll(dir); err != nil {
 		return true, err
+	}
+	if !locked {
+		WorktreeMu.Lock()
+		defer WorktreeMu.Unlock()
 	}
 	if err := os.RemoveAll(admin); err != nil {
 		return true, err

@@ -23,7 +23,7 @@ func TestRemoveCleanWorktree(t *testing.T) {
 	}
 	wt := add("clean")
 	writeFile(t, filepath.Join(wt, "build.log"), "ignored\n")
-	done, err := RemoveCleanWorktree(ctx, wt, nil)
+	done, err := RemoveCleanWorktree(ctx, wt, nil, false)
 	if !done || err != nil {
 		t.Fatalf("clean worktree: done %v, %v", done, err)
 	}
@@ -56,7 +56,7 @@ func TestRemoveCleanWorktree(t *testing.T) {
 	git(t, nested, "add", ".gitignore")
 	git(t, nested, "commit", "-q", "-m", "ignore inner")
 	for _, dir := range []string{untracked, modified, locked, nested, filepath.Join(repo, "missing")} {
-		done, err := RemoveCleanWorktree(ctx, dir, nil)
+		done, err := RemoveCleanWorktree(ctx, dir, nil, false)
 		if done || err != nil {
 			t.Errorf("%s: done %v, %v: want it left to git", filepath.Base(dir), done, err)
 		}

@@ -696,10 +696,15 @@ func (s *Service) cleanup(ctx context.Context, id string) {
 // and reports whether it is gone; a worktree whose files cannot be kept
 // stays, and the queue says so.
 func (s *Service) removeWorktree(ctx context.Context, id, dir string) bool {
-	gitx.WorktreeMu.Lock()
-	err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: dir, Why: "removing a worktree",
-		NotWork: func(rel string) bool { return rel == ScratchpadPath }})
-	gitx.WorktreeMu.Unlock()
+	notWork := func(rel string) bool { return rel == ScratchpadPath }
+	// A clean worktree, the usual case, holds the worktree lock only to
+	// unregister it, not while its files are checked and deleted.
+	done, err := gitx.RemoveCleanWorktree(ctx, dir, notWork, false)
+	if !done {
+		gitx.WorktreeMu.Lock()
+		err = gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: dir, Why: "removing a worktree", NotWork: notWork})
+		gitx.WorktreeMu.Unlock()
+	}
 	if err != nil {
 		s.emit(Event{Kind: EventHeld, TaskID: id, Message: "left " + dir + " in place: " + err.Error()})
 		return false

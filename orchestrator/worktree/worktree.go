@@ -540,7 +540,7 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 		// Only a clean worktree goes (ignored files such as a copied .env
 		// or build caches go with it): the common case in one process,
 		// then git's own refusal sorts out the rest.
-		if done, err := gitx.RemoveCleanWorktree(ctx, wt.Dir, IsScratchpad); done {
+		if done, err := gitx.RemoveCleanWorktree(ctx, wt.Dir, IsScratchpad, true); done {
 			if err != nil {
 				return err
 			}
