@@ -26,35 +26,68 @@ import (
 // so the check and the deletion of the files (the slow part) do not hold
 // up agents' worktrees being created.
 func RemoveCleanWorktree(ctx context.Context, dir string, notWork func(rel string) bool, locked bool) (done bool, err error) {
-	for _, k := range []string{"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} {
-		if os.Getenv(k) != "" {
-			return false, nil
-		}
-	}
-	admin, ok := worktreeAdminDir(dir)
-	if !ok || exists(filepath.Join(admin, "locked")) || exists(filepath.Join(admin, "modules")) || nestedRepo(dir) {
-		return false, nil
-	}
-	if !SurelyClean(dir, notWork) {
-		st, err := Git(ctx, dir, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none")
-		if err != nil || st != "" {
-			return false, nil
-		}
-	}
-	// The files first: should this stop halfway, git still knows the
-	// worktree and `git worktree prune` (or Chorus's next start) drops it.
-	if err := os.RemoveAll(dir); err != nil {
-		return true, err
+	admin, done, err := deleteCleanFiles(ctx, dir, notWork)
+	if !done || err != nil {
+		return done, err
 	}
 	if !locked {
 		WorktreeMu.Lock()
 		defer WorktreeMu.Unlock()
 	}
+	return true, unregister(admin)
+}
+
+// RemoveCleanWorktrees is RemoveCleanWorktree (caller not holding
+// WorktreeMu) for several worktrees, unregistering them all under one
+// hold of the lock.
+func RemoveCleanWorktrees(ctx context.Context, dirs []string, notWork func(rel string) bool) (done []bool, errs []error) {
+	done, errs = make([]bool, len(dirs)), make([]error, len(dirs))
+	admins := make([]string, len(dirs))
+	for i, dir := range dirs {
+		admins[i], done[i], errs[i] = deleteCleanFiles(ctx, dir, notWork)
+	}
+	WorktreeMu.Lock()
+	defer WorktreeMu.Unlock()
+	for i := range dirs {
+		if done[i] && errs[i] == nil {
+			errs[i] = unregister(admins[i])
+		}
+	}
+	return done, errs
+}
+
+// deleteCleanFiles checks that dir is a plain, clean linked worktree and
+// deletes its files, returning its administrative directory for
+// unregister; done=false: nothing changed, ask git.
+func deleteCleanFiles(ctx context.Context, dir string, notWork func(rel string) bool) (admin string, done bool, err error) {
+	for _, k := range []string{"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} {
+		if os.Getenv(k) != "" {
+			return "", false, nil
+		}
+	}
+	admin, ok := worktreeAdminDir(dir)
+	if !ok || exists(filepath.Join(admin, "locked")) || exists(filepath.Join(admin, "modules")) || nestedRepo(dir) {
+		return "", false, nil
+	}
+	if !SurelyClean(dir, notWork) {
+		st, err := Git(ctx, dir, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none")
+		if err != nil || st != "" {
+			return "", false, nil
+		}
+	}
+	// The files first: should this stop halfway, git still knows the
+	// worktree and `git worktree prune` (or Chorus's next start) drops it.
+	return admin, true, os.RemoveAll(dir)
+}
+
+// unregister drops a worktree's administrative directory (under
+// WorktreeMu: `git worktree add` reads every one).
+func unregister(admin string) error {
 	if err := os.RemoveAll(admin); err != nil {
-		return true, err
+		return err
 	}
 	_ = os.Remove(filepath.Dir(admin)) // git drops "worktrees" once it is empty
-	return true, nil
+	return nil
 }
 
 // worktreeAdminDir is the administrative directory of the linked worktree

@@ -71,3 +71,27 @@ func TestRemoveCleanWorktree(t *testing.T) {
 		t.Fatalf("worktrees after refusals:\n%s", l)
 	}
 }
+
+// Several at once: the clean ones go, the dirty one is left for git.
+func TestRemoveCleanWorktrees(t *testing.T) {
+	ctx := context.Background()
+	repo := repoWith(t)
+	var dirs []string
+	for _, name := range []string{"a", "b", "c"} {
+		wt := filepath.Join(repo, ".worktrees", name)
+		git(t, repo, "worktree", "add", "-q", "-b", name, wt, "main")
+		dirs = append(dirs, wt)
+	}
+	writeFile(t, filepath.Join(dirs[1], "README"), "changed\n")
+	done, errs := RemoveCleanWorktrees(ctx, dirs, nil)
+	if !done[0] || done[1] || !done[2] || errs[0] != nil || errs[2] != nil {
+		t.Fatalf("done %v, errors %v", done, errs)
+	}
+	l := git(t, repo, "worktree", "list")
+	if strings.Contains(l, dirs[0]) || !strings.Contains(l, dirs[1]) || strings.Contains(l, dirs[2]) {
+		t.Fatalf("worktrees:\n%s", l)
+	}
+	if _, err := os.Stat(filepath.Join(dirs[1], "README")); err != nil {
+		t.Fatal(err)
+	}
+}

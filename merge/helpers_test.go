@@ -141,6 +141,9 @@ func (r *repo) commitIn(wt, msg string, files map[string]string) {
 type fileStore struct {
 	path  string
 	count atomic.Int64
+
+	mu      sync.Mutex
+	cleaned []int // cleaned-up items in each persisted queue
 }
 
 type persisted struct {
@@ -150,6 +153,15 @@ type persisted struct {
 
 func (f *fileStore) persist(items []Item, st Stats) error {
 	f.count.Add(1)
+	n := 0
+	for _, it := range items {
+		if it.Cleaned {
+			n++
+		}
+	}
+	f.mu.Lock()
+	f.cleaned = append(f.cleaned, n)
+	f.mu.Unlock()
 	b, err := json.Marshal(persisted{items, st})
 	if err != nil {
 		return err

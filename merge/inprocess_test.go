@@ -104,3 +104,49 @@ func TestDriversWrittenOnlyWhenChanged(t *testing.T) {
 		t.Fatalf("driver %q", got)
 	}
 }
+
+// Landed items waiting for their clean-up (here: after a restart) are
+// cleaned up together: worktrees and branches gone, and the queue saved
+// once for all of them.
+func TestCleanupBatch(t *testing.T) {
+	r := newRepo(t)
+	start(t, r, nil, nil).stop()
+	var items []Item
+	for i, task := range []string{"ch-1", "ch-2", "ch-3"} {
+		b, wt := r.agentBranch(task, "main", map[string]string{task + ".txt": task + "\n"}, true)
+		head := r.git("rev-parse", b)
+		r.git("merge", "-q", "--no-ff", "-m", "Merge "+b, b)
+		items = append(items, Item{Request: Request{TaskID: task, Branch: b, Title: task, Agent: "a", Worktree: wt},
+			Status: StatusLanded, Seq: uint64(i + 1), Head: head, MergeCommit: r.git("rev-parse", "main")})
+	}
+	store := &fileStore{path: filepath.Join(r.dir, ".chorus", "state.json")}
+	if err := store.persist(items, Stats{NextSeq: 4}); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, r, nil, nil)
+	h.waitFor("clean-up", func(s Snapshot) bool {
+		n := 0
+		for _, it := range s.Items {
+			if it.Cleaned {
+				n++
+			}
+		}
+		return n == 3 && s.Idle
+	})
+	h.stop()
+	for _, it := range items {
+		if dirExists(it.Worktree) {
+			t.Errorf("%s still there", it.Worktree)
+		}
+		if out := r.git("branch", "--list", it.Branch); out != "" {
+			t.Errorf("branch %s still there", it.Branch)
+		}
+	}
+	h.store.mu.Lock()
+	defer h.store.mu.Unlock()
+	for _, n := range h.store.cleaned {
+		if n != 0 && n != 3 {
+			t.Fatalf("cleaned-up items per save %v: want them saved together", h.store.cleaned)
+		}
+	}
+}

@@ -545,8 +545,9 @@ func (s *Service) Run(ctx context.Context) error {
 func (s *Service) cleaner(ctx context.Context, stop <-chan struct{}) {
 	last := ""
 	for {
-		id := s.nextCleanup()
-		if id == "" || id == last {
+		ids := s.nextCleanups()
+		key := strings.Join(ids, " ")
+		if len(ids) == 0 || key == last {
 			// Nothing to do, or the last clean-up could not finish (its
 			// state was not saved): wait for news before trying again.
 			last = ""
@@ -559,8 +560,8 @@ func (s *Service) cleaner(ctx context.Context, stop <-chan struct{}) {
 			}
 			continue
 		}
-		s.cleanup(ctx, id)
-		last = id
+		s.cleanup(ctx, ids)
+		last = key
 		s.poke() // Run decides whether the queue is idle now
 	}
 }
@@ -662,15 +663,54 @@ func (s *Service) runnableLocked() []*Item {
 	return r
 }
 
-func (s *Service) nextCleanup() string {
+// nextCleanups lists the landed items not cleaned up yet (at most a
+// batch's worth), oldest first.
+func (s *Service) nextCleanups() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var ids []string
 	for _, it := range s.items {
 		if it.Status == StatusLanded && !it.Cleaned {
-			return it.TaskID
+			ids = append(ids, it.TaskID)
+			if len(ids) == maxCleanupBatch {
+				break
+			}
 		}
 	}
-	return ""
+	return ids
+}
+
+// maxCleanupBatch bounds one clean-up pass, so a long backlog (after a
+// restart) still reports progress as it goes.
+const maxCleanupBatch = 32
+
+// markCleaned records the clean-up of landed items in one save; only the
+// landing that was cleaned up counts (the task may have been rolled back
+// or queued again meanwhile).
+func (s *Service) markCleaned(items []Item) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var marked []*Item
+	for _, c := range items {
+		it := s.findLocked(c.TaskID)
+		if it == nil || s.fencedLocked(it) || it.Status != StatusLanded || it.Seq != c.Seq || it.Cleaned {
+			continue
+		}
+		it.Cleaned, it.UpdatedAt = true, s.opt.Now()
+		marked = append(marked, it)
+	}
+	if len(marked) == 0 {
+		return
+	}
+	if err := s.saveLocked(); err != nil {
+		for _, it := range marked {
+			it.Cleaned = false
+		}
+		s.stats.Paused = true
+		s.stats.PauseReason = "could not save the merge queue: " + err.Error()
+		s.publishLocked()
+		s.emit(Event{Kind: EventPaused, TaskID: marked[0].TaskID, Message: s.stats.PauseReason})
+	}
 }
 
 var statusRank = map[Status]int{StatusLanding: 0, StatusMerging: 0, StatusTesting: 0, StatusResolving: 0, StatusConflict: 0,
