@@ -2,6 +2,7 @@ package gitx
 
 import (
 	"bytes"
+	"errors"
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,7 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // SurelyClean answers, without a git process, that `git status
@@ -60,6 +63,7 @@ func SurelyClean(dir string, notWork func(rel string) bool) bool {
 		return false
 	}
 	seen := 0
+	dir = filepath.Clean(dir)
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -67,11 +71,7 @@ func SurelyClean(dir string, notWork func(rel string) bool) bool {
 		if p == dir {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
+		rel := filepath.ToSlash(strings.TrimPrefix(strings.TrimPrefix(p, dir), string(filepath.Separator)))
 		if rel == ".git" {
 			return skip(d)
 		}
@@ -84,7 +84,7 @@ func SurelyClean(dir string, notWork func(rel string) bool) bool {
 			}
 			return nil
 		}
-		e, tracked := idx.entries[rel]
+		e, tracked := idx.find(rel)
 		if !tracked {
 			if notWork != nil && notWork(rel) {
 				return nil
@@ -105,7 +105,8 @@ func SurelyClean(dir string, notWork func(rel string) bool) bool {
 	return err == nil && seen == len(idx.entries)
 }
 
-var errUnsure = io.ErrUnexpectedEOF // any error ends the walk: "ask git"
+// errUnsure ends SurelyClean's walk: git has to answer.
+var errUnsure = errors.New("not surely clean")
 
 func skip(d fs.DirEntry) error {
 	if d.IsDir() {
@@ -129,6 +130,7 @@ type statData struct {
 }
 
 type indexEntry struct {
+	name string
 	stat statData
 	mode uint32
 }
@@ -153,15 +155,25 @@ func (e indexEntry) matches(fi fs.FileInfo, st statData) bool {
 }
 
 type index struct {
-	entries map[string]indexEntry
-	tree    string // the cache-tree root: the tree the index is, "" if unknown
+	entries []indexEntry // in the index's order: sorted by name, bytewise
+	tree    string       // the cache-tree root: the tree the index is, "" if unknown
+}
+
+func (x index) find(name string) (indexEntry, bool) {
+	i, ok := slices.BinarySearchFunc(x.entries, name, func(e indexEntry, n string) int { return strings.Compare(e.name, n) })
+	if !ok {
+		return indexEntry{}, false
+	}
+	return x.entries[i], true
 }
 
 // parseIndex reads a version 2 or 3 index with SHA-1 ids; ok is false for
 // anything else, for any entry that is not a plain stage-0 entry
 // (conflicts, assume-unchanged, skip-worktree, intent-to-add) and for an
 // extension git requires a reader to understand (split, sparse).
-func parseIndex(b []byte) (index, bool) {
+func parseIndex(raw []byte) (index, bool) {
+	b := raw
+	names := string(raw) // one copy; every entry's name is a slice of it
 	const hashLen = 20
 	if len(b) < 12+hashLen || string(b[:4]) != "DIRC" {
 		return index{}, false
@@ -172,7 +184,7 @@ func parseIndex(b []byte) (index, bool) {
 	}
 	n := int(binary.BigEndian.Uint32(b[8:12]))
 	body := b[:len(b)-hashLen]
-	idx := index{entries: make(map[string]indexEntry, n)}
+	idx := index{entries: make([]indexEntry, 0, min(n, len(b)/62))}
 	off := 12
 	for range n {
 		if off+62 > len(body) {
@@ -191,8 +203,11 @@ func parseIndex(b []byte) (index, bool) {
 		if end < 0 {
 			return index{}, false
 		}
-		name := string(body[nameAt : nameAt+end])
-		idx.entries[name] = e
+		e.name = names[nameAt : nameAt+end]
+		if len(idx.entries) > 0 && idx.entries[len(idx.entries)-1].name >= e.name {
+			return index{}, false // not in git's order: not an index this reads
+		}
+		idx.entries = append(idx.entries, e)
 		off += (62 + end + 8) &^ 7 // NUL padding to a multiple of eight
 	}
 	for off+8 <= len(body) {

@@ -66,10 +66,17 @@ func deleteCleanFiles(ctx context.Context, dir string, notWork func(rel string) 
 		}
 	}
 	admin, ok := worktreeAdminDir(dir)
-	if !ok || exists(filepath.Join(admin, "locked")) || exists(filepath.Join(admin, "modules")) || nestedRepo(dir) {
+	if !ok || exists(filepath.Join(admin, "locked")) || exists(filepath.Join(admin, "modules")) {
 		return "", false, nil
 	}
-	if !SurelyClean(dir, notWork) {
+	// Files only: a directory taken as not work could hide a repository.
+	files := func(rel string) bool { return notWork != nil && !strings.HasSuffix(rel, "/") && notWork(rel) }
+	// Surely clean also means no nested repository (SurelyClean stops at
+	// one); otherwise look for one before asking git's status.
+	if !SurelyClean(dir, files) {
+		if nestedRepo(dir) {
+			return "", false, nil
+		}
 		st, err := Git(ctx, dir, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none")
 		if err != nil || st != "" {
 			return "", false, nil
