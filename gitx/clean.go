@@ -2,10 +2,10 @@ package gitx
 
 import (
 	"bytes"
-	"errors"
 	"compress/zlib"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
