@@ -538,9 +538,7 @@ func TestWriteCommitMatchesCommitTree(t *testing.T) {
 // directories are refused, so callers keep running git.
 func TestObjectStoreUnsupported(t *testing.T) {
 	ctx := context.Background()
-	dir := obRepo(t)
-	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
-	head := obGit(t, dir, "rev-parse", "HEAD")
+	dir, head := oneCommitRepo(t)
 	tree := obGit(t, dir, "rev-parse", "HEAD^{tree}")
 	obGit(t, dir, "config", "commit.gpgSign", "true")
 	o := OpenObjects(dir)
@@ -594,9 +592,7 @@ func TestObjectStoreUnsupported(t *testing.T) {
 // Bad ids never reach cat-file; missing objects are reported as such.
 func TestObjectStoreBadAndMissingIDs(t *testing.T) {
 	ctx := context.Background()
-	dir := obRepo(t)
-	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
-	head := obGit(t, dir, "rev-parse", "HEAD")
+	dir, head := oneCommitRepo(t)
 	o := OpenObjects(dir)
 	defer o.Close()
 	for _, bad := range []string{"HEAD", "main", head[:12], strings.ToUpper(head), head + "\n" + head, "HEAD~1", "", head[:39] + " "} {
@@ -629,9 +625,7 @@ func TestObjectStoreBadAndMissingIDs(t *testing.T) {
 // killed at the read timeout instead of hanging.
 func TestObjectStoreRestarts(t *testing.T) {
 	ctx := context.Background()
-	dir := obRepo(t)
-	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
-	head := obGit(t, dir, "rev-parse", "HEAD")
+	dir, head := oneCommitRepo(t)
 	o := OpenObjects(dir)
 	defer o.Close()
 	if _, err := o.Commit(ctx, head); err != nil {
@@ -641,9 +635,7 @@ func TestObjectStoreRestarts(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	o.cacheMu.Lock()
-	clear(o.commits)
-	o.cacheMu.Unlock()
+	forgetCommits(o)
 	if _, err := o.Commit(ctx, head); err != nil {
 		t.Fatalf("after kill: %v", err)
 	}
@@ -785,9 +777,7 @@ func TestParseCommit(t *testing.T) {
 // included, also beyond one batch.
 func TestObjectStoreBatches(t *testing.T) {
 	ctx := context.Background()
-	dir := obRepo(t)
-	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
-	head := obGit(t, dir, "rev-parse", "HEAD")
+	dir, head := oneCommitRepo(t)
 	tree := obGit(t, dir, "rev-parse", "HEAD^{tree}")
 	o := OpenObjects(dir)
 	defer o.Close()
@@ -854,9 +844,7 @@ func TestObjectStoreWalkLimits(t *testing.T) {
 // A shared store keeps its process until every user has closed it.
 func TestObjectStoreShare(t *testing.T) {
 	ctx := context.Background()
-	dir := obRepo(t)
-	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
-	head := obGit(t, dir, "rev-parse", "HEAD")
+	dir, head := oneCommitRepo(t)
 	o := OpenObjects(dir)
 	shared := o.Share()
 	if _, err := o.Commit(ctx, head); err != nil {
@@ -866,19 +854,30 @@ func TestObjectStoreShare(t *testing.T) {
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
-	o.cacheMu.Lock()
-	clear(o.commits)
-	o.cacheMu.Unlock()
+	forgetCommits(o)
 	if _, err := shared.Commit(ctx, head); err != nil || o.pid() != pid {
 		t.Fatalf("after the first Close: %v, pid %d (was %d)", err, o.pid(), pid)
 	}
 	if err := shared.Close(); err != nil {
 		t.Fatal(err)
 	}
-	o.cacheMu.Lock()
-	clear(o.commits)
-	o.cacheMu.Unlock()
+	forgetCommits(o)
 	if _, err := shared.Commit(ctx, head); err == nil || o.pid() != 0 {
 		t.Fatalf("after the last Close: %v, pid %d", err, o.pid())
 	}
+}
+
+// oneCommitRepo is a repository with one empty commit, and its id.
+func oneCommitRepo(t *testing.T) (dir, head string) {
+	dir = obRepo(t)
+	obGit(t, dir, "commit", "-q", "--allow-empty", "-m", "x")
+	return dir, obGit(t, dir, "rev-parse", "HEAD")
+}
+
+// forgetCommits empties the store's commit cache, so the next read goes
+// to cat-file.
+func forgetCommits(o *ObjectStore) {
+	o.cacheMu.Lock()
+	clear(o.commits)
+	o.cacheMu.Unlock()
 }

@@ -105,26 +105,12 @@ func worktreeAdminDir(dir string) (string, bool) {
 	if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() || !ownedByMe(st) {
 		return "", false
 	}
-	b, err := os.ReadFile(dotgit)
-	if err != nil {
-		return "", false
-	}
-	gd, found := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-	if !found {
-		return "", false
-	}
-	gd = strings.TrimSpace(gd)
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(dir, gd)
-	}
-	if filepath.Base(filepath.Dir(gd)) != "worktrees" || !isFile(filepath.Join(gd, "commondir")) {
+	gd, _, ok := worktreeGitDirs(dir)
+	if !ok || filepath.Base(filepath.Dir(gd)) != "worktrees" {
 		return "", false
 	}
 	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
-	if err != nil {
-		return "", false
-	}
-	if !sameFile(strings.TrimSpace(string(back)), dotgit) {
+	if err != nil || !sameFile(strings.TrimSpace(string(back)), dotgit) {
 		return "", false
 	}
 	return gd, true
