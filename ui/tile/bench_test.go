@@ -36,10 +36,7 @@ func BenchmarkFrame(b *testing.B) {
 }
 
 func benchFrame(b *testing.B, paint bool) {
-	b.Setenv("LANG", "C.UTF-8")
-	b.Setenv("LC_ALL", "")
-	b.Setenv("LC_CTYPE", "")
-	b.Setenv("NO_COLOR", "")
+	paintEnv(b)
 	data, err := os.ReadFile("../../agent/term/testdata/replay/claude-fullscreen/stream.raw")
 	if err != nil {
 		b.Fatal(err)

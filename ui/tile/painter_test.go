@@ -251,12 +251,7 @@ func TestPainterThenOverlay(t *testing.T) {
 	p, ps := startPainter(t, s)
 	tl := New(term.New(20, 4), nil)
 	tl.SetRect(0, 0, 22, 6)
-	tl.Emulator().Write([]byte("first"))
-	tl.Draw(ps)
-	ps.Show()
-	tl.Emulator().Write([]byte("\r\n\x1b[32msecond\x1b[m"))
-	tl.DrawChanged(ps, p)
-	p.Flush()
+	drawThenPaint(tl, ps, p, "first", "\r\n\x1b[32msecond\x1b[m")
 	// An overlay over the tile, drawn by tcell, then gone.
 	for x := range 10 {
 		ps.Put(x+2, 2, "#", tcell.StyleDefault)
@@ -276,11 +271,22 @@ func TestPainterThenOverlay(t *testing.T) {
 
 // paintEnv is the environment a painter paints in: a UTF-8 locale, colour.
 // Screens read it when they start, so it comes before them.
-func paintEnv(t *testing.T) {
+func paintEnv(t testing.TB) {
 	t.Setenv("NO_COLOR", "")
 	t.Setenv("LANG", "C.UTF-8")
 	t.Setenv("LC_ALL", "")
 	t.Setenv("LC_CTYPE", "")
+}
+
+// drawThenPaint draws the tile with first through tcell, then paints what
+// then changes with more through the painter.
+func drawThenPaint(tl *Tile, ps tcell.Screen, p *Painter, first, more string) {
+	tl.Emulator().Write([]byte(first))
+	tl.Draw(ps)
+	ps.Show()
+	tl.Emulator().Write([]byte(more))
+	tl.DrawChanged(ps, p)
+	p.Flush()
 }
 
 // startPainter starts a painter on s (made under paintEnv) and returns it
@@ -314,12 +320,7 @@ func TestPainterThenFullDraw(t *testing.T) {
 	tl.Box = tview.NewFlex().Box // as the UI's tiles: no fill
 	tl.SetBorder(true)
 	tl.SetRect(0, 0, 22, 6)
-	tl.Emulator().Write([]byte("x"))
-	tl.Draw(ps)
-	ps.Show()
-	tl.Emulator().Write([]byte("\rBBBB"))
-	tl.DrawChanged(ps, p)
-	p.Flush()
+	drawThenPaint(tl, ps, p, "x", "\rBBBB")
 	s.sync()
 	if got := s.text(1, 1, 4); got != "BBBB" {
 		t.Fatalf("painted row = %q", got)
