@@ -574,7 +574,8 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 // CommitWIP commits every uncommitted change in the worktree, untracked
 // files included, on the agent branch, so that stopping an agent never
 // loses its work. Hooks are skipped: this is a save, not a submission. It
-// reports whether a commit was made.
+// reports whether a commit was made. The scratchpad alone is not work: a
+// worktree holding nothing else uncommitted needs no commit.
 func (m *Manager) CommitWIP(ctx context.Context, wt Worktree, msg string) (bool, error) {
 	if gitx.SurelyClean(wt.Dir, IsScratchpad) {
 		return false, nil // the usual case once an agent has committed
