@@ -26,7 +26,11 @@ func TestTaskTokenBudgetBlocksAndAutopilotContinues(t *testing.T) {
 	small := h.task("cheap", beads.CreateOptions{Priority: 2})
 	never := make(chan struct{}) // the expensive agent would go on forever
 	h.srv.Add(modelserver.Script{Match: []string{big}, Turns: []modelserver.Turn{
-		{Tools: []modelserver.Tool{modelserver.Bash("echo started > big.txt")}, Usage: modelserver.Usage{Input: 40_000, Output: 500}},
+		// The cap is crossed only on the turn after the file is written: the
+		// stop may come before the CLI runs the tool of the turn that
+		// crossed it, and then that tool's work never existed.
+		{Tools: []modelserver.Tool{modelserver.Bash("echo started > big.txt")}, Usage: modelserver.Usage{Input: 2000, Output: 50}},
+		{Tools: []modelserver.Tool{modelserver.Bash("echo more >> big.txt")}, Usage: modelserver.Usage{Input: 40_000, Output: 500}},
 		{Text: "still thinking", Hold: never},
 	}})
 	h.srv.Add(modelserver.Script{Match: []string{small}, Turns: []modelserver.Turn{
