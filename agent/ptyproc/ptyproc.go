@@ -242,6 +242,13 @@ func (p *Proc) readLoop() {
 	buf := make([]byte, 32<<10)
 	stalled := false
 	var last time.Time // of the last read that brought a trickle of bytes
+	// Of the last full read. While the child floods, a short read only
+	// means the reader caught up for a moment: waiting a window then would
+	// let the terminal's buffer fill and stall the child for the rest of
+	// it (a flood read at a buffer per window, ten times slower than tmux
+	// reads it), so a short read within a window of a full one is followed
+	// at once by the next.
+	var lastBulk time.Time
 	for {
 		if p.coalesce > 0 && !last.IsZero() {
 			// Busy: let the child's next writes gather in the terminal's
@@ -256,8 +263,12 @@ func (p *Proc) readLoop() {
 		}
 		n, err := p.read(buf)
 		last = time.Time{}
-		if n > 0 && n < bulkRead {
-			last = time.Now()
+		if n >= bulkRead {
+			lastBulk = time.Now()
+		} else if n > 0 {
+			if now := time.Now(); now.Sub(lastBulk) >= p.coalesce {
+				last = now
+			}
 		}
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)

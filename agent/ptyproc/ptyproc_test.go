@@ -439,11 +439,14 @@ func TestBusyOutputCoalesced(t *testing.T) {
 
 // TestFloodNotThrottled: a child writing as fast as it can is read at full
 // speed whatever the coalescing window: full reads are followed at once by
-// the next. With a two-second window, a throttled reader would need minutes
-// for this megabyte.
+// the next, and so is a short one while full ones keep coming (the reader
+// caught up for a moment). The terminal buffers a few dozen KiB, so a
+// reader that waited a five-second window at each catch-up would need
+// well over the fail-safe for these 8 MiB; one that does not needs well
+// under a second.
 func TestFloodNotThrottled(t *testing.T) {
-	const size = 1 << 20
-	p, err := Start(Spec{Argv: []string{"sh", "-c", "head -c " + strconv.Itoa(size) + " /dev/zero | tr '\\0' x"}, Coalesce: 2 * time.Second})
+	const size = 8 << 20
+	p, err := Start(Spec{Argv: []string{"sh", "-c", "head -c " + strconv.Itoa(size) + " /dev/zero | tr '\\0' x"}, Coalesce: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

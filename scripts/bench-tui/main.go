@@ -8,7 +8,9 @@
 //	bench-tui attach - - SECONDS       the Chorus UI attached to that socket
 //	bench-tui ingest FILE              cat FILE under a 120x40 PTY into one emulator,
 //	                                   as the engine reads an agent; print the wall
-//	                                   and CPU seconds it took
+//	                                   and CPU seconds it took; $COALESCE (a
+//	                                   duration, negative: none) sets the
+//	                                   reader's coalescing window
 //
 // The chorus mode drives the real ui package through a stand-in engine
 // whose agents are pacers, so the UI's cost (emulation, frames, drawing)
@@ -271,7 +273,7 @@ func ingest(file string) error {
 		return err
 	}
 	start := time.Now()
-	f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}, Cols: 120, Rows: 40, LogCap: -1})
+	f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}, Cols: 120, Rows: 40, LogCap: -1, Coalesce: coalesceEnv()})
 	if err != nil {
 		return err
 	}
@@ -287,4 +289,10 @@ func ingest(file string) error {
 	cpu := time.Duration(r1.Utime.Nano()-r0.Utime.Nano()) + time.Duration(r1.Stime.Nano()-r0.Stime.Nano())
 	fmt.Printf("%.3f %.3f\n", wall.Seconds(), cpu.Seconds())
 	return nil
+}
+
+// coalesceEnv is $COALESCE as ptyproc.Spec.Coalesce (unset: the default).
+func coalesceEnv() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv("COALESCE"))
+	return d
 }
