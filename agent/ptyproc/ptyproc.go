@@ -63,6 +63,10 @@ type Spec struct {
 // the next read comes at once and a flood is read at full speed.
 const bulkRead = 1024
 
+// floodBytes read in two windows say the child writes faster than the
+// terminal can buffer for a window (tens of KiB on Linux, less on macOS).
+const floodBytes = 16 << 10
+
 // DefaultCoalesce is one frame of the grid: the screen cannot show bytes
 // sooner than that anyway.
 const DefaultCoalesce = 33 * time.Millisecond
@@ -242,13 +246,17 @@ func (p *Proc) readLoop() {
 	buf := make([]byte, 32<<10)
 	stalled := false
 	var last time.Time // of the last read that brought a trickle of bytes
-	// Of the last full read. While the child floods, a short read only
-	// means the reader caught up for a moment: waiting a window then would
-	// let the terminal's buffer fill and stall the child for the rest of
-	// it (a flood read at a buffer per window, ten times slower than tmux
-	// reads it), so a short read within a window of a full one is followed
-	// at once by the next.
-	var lastBulk time.Time
+	// While the child floods, a short read only means the reader caught up
+	// for a moment: waiting a window then would let the terminal's buffer
+	// fill and stall the child for the rest of it (a flood read at one
+	// buffer per window, ten times slower than tmux reads it). So a short
+	// read right after a full one, or in a window that with the one before
+	// brought floodBytes, is followed at once by the next. A busy screen
+	// (frames of a few KiB in many small writes) still waits: waking for
+	// each of its writes was five times the reads.
+	prevBulk := false
+	var win time.Time // the grid window of the last read
+	winBytes, prevWinBytes := 0, 0
 	for {
 		if p.coalesce > 0 && !last.IsZero() {
 			// Busy: let the child's next writes gather in the terminal's
@@ -263,12 +271,21 @@ func (p *Proc) readLoop() {
 		}
 		n, err := p.read(buf)
 		last = time.Time{}
-		if n >= bulkRead {
-			lastBulk = time.Now()
-		} else if n > 0 {
-			if now := time.Now(); now.Sub(lastBulk) >= p.coalesce {
+		if n > 0 {
+			now := time.Now()
+			if w := now.Truncate(p.coalesce); !w.Equal(win) {
+				prevWinBytes = 0
+				if w.Sub(win) == p.coalesce {
+					prevWinBytes = winBytes
+				}
+				win, winBytes = w, 0
+			}
+			winBytes += n
+			flooding := prevBulk || winBytes+prevWinBytes >= floodBytes
+			if n < bulkRead && !flooding {
 				last = now
 			}
+			prevBulk = n >= bulkRead
 		}
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)

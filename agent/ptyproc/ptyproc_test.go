@@ -437,6 +437,64 @@ func TestBusyOutputCoalesced(t *testing.T) {
 	}
 }
 
+// TestMain lets the test binary play a busy full-screen program for
+// TestBusyScreenCoalesced.
+func TestMain(m *testing.M) {
+	if os.Getenv("PTYPROC_TEST_BUSY_SCREEN") != "" {
+		busyScreen()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	screenFrames = 60
+	frameWrites  = 20
+)
+
+// busyScreen draws frames of 2,400 bytes in 20 writes each, about one
+// frame per grid window, as a TUI redrawing in small writes does.
+func busyScreen() {
+	line := append(bytes.Repeat([]byte("y"), 119), '\n')
+	for range screenFrames {
+		for range frameWrites {
+			os.Stdout.Write(line)
+			time.Sleep(500 * time.Microsecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBusyScreenCoalesced: frames of a few KiB written in many small
+// writes are read a few times per window, not once per write: the
+// reader's rule for floods (a short read right after a full one is
+// followed at once) must not take a busy screen for one. The bound holds
+// however slow the machine: a late reader reads more at once.
+func TestBusyScreenCoalesced(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	p, err := Start(Spec{Argv: []string{exe}, Env: []string{"PTYPROC_TEST_BUSY_SCREEN=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, n := 0, 0
+	for b := range p.Output() {
+		chunks++
+		n += bytes.Count(b, []byte("y"))
+	}
+	span := time.Since(start)
+	if want := screenFrames * frameWrites * 119; n != want {
+		t.Fatalf("read %d bytes, want %d", n, want)
+	}
+	t.Logf("%d reads over %v", chunks, span)
+	if limit := 4*int(span/DefaultCoalesce) + 4; chunks > limit {
+		t.Errorf("%d reads over %v, want at most %d (a read per write would be %d)", chunks, span, limit, screenFrames*frameWrites)
+	}
+}
+
 // TestFloodNotThrottled: a child writing as fast as it can is read at full
 // speed whatever the coalescing window: full reads are followed at once by
 // the next, and so is a short one while full ones keep coming (the reader
