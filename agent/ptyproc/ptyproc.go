@@ -67,6 +67,45 @@ const bulkRead = 1024
 // terminal can buffer for a window (tens of KiB on Linux, less on macOS).
 const floodBytes = 16 << 10
 
+// pacer decides after each read of busy output whether the reader waits
+// for the next point of the window's grid before it reads again. The grid
+// is shared by every reader in the process, so busy agents wake together,
+// once per window, rather than each on its own timer.
+//
+// While the child floods, a short read only means the reader caught up
+// for a moment: waiting a window then would let the terminal's buffer
+// fill and stall the child for the rest of it (a flood read at one buffer
+// per window, ten times slower than tmux reads it). So a short read right
+// after a full one, or in a window that with the one before brought
+// floodBytes, is followed at once by the next. A busy screen (frames of a
+// few KiB in many small writes) still waits: waking for each of its
+// writes was five times the reads.
+type pacer struct {
+	window                 time.Duration
+	prevBulk               bool
+	win                    time.Time // the grid window of the last read
+	winBytes, prevWinBytes int
+}
+
+// after takes a read of n > 0 bytes at now and says when to read next
+// (zero: at once).
+func (c *pacer) after(n int, now time.Time) time.Time {
+	if w := now.Truncate(c.window); !w.Equal(c.win) {
+		c.prevWinBytes = 0
+		if w.Sub(c.win) == c.window {
+			c.prevWinBytes = c.winBytes
+		}
+		c.win, c.winBytes = w, 0
+	}
+	c.winBytes += n
+	flooding := c.prevBulk || c.winBytes+c.prevWinBytes >= floodBytes
+	c.prevBulk = n >= bulkRead
+	if n >= bulkRead || flooding {
+		return time.Time{}
+	}
+	return c.win.Add(c.window)
+}
+
 // DefaultCoalesce is one frame of the grid: the screen cannot show bytes
 // sooner than that anyway.
 const DefaultCoalesce = 33 * time.Millisecond
@@ -245,47 +284,19 @@ func (p *Proc) readLoop() {
 	defer close(p.out)
 	buf := make([]byte, 32<<10)
 	stalled := false
-	var last time.Time // of the last read that brought a trickle of bytes
-	// While the child floods, a short read only means the reader caught up
-	// for a moment: waiting a window then would let the terminal's buffer
-	// fill and stall the child for the rest of it (a flood read at one
-	// buffer per window, ten times slower than tmux reads it). So a short
-	// read right after a full one, or in a window that with the one before
-	// brought floodBytes, is followed at once by the next. A busy screen
-	// (frames of a few KiB in many small writes) still waits: waking for
-	// each of its writes was five times the reads.
-	prevBulk := false
-	var win time.Time // the grid window of the last read
-	winBytes, prevWinBytes := 0, 0
+	pace := pacer{window: p.coalesce}
+	var next time.Time // when to read again; zero: at once
 	for {
-		if p.coalesce > 0 && !last.IsZero() {
-			// Busy: let the child's next writes gather in the terminal's
-			// buffer rather than wake for each (a full buffer only makes
-			// the child wait, as a slow reader would).
-			// The wake-up is on a grid shared by every reader in the
-			// process, so busy agents wake together, once per window,
-			// rather than each on its own timer.
-			if wait := time.Until(last.Truncate(p.coalesce).Add(p.coalesce)); wait > 0 {
-				time.Sleep(wait)
-			}
+		// Busy: let the child's next writes gather in the terminal's
+		// buffer rather than wake for each (a full buffer only makes the
+		// child wait, as a slow reader would).
+		if wait := time.Until(next); !next.IsZero() && wait > 0 {
+			time.Sleep(wait)
 		}
 		n, err := p.read(buf)
-		last = time.Time{}
-		if n > 0 {
-			now := time.Now()
-			if w := now.Truncate(p.coalesce); !w.Equal(win) {
-				prevWinBytes = 0
-				if w.Sub(win) == p.coalesce {
-					prevWinBytes = winBytes
-				}
-				win, winBytes = w, 0
-			}
-			winBytes += n
-			flooding := prevBulk || winBytes+prevWinBytes >= floodBytes
-			if n < bulkRead && !flooding {
-				last = now
-			}
-			prevBulk = n >= bulkRead
+		next = time.Time{}
+		if n > 0 && pace.window > 0 {
+			next = pace.after(n, time.Now())
 		}
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)

@@ -526,3 +526,37 @@ func TestFloodNotThrottled(t *testing.T) {
 		t.Fatal("a flood was read at the coalescing window's pace")
 	}
 }
+
+// TestPacer: when the reader waits for the next grid point, read by read.
+func TestPacer(t *testing.T) {
+	const w = 10 * time.Millisecond
+	t0 := time.Unix(1_000_000, 0) // on the grid
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type read struct {
+		ms, n int
+		wait  bool // waits until the end of its window
+	}
+	for _, tc := range []struct {
+		name  string
+		reads []read
+	}{
+		{"a trickle waits for the next grid point", []read{{1, 100, true}, {10, 100, true}, {25, 5, true}}},
+		{"full reads never wait", []read{{1, 4095, false}, {1, 4095, false}, {2, 1024, false}}},
+		{"a short read right after a full one does not wait, the next does", []read{{1, 2400, false}, {2, 120, false}, {3, 120, true}, {10, 2400, false}, {11, 120, false}, {12, 120, true}}},
+		{"a flood's short reads never wait", []read{{1, 4095, false}, {1, 4095, false}, {1, 4095, false}, {1, 4095, false}, {2, 500, false}, {2, 300, false}, {12, 300, false}, {13, 200, false}}},
+		{"the window before counts, not the one before that", []read{{1, 16 << 10, false}, {2, 10, false}, {12, 10, false}, {13, 10, false}, {25, 10, true}}},
+		{"a window with no reads forgets the rate", []read{{11, 16 << 10, false}, {12, 10, false}, {31, 10, true}}},
+	} {
+		p := pacer{window: w}
+		for i, r := range tc.reads {
+			got := p.after(r.n, at(r.ms))
+			want := time.Time{}
+			if r.wait {
+				want = at(r.ms).Truncate(w).Add(w)
+			}
+			if !got.Equal(want) {
+				t.Errorf("%s: read %d (%d bytes at %d ms): next read at %v, want %v", tc.name, i, r.n, r.ms, got, want)
+			}
+		}
+	}
+}
