@@ -417,17 +417,7 @@ func TestBusyOutputCoalesced(t *testing.T) {
 		// holds every read however late the deliveries come on a loaded
 		// machine, so the bound is loose but cannot fail spuriously; without
 		// coalescing there would be a chunk per write.
-		start := time.Now()
-		p, err := Start(Spec{Argv: []string{"sh", "-c", `i=0; while [ $i -lt ` + strconv.Itoa(writes) + ` ]; do printf x; sleep 0.005; i=$((i+1)); done`}, Coalesce: c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		chunks, n := 0, 0
-		for b := range p.Output() {
-			chunks++
-			n += bytes.Count(b, []byte("x"))
-		}
-		span := time.Since(start)
+		chunks, n, span := countReads(t, Spec{Argv: []string{"sh", "-c", `i=0; while [ $i -lt ` + strconv.Itoa(writes) + ` ]; do printf x; sleep 0.005; i=$((i+1)); done`}, Coalesce: c}, 'x')
 		if n != writes {
 			t.Fatalf("got %d bytes, want %d", n, writes)
 		}
@@ -435,6 +425,24 @@ func TestBusyOutputCoalesced(t *testing.T) {
 			t.Errorf("window %v: %d chunks over %v, want at most %d", c, chunks, span, limit)
 		}
 	}
+}
+
+// countReads runs spec to its end and counts the reads of its output, the
+// bytes c in them, and the time from before the start to after the last
+// delivery (it holds every read however late deliveries come on a loaded
+// machine).
+func countReads(t *testing.T, spec Spec, c byte) (reads, n int, span time.Duration) {
+	t.Helper()
+	start := time.Now()
+	p, err := Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range p.Output() {
+		reads++
+		n += bytes.Count(b, []byte{c})
+	}
+	return reads, n, time.Since(start)
 }
 
 // TestMain lets the test binary play a busy full-screen program for
@@ -475,17 +483,7 @@ func TestBusyScreenCoalesced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	p, err := Start(Spec{Argv: []string{exe}, Env: []string{"PTYPROC_TEST_BUSY_SCREEN=1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, n := 0, 0
-	for b := range p.Output() {
-		chunks++
-		n += bytes.Count(b, []byte("y"))
-	}
-	span := time.Since(start)
+	chunks, n, span := countReads(t, Spec{Argv: []string{exe}, Env: []string{"PTYPROC_TEST_BUSY_SCREEN=1"}}, 'y')
 	if want := screenFrames * frameWrites * 119; n != want {
 		t.Fatalf("read %d bytes, want %d", n, want)
 	}
