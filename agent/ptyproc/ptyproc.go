@@ -290,8 +290,8 @@ func (p *Proc) readLoop() {
 		// Busy: let the child's next writes gather in the terminal's
 		// buffer rather than wake for each (a full buffer only makes the
 		// child wait, as a slow reader would).
-		if wait := time.Until(next); !next.IsZero() && wait > 0 {
-			time.Sleep(wait)
+		if !next.IsZero() {
+			time.Sleep(time.Until(next)) // returns at once if next has passed
 		}
 		n, err := p.read(buf)
 		next = time.Time{}

@@ -273,7 +273,11 @@ func ingest(file string) error {
 		return err
 	}
 	start := time.Now()
-	f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}, Cols: 120, Rows: 40, LogCap: -1, Coalesce: coalesceEnv()})
+	coalesce, err := coalesceEnv()
+	if err != nil {
+		return err
+	}
+	f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}, Cols: 120, Rows: 40, LogCap: -1, Coalesce: coalesce})
 	if err != nil {
 		return err
 	}
@@ -292,7 +296,14 @@ func ingest(file string) error {
 }
 
 // coalesceEnv is $COALESCE as ptyproc.Spec.Coalesce (unset: the default).
-func coalesceEnv() time.Duration {
-	d, _ := time.ParseDuration(os.Getenv("COALESCE"))
-	return d
+func coalesceEnv() (time.Duration, error) {
+	v := os.Getenv("COALESCE")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("COALESCE=%q: want a duration such as 33ms, or -1ns for none", v)
+	}
+	return d, nil
 }
