@@ -45,7 +45,7 @@ func newEngineCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ready io.WriteCloser
 			if readyFD > 0 {
-				ready = os.NewFile(uintptr(readyFD), "ready")
+				ready = readyPipe(readyFD)
 			}
 			err := runEngine(cmd.Context(), g, &ro, ready, cmd.ErrOrStderr())
 			if err != nil && ready != nil {
@@ -61,6 +61,16 @@ func newEngineCmd(g *globals) *cobra.Command {
 	f.IntVar(&ro.maxAgents, "max-agents", 0, "run at most N agents at once")
 	f.IntVar(&readyFD, "ready-fd", 0, "file descriptor to write \"ok\" (or the error) to once listening")
 	return cmd
+}
+
+// readyPipe is the descriptor `chorus` handed the engine to say it
+// listens, made close-on-exec at once: a process the engine starts before
+// it is ready (its long-lived git update-ref and cat-file, an agent)
+// would otherwise hold the pipe open, and the TUI waiting for its end
+// would show a blank screen for as long as that process lives.
+func readyPipe(fd int) *os.File {
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "ready")
 }
 
 // runEngine runs the engine until a stop request or a stop signal, serving
