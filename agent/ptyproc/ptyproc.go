@@ -517,7 +517,7 @@ func (p *Proc) Resize(cols, rows uint16) error {
 // hand-offs than the terminals themselves. On any failure the original
 // (blocking, still correct) file is kept.
 func pollable(master *os.File) *os.File {
-	fd, err := unix.Dup(int(master.Fd()))
+	fd, err := dupCloexec(master)
 	if err != nil {
 		return master
 	}
@@ -525,10 +525,15 @@ func pollable(master *os.File) *os.File {
 		unix.Close(fd)
 		return master
 	}
-	unix.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), master.Name())
 	master.Close()
 	return f
+}
+
+// dupCloexec duplicates f's descriptor close-on-exec in one step, so an
+// agent started meanwhile cannot inherit another agent's terminal.
+func dupCloexec(f *os.File) (int, error) {
+	return unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 // unwatched returns the terminal's master side in non-blocking mode on a
@@ -542,17 +547,22 @@ func pollable(master *os.File) *os.File {
 func unwatched(master *os.File) (f *os.File, wakeR, wakeW int, err error) {
 	// Fd puts the descriptor in blocking mode, so its duplicate makes a
 	// file os.NewFile does not register; closing master unregisters it.
-	fd, err := unix.Dup(int(master.Fd()))
+	fd, err := dupCloexec(master)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	unix.CloseOnExec(fd)
 	f = os.NewFile(uintptr(fd), master.Name())
 	master.Close()
 	var pfd [2]int
+	// Under ForkLock, as os.Pipe does where pipe2 is missing: an agent
+	// started in between would inherit the pipe otherwise.
+	syscall.ForkLock.RLock()
 	if err = unix.Pipe(pfd[:]); err == nil {
 		unix.CloseOnExec(pfd[0])
 		unix.CloseOnExec(pfd[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err == nil {
 		err = unix.SetNonblock(pfd[1], true)
 	}
 	if err == nil {
