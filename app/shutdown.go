@@ -46,16 +46,30 @@ func graceNow() time.Duration {
 	return defaultShutdownGrace
 }
 
+// repeatWindow is how soon after the first stop signal another one is
+// taken as the same stop: cron and timeout(1) signal the process and then
+// its whole process group, so one stop arrives as two signals within
+// microseconds of each other.
+const repeatWindow = time.Second
+
+// secondStop says whether a stop signal arriving at now, after the first
+// one at first, asks for the emergency exit: only one sent on purpose, a
+// moment later, does.
+func secondStop(first, now time.Time) bool {
+	return now.Sub(first) > repeatWindow
+}
+
 // watchStopSignals cancels ctx on the first SIGINT or SIGTERM, which starts
 // the normal shutdown (agents stopped, work committed, tasks released). If
 // that has not ended the process within the grace period, or a second
-// signal arrives, the process exits anyway: a stop signal must always stop
-// Chorus, even when the engine is stuck. Agents that were still running are
-// found and reconciled by the next start, as after a crash. The returned
-// function ends the watch once the command has returned.
+// signal arrives more than repeatWindow later, the process exits anyway: a
+// stop signal must always stop Chorus, even when the engine is stuck.
+// Agents that were still running are found and reconciled by the next
+// start, as after a crash. The returned function ends the watch once the
+// command has returned.
 func watchStopSignals(stderr io.Writer, exit func(int)) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	finished := make(chan struct{})
 	go func() {
@@ -65,18 +79,28 @@ func watchStopSignals(stderr io.Writer, exit func(int)) (context.Context, func()
 		case <-finished:
 			return
 		}
+		at := time.Now()
 		cancel(errStopSignal)
 		grace := graceNow()
+		fmt.Fprintf(stderr, "chorus: %v: stopping (agents stopped, their work committed, tasks released; at most %s); a second stop signal exits at once\n", first, grace)
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		var why string
-		select {
-		case <-finished:
-			return
-		case s := <-sigs:
-			why = fmt.Sprintf("second stop signal (%v) while shutting down", s)
-		case <-timer.C:
-			why = fmt.Sprintf("shutdown did not finish within %s of %v", grace, first)
+	wait:
+		for {
+			select {
+			case <-finished:
+				return
+			case s := <-sigs:
+				if !secondStop(at, time.Now()) {
+					continue // the same stop, delivered to the process and its group
+				}
+				why = fmt.Sprintf("second stop signal (%v) while shutting down", s)
+				break wait
+			case <-timer.C:
+				why = fmt.Sprintf("shutdown did not finish within %s of %v", grace, first)
+				break wait
+			}
 		}
 		msg := "chorus: " + why + "; exiting now without finishing it."
 		if p := dumpStacks(); p != "" {

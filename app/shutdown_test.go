@@ -92,3 +92,98 @@ hang
 		t.Fatalf("no goroutine dump: %v", err)
 	}
 }
+
+// TestSecondStopPolicy: a repeat within repeatWindow of the first stop
+// signal is the same stop (process and group signalled together); one
+// later asks for the emergency exit.
+func TestSecondStopPolicy(t *testing.T) {
+	first := time.Date(2026, 11, 28, 1, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		after time.Duration
+		want  bool
+	}{
+		{0, false},
+		{time.Microsecond, false},
+		{300 * time.Millisecond, false},
+		{repeatWindow, false},
+		{repeatWindow + time.Millisecond, true},
+		{10 * time.Second, true},
+	} {
+		if got := secondStop(first, first.Add(c.after)); got != c.want {
+			t.Errorf("second signal %s after the first: emergency exit %v, want %v", c.after, got, c.want)
+		}
+	}
+}
+
+// TestGroupSignalIsOneStop signals the real binary the way timeout(1) and
+// cron do: SIGTERM to its process group and to the process itself. The
+// shutdown takes seconds (the agent ignores SIGTERM and waits for
+// stopGraceSeconds), so the second signal arrives while it runs; it must
+// be taken as the same stop: a normal shutdown, not the emergency exit.
+func TestGroupSignalIsOneStop(t *testing.T) {
+	dir := scriptedProject(t, `
+write wip.txt "work in progress"
+signal PROGRESS 10
+ignore-term
+hang
+`, func(cfg map[string]any) {
+		c := cfg["completion"].(map[string]any)
+		c["stopGraceSeconds"] = 3
+		c["shutdownGraceSeconds"] = 60
+	})
+	if r := chorus(t, dir, "task", "create", "stopped by a group signal"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chorusBinary(t), "-C", dir, "--autopilot", "--headless", "--max-agents", "1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	sc := bufio.NewScanner(out)
+	var transcript []string
+	scanUntil := func(want string) bool {
+		for sc.Scan() {
+			transcript = append(transcript, sc.Text())
+			if strings.Contains(sc.Text(), want) {
+				return true
+			}
+		}
+		return false
+	}
+	if !scanUntil("PROGRESS") {
+		t.Fatalf("the agent never reported progress:\n%s", strings.Join(transcript, "\n"))
+	}
+	// kill -TERM -<pgid>, then the process itself, as timeout(1) does.
+	if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !scanUntil("stopping") {
+		t.Fatalf("no sign of the stop:\n%s", strings.Join(transcript, "\n"))
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	scanUntil("\x00") // to the end
+	err = cmd.Wait()
+	all := strings.Join(transcript, "\n")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("exit: %v (want code %d)\n%s", err, ExitInterrupted, all)
+	}
+	if strings.Contains(all, "exiting now without finishing") {
+		t.Fatalf("one stop sent to the process and its group took the emergency exit:\n%s", all)
+	}
+	if !strings.Contains(all, "interrupted; running tasks went back to open") {
+		t.Fatalf("no normal shutdown:\n%s", all)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".chorus", "shutdown-stacks.txt")); err == nil {
+		t.Fatal("a goroutine dump was written: the emergency exit ran")
+	}
+}
