@@ -87,6 +87,7 @@ func install(prefix string) (Tools, error) {
 			return Tools{}, errors.New("npm is not installed; it is needed to fetch " + strings.Join(missing, ", "))
 		}
 		args := append([]string{"install", "--prefix", prefix, "--save-exact", "--no-audit", "--no-fund", "--loglevel=error"}, missing...)
+		announce(fmt.Sprintf("installing %s with npm into %s for the end-to-end tests (about 1 GB, once; set CHORUS_TOOLS_DIR to share a copy)", strings.Join(missing, ", "), prefix))
 		cmd := exec.Command(npm, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return Tools{}, fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -250,4 +251,16 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// announce says at once what a long step is doing. go test holds a
+// passing package's output until it ends, so the line goes to the
+// controlling terminal when there is one, else to stderr.
+func announce(line string) {
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprintln(tty, "chorus tests:", line)
+		tty.Close()
+		return
+	}
+	fmt.Fprintln(os.Stderr, "chorus tests:", line)
 }
