@@ -59,6 +59,15 @@ func TestInitCreatesAndKeeps(t *testing.T) {
 	if !strings.Contains(r.stderr, "go.mod found → go") || !strings.Contains(r.stderr, "created .chorus/config.json") {
 		t.Errorf("init output: %s", r.stderr)
 	}
+	// It ends by saying what to commit, and that the tasks are a file.
+	for _, want := range []string{"git add .agent/learnings.md ", " .chorus/config.json ", " .chorus/prompts/ ", " .gitignore && git commit", "Tasks live in .beads/issues.jsonl"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("init output lacks %q: %s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "planning-state.json &&") || strings.Contains(r.stderr, "add .chorus/ ") {
+		t.Errorf("init advises committing runtime files: %s", r.stderr)
+	}
 	var cfg map[string]any
 	b, _ := os.ReadFile(filepath.Join(dir, ".chorus/config.json"))
 	if err := json.Unmarshal(b, &cfg); err != nil {
@@ -419,5 +428,13 @@ func TestRoutingWithPlanningAndStuckTasks(t *testing.T) {
 	r = chorus(t, dir, "--headless")
 	if r.code != 0 || !strings.Contains(r.stderr, "No tasks are ready") {
 		t.Fatalf("headless, only a blocked task: %d %s", r.code, r.stderr)
+	}
+}
+
+func TestCommitPaths(t *testing.T) {
+	got := commitPaths("?? .agent/learnings.md\n?? .beads/.gitignore\n?? .beads/issues.jsonl\n?? .chorus/config.json\n?? .chorus/prompts/a.md\n?? .chorus/prompts/b.md\n M .gitignore\n")
+	want := []string{".agent/learnings.md", ".beads/", ".chorus/config.json", ".chorus/prompts/", ".gitignore"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("commitPaths = %v, want %v", got, want)
 	}
 }

@@ -222,6 +222,7 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 	} else {
 		fmt.Fprintln(stderr, "Chorus was already set up here; existing files were left as they are.")
 	}
+	commitAdvice(ctx, stderr, root, append(append([]string{}, res.Created...), res.Existing...))
 	if !wizard {
 		fmt.Fprintln(stderr, "Next: create tasks with `chorus task create \"title\"`, then run `chorus`.")
 	}
