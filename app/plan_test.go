@@ -76,7 +76,7 @@ func TestPlanHeadless(t *testing.T) {
 func TestPlanHeadlessUnfixed(t *testing.T) {
 	script := `
 @ prompt~todo
-run "chorus task create 'Add list endpoint and write docs' --acceptance 'works' > vague.id"
+run "chorus task create 'Add list endpoint and write docs' --acceptance 'works' > \"$CHORUS_DIR/vague.id\""
 signal COMPLETE
 exit 0
 @ *
@@ -100,7 +100,7 @@ exit 0
 	}
 	// The person fixes the task; `chorus plan` with no goal resumes the
 	// review and finds it valid without starting the Plan Agent.
-	id, _ := os.ReadFile(filepath.Join(dir, "vague.id"))
+	id, _ := os.ReadFile(filepath.Join(dir, ".chorus", "vague.id"))
 	if r := chorus(t, dir, "task", "update", strings.TrimSpace(string(id)), "--title", "Add list endpoint", "--acceptance", "GET /todos returns 200"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}

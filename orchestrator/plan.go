@@ -13,8 +13,8 @@ import (
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
 )
 
-// The planning run: the Plan Agent works in the repository root, on no
-// branch or task of its own, and only creates and edits tasks (through
+// The planning run: the Plan Agent works in a checkout of its own
+// (planwt.go), on no branch or task, and only creates and edits tasks (through
 // `chorus task …`). It is an agentRun like any other, so front ends see
 // it in the snapshot, draw its screen and type into it; its supervisor is
 // planWork instead of work.
@@ -113,9 +113,11 @@ func (e *Engine) planFinished(r *agentRun, reason string) {
 // COMPLETE, BLOCKED or NEEDS_HELP signal or the process's exit; text typed
 // with CmdType (r.answers) starts the next turn.
 func (r *agentRun) planWork(prompt string) string {
-	e := r.e
 	t := beads.Task{} // no task: no model override, no task id
-	wt := worktree.Worktree{Dir: e.opt.Dir.Root}
+	dir, done := r.planCheckout()
+	defer done()
+	r.update(func(s *State, a *AgentState) { a.Worktree = dir })
+	wt := worktree.Worktree{Dir: dir}
 	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{prompt}})
 	retire, err := r.publishKey()
 	if err != nil {

@@ -75,6 +75,10 @@ exit 0
 	if s := h.eng.Snapshot(); len(s.Agents) != 0 || s.Tasks[planTaskID] != nil {
 		t.Fatalf("after stop: %+v", s.State)
 	}
+	// Its checkout goes with it; the root is the user's, untouched.
+	if _, err := os.Stat(filepath.Join(h.root, ".worktrees", id)); !os.IsNotExist(err) {
+		t.Fatalf("the Plan Agent's checkout is still there: %v", err)
+	}
 	if err := h.eng.Do(context.Background(), Command{Kind: CmdType, AgentID: id, Text: "x"}); err == nil {
 		t.Fatal("typing into a stopped Plan Agent accepted")
 	}
