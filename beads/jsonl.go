@@ -664,7 +664,12 @@ func decodeWith(s *scanner, r *record) error {
 		var err error
 		switch string(k) {
 		case "_type":
+			// An empty type is a task, as the slow path reads it; taking
+			// it verbatim would hide the task from every query.
 			r.kind, err = s.itext()
+			if r.kind == "" {
+				r.kind = "issue"
+			}
 		case "id":
 			r.id, err = s.text()
 		case "status":
