@@ -44,7 +44,7 @@ func ReadRef(commonDir, name string) (hash string, exists, known bool) {
 	}
 	pb, err := os.ReadFile(filepath.Join(commonDir, "packed-refs"))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", false, true
+		return "", false, filesRefStorage(commonDir)
 	}
 	if err != nil {
 		return "", false, false
@@ -52,7 +52,51 @@ func ReadRef(commonDir, name string) (hash string, exists, known bool) {
 	if h, ok := PackedRef(pb, name); ok {
 		return h, true, true
 	}
-	return "", false, true
+	return "", false, filesRefStorage(commonDir)
+}
+
+// filesRefStorage reports whether refs of commonDir live in loose files and
+// packed-refs, so that finding neither means the ref is missing. A reftable
+// repository (git 2.45+, extensions.refStorage=reftable) keeps them in
+// reftable/, where "no file" says nothing: anything but the files backend,
+// or a config that cannot be read, is left to git. Checked only when a ref
+// looks missing, so found refs cost no extra read.
+func filesRefStorage(commonDir string) bool {
+	if _, err := os.Stat(filepath.Join(commonDir, "reftable")); err == nil {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(commonDir, "config"))
+	if err != nil {
+		return false
+	}
+	storage, ok := configValue(b, "extensions", "refstorage")
+	return !ok || strings.EqualFold(storage, "files")
+}
+
+// configValue finds key in [section] of a git config file's text (names
+// compared as git does, case-insensitively; the last value wins). It reads
+// the simple "key = value" lines git writes itself; quoting and includes
+// are not followed, which for the keys asked here only matters in files no
+// git command writes.
+func configValue(b []byte, section, key string) (string, bool) {
+	var val string
+	var found, in bool
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") {
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "["), "]")
+			in = strings.EqualFold(strings.TrimSpace(name), section)
+			continue
+		}
+		if !in || line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		k, v, _ := strings.Cut(line, "=")
+		if strings.EqualFold(strings.TrimSpace(k), key) {
+			val, found = strings.Trim(strings.TrimSpace(v), `"`), true
+		}
+	}
+	return val, found
 }
 
 // PackedRef looks name up in the contents of a packed-refs file.

@@ -66,3 +66,50 @@ func TestRefsAgreeWithGit(t *testing.T) {
 		}
 	}
 }
+
+// A reftable repository keeps no loose refs and no packed-refs: the
+// in-process reader must leave the answer to git instead of calling every
+// ref missing. The local git may be too old to create one, so the
+// extension is written by hand (and the reftable/ directory alone is
+// recognised too).
+func TestReadRefDefersOnReftable(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config string
+		dir    bool
+		known  bool
+	}{
+		{"files", "[core]\n\trepositoryformatversion = 1\n[extensions]\n\trefStorage = files\n", false, true},
+		{"no extension", "[core]\n\trepositoryformatversion = 0\n", false, true},
+		{"reftable", "[core]\n\trepositoryformatversion = 1\n[extensions]\n\trefStorage = reftable\n", false, false},
+		{"reftable capitals", "[Extensions]\n\tREFSTORAGE = reftable\n", false, false},
+		{"reftable directory", "[core]\n\tbare = false\n", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			gitT(t, dir, "init", "-q", "-b", "main")
+			gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
+			common := filepath.Join(dir, ".git")
+			gitT(t, dir, "pack-refs", "--all")
+			if err := os.WriteFile(filepath.Join(common, "config"), []byte(tc.config), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.dir {
+				if err := os.Mkdir(filepath.Join(common, "reftable"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, ref := range []string{"refs/chorus/candidate/x", "refs/heads/nope"} {
+				if h, ok, known := ReadRef(common, ref); ok || known != tc.known {
+					t.Errorf("%s: ReadRef = %q, exists %v, known %v; want missing known=%v", ref, h, ok, known, tc.known)
+				}
+			}
+			if err := os.Remove(filepath.Join(common, "packed-refs")); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, known := ReadRef(common, "refs/heads/nope"); ok || known != tc.known {
+				t.Errorf("no packed-refs: exists %v, known %v; want known=%v", ok, known, tc.known)
+			}
+		})
+	}
+}
