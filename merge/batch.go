@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/chorus-dev/chorus/gitx"
 )
 
 // Batches (bors / Refinery style): when quality commands are configured
@@ -283,18 +285,21 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 	}
 }
 
+// mergeMessage is a landing's subject. The title is the task's, written by
+// whoever filed it: only its first line, with no escape sequence or control
+// byte, goes into history, which `git log` prints to terminals.
 func mergeMessage(it Item) string {
 	msg := "Merge " + it.Branch
-	if it.Title != "" {
-		msg += ": " + oneLine(it.Title)
+	if t := gitx.OneLine(it.Title); t != "" {
+		msg += ": " + t
 	}
 	return msg
 }
 
 func trailer(it Item) string {
 	t := "Chorus-Task: " + it.TaskID
-	if it.Agent != "" {
-		t += "\nChorus-Agent: " + oneLine(it.Agent)
+	if a := gitx.OneLine(it.Agent); a != "" {
+		t += "\nChorus-Agent: " + a
 	}
 	return t
 }

@@ -99,15 +99,7 @@ func (s *Service) process(ctx context.Context, id string) {
 		s.finishLanded(ctx, id, "", true)
 		return
 	}
-	msg := "Merge " + it.Branch
-	if it.Title != "" {
-		msg += ": " + oneLine(it.Title)
-	}
-	trailer := "Chorus-Task: " + it.TaskID
-	if it.Agent != "" {
-		trailer += "\nChorus-Agent: " + oneLine(it.Agent)
-	}
-	c, err := s.commitTree(ctx, mt.tree, []string{base, head}, msg, trailer)
+	c, err := s.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
 	if err != nil {
 		s.attemptFailed(ctx, id, err.Error())
 		return
@@ -141,14 +133,6 @@ func (s *Service) checkpointTxn(id, tip string) string {
 		return "update " + CheckpointPrefix + "pre-merge-" + id + " " + tip + "\n"
 	}
 	return ""
-}
-
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 var errNoTarget = errors.New("target branch not found")
