@@ -175,10 +175,10 @@ func noEngine(p *project, what string) error {
 // startEngine starts `chorus engine` for the repository in a session of
 // its own and waits until it listens (or says why it cannot).
 func startEngine(ctx context.Context, p *project, g *globals, o *runOptions) error {
-	if err := os.MkdirAll(p.dir.Logs(), 0o755); err != nil {
+	if err := os.MkdirAll(p.dir.Logs(), 0o700); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(engineLog(p), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(engineLog(p), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

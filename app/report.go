@@ -99,9 +99,9 @@ func writeRunReport(ctx context.Context, d chorusdir.Dir, s beads.Store) (string
 		return "", err
 	}
 	dir := filepath.Join(d.Path, "reports")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, chorusdir.DirMode); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, time.Now().Format("20060102-150405")+".md")
-	return path, chorusdir.WriteAtomic(path, []byte(r.Markdown()), 0o644)
+	return path, chorusdir.WriteAtomic(path, []byte(r.Markdown()), chorusdir.FileMode)
 }

@@ -128,7 +128,7 @@ func dumpStacks() string {
 	buf := make([]byte, 4<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	p := filepath.Join(dir, "shutdown-stacks.txt")
-	if err := os.WriteFile(p, buf, 0o644); err != nil {
+	if err := os.WriteFile(p, buf, 0o600); err != nil {
 		return ""
 	}
 	return p

@@ -47,7 +47,7 @@ func (d Dir) Exists() bool {
 // fsync of the directory.
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirModeFor(perm)); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
@@ -111,10 +111,10 @@ func (d Dir) AppendLog(mode, event string, details map[string]any) error {
 	b = append(b, '\n')
 	logMu.Lock()
 	defer logMu.Unlock()
-	if err := os.MkdirAll(d.Path, 0o755); err != nil {
+	if err := os.MkdirAll(d.Path, DirMode); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(d.SessionLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(d.SessionLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
 	if err != nil {
 		return err
 	}

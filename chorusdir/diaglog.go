@@ -50,7 +50,7 @@ func (d Dir) OpenDiagLog() (*slog.Logger, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(d.Logs(), 0o755); err != nil {
+	if err := os.MkdirAll(d.Logs(), DirMode); err != nil {
 		return nil, nil, err
 	}
 	f, err := OpenRotating(d.DiagLog(), DiagLogMax, DiagLogKeep)
@@ -84,7 +84,7 @@ func OpenRotating(path string, max int64, keep int) (*RotatingFile, error) {
 }
 
 func (r *RotatingFile) open() error {
-	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
 	if err != nil {
 		return err
 	}

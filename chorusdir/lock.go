@@ -38,15 +38,17 @@ type Lock struct {
 	path string
 }
 
-// Acquire takes the repository lock or returns *HeldError.
+// Acquire takes the repository lock or returns *HeldError. Holding it,
+// it makes .chorus/ private (Tighten), so an install made while it was
+// world-readable is fixed on the next start.
 func (d Dir) Acquire(command string) (*Lock, error) {
-	if err := os.MkdirAll(d.Path, 0o755); err != nil {
+	if err := os.MkdirAll(d.Path, DirMode); err != nil {
 		return nil, err
 	}
 	path := d.Lock()
 	deadline := time.Now().Add(3 * time.Second)
 	for attempt := 0; attempt < 100; attempt++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
 		if err != nil {
 			return nil, err
 		}
@@ -75,6 +77,10 @@ func (d Dir) Acquire(command string) (*Lock, error) {
 		if err := f.Truncate(0); err == nil {
 			_, _ = f.WriteAt(append(b, '\n'), 0)
 			_ = f.Sync()
+		}
+		if _, err := d.Tighten(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("making %s private: %w", d.Path, err)
 		}
 		return &Lock{f: f, path: path}, nil
 	}

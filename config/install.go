@@ -31,6 +31,9 @@ var GitignoreEntries = []string{".worktrees/", ".chorus/state.json", ".chorus/lo
 func Install(root string, cfg Config) (InstallResult, error) {
 	var res InstallResult
 	d := chorusdir.At(root)
+	if err := d.Ensure(); err != nil {
+		return res, err
+	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	if cfg.CreatedAt == "" {
 		cfg.CreatedAt = now
@@ -60,11 +63,13 @@ func Install(root string, cfg Config) (InstallResult, error) {
 		}
 		sub := strings.TrimPrefix(p, top+"/")
 		var dst string
+		dirMode, mode := chorusdir.DirMode, chorusdir.FileMode
 		switch {
 		case strings.HasPrefix(sub, "agent/scratchpad.md"):
 			return nil // goes into each worktree, not the main checkout
 		case strings.HasPrefix(sub, "agent/"):
 			dst = filepath.Join(root, ".agent", filepath.FromSlash(strings.TrimPrefix(sub, "agent/")))
+			dirMode, mode = 0o755, 0o644 // the project's files, shared like any other
 		default:
 			dst = filepath.Join(d.Path, filepath.FromSlash(sub))
 		}
@@ -76,19 +81,16 @@ func Install(root string, cfg Config) (InstallResult, error) {
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dst), dirMode); err != nil {
 			return err
 		}
-		if err := chorusdir.WriteAtomic(dst, data, 0o644); err != nil {
+		if err := chorusdir.WriteAtomic(dst, data, mode); err != nil {
 			return err
 		}
 		res.Created = append(res.Created, rel(dst))
 		return nil
 	})
 	if err != nil {
-		return res, err
-	}
-	if err := os.MkdirAll(d.Logs(), 0o755); err != nil {
 		return res, err
 	}
 	added, err := ensureGitignore(filepath.Join(root, ".gitignore"), GitignoreEntries)

@@ -304,5 +304,5 @@ func Save(path string, c Config) error {
 	if err != nil {
 		return err
 	}
-	return chorusdir.WriteAtomic(path, append(b, '\n'), 0o644)
+	return chorusdir.WriteAtomic(path, append(b, '\n'), chorusdir.FileMode)
 }

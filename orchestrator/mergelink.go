@@ -310,7 +310,7 @@ func (h *mergeHistory) split(items []merge.Item) ([]merge.Item, error) {
 		h.done[it.TaskID] = it.MergeCommit
 	}
 	if len(add) > 0 {
-		f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, err
 		}

@@ -144,10 +144,10 @@ func promptArg(prompt, file string) (string, error) {
 	if len(prompt) <= maxArgPrompt {
 		return prompt, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(file, []byte(prompt), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(prompt), 0o600); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Your instructions are too long for the command line: they are in the file %s. Read that whole file now and follow it exactly.", file), nil

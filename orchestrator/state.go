@@ -167,7 +167,7 @@ func (s *State) save(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := chorusdir.WriteAtomic(path, append(b, '\n'), 0o644); err != nil {
+	if err := chorusdir.WriteAtomic(path, append(b, '\n'), chorusdir.FileMode); err != nil {
 		return err
 	}
 	if err := os.Remove(journalPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -398,11 +398,11 @@ func (w *stateWriter) snapshot(s *State, pieces map[string][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := chorusdir.WriteAtomic(w.path, append(b, '\n'), 0o644); err != nil {
+	if err := chorusdir.WriteAtomic(w.path, append(b, '\n'), chorusdir.FileMode); err != nil {
 		return err
 	}
 	if w.f == nil {
-		f, err := os.OpenFile(w.jpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o644)
+		f, err := os.OpenFile(w.jpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, chorusdir.FileMode)
 		if err != nil {
 			return err
 		}

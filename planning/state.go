@@ -107,7 +107,7 @@ func Save(path string, s State) error {
 	if err != nil {
 		return err
 	}
-	return chorusdir.WriteAtomic(path, append(b, '\n'), 0o644)
+	return chorusdir.WriteAtomic(path, append(b, '\n'), chorusdir.FileMode)
 }
 
 // Update loads, changes and saves the state in one step.

@@ -201,7 +201,7 @@ func Start(spec Spec) (*Proc, error) {
 	}
 	p.out = make(chan []byte, n)
 	if spec.LogPath != "" {
-		f, err := os.OpenFile(spec.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(spec.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600) // what the agent printed: the user's only
 		if err != nil {
 			return nil, fmt.Errorf("ptyproc: open log: %w", err)
 		}

@@ -71,7 +71,7 @@ func WriteAnswer(chorusDir, id string, a Answer) error {
 		return err
 	}
 	dir := filepath.Join(chorusDir, AnswersDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	a.Question = id
@@ -121,7 +121,7 @@ func ReadAnswer(chorusDir, id string) (a Answer, ok bool, err error) {
 // fsnotify. The channel closes when ctx ends.
 func WatchAnswers(ctx context.Context, chorusDir string) (<-chan string, error) {
 	dir := filepath.Join(chorusDir, AnswersDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	w, err := fsnotify.NewWatcher()

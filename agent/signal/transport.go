@@ -149,7 +149,7 @@ func send(from Sender, e Envelope) error {
 		return fmt.Errorf("signal: Chorus directory %s not found", chorusDir)
 	}
 	dir := filepath.Join(chorusDir, SignalsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	id, err := newID()
@@ -166,7 +166,7 @@ func send(from Sender, e Envelope) error {
 		return err
 	}
 	tmp := filepath.Join(dir, ".tmp-"+id)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func newID() (string, error) {
 // Envelope.Ack. The channel is closed when ctx ends.
 func Watch(ctx context.Context, chorusDir string) (<-chan Envelope, error) {
 	dir := filepath.Join(chorusDir, SignalsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	w, err := fsnotify.NewWatcher()
