@@ -54,11 +54,9 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	} else if len(removed) > 0 {
 		p.logEvent(stderr, "startup", "temp_files_removed", map[string]any{"paths": removed})
 	}
-	target := p.cfg.Merge.TargetBranch
-	if target == "" {
-		if target, err = gitx.CurrentBranch(ctx, p.root); err != nil {
-			return fail(withCode(ExitSetup, fmt.Errorf("finding the checked-out branch: %w", err)))
-		}
+	target, err := recordTarget(ctx, p, stderr)
+	if err != nil {
+		return fail(withCode(ExitSetup, fmt.Errorf("finding the checked-out branch: %w", err)))
 	}
 	if target == "" {
 		return fail(withCode(ExitSetup, errors.New("the main checkout is on a detached HEAD; check out the branch agents should merge into, or set merge.targetBranch in .chorus/config.json")))

@@ -138,6 +138,18 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 		cfg.Agents.MaxParallel = o.maxAgents
 	}
 	cfg.QualityCommands = det.Quality
+	// The target is fixed now: a later checkout of another branch must not
+	// move where agents' work lands.
+	target, err := initialTarget(ctx, root)
+	if err != nil {
+		return false, withCode(ExitSetup, fmt.Errorf("finding the checked-out branch: %w", err))
+	}
+	cfg.Merge.TargetBranch = target
+	if target != "" {
+		checks = append(checks, check{Name: "target branch", OK: true, Detail: target + ": agents' work lands there (merge.targetBranch), whichever branch is checked out later"})
+	} else {
+		checks = append(checks, check{Name: "target branch", Detail: "HEAD is detached and no default branch was found: the first run records the branch checked out then (or set merge.targetBranch)"})
+	}
 	if cfg.QualityCommands == nil {
 		cfg.QualityCommands = []config.QualityCommand{}
 	}

@@ -39,8 +39,9 @@ func newMergeCmd(g *globals) *cobra.Command {
 func newAcceptTargetCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "accept-target [TIP]",
-		Short: "Accept the target branch's new tip after it moved outside Chorus, and resume merging",
-		Long: `When something other than Chorus moves the target branch (an agent running
+		Short: "Accept the target branch's (merge.targetBranch) new tip after it moved outside Chorus, and resume merging",
+		Long: `When something other than Chorus moves the target branch, merge.targetBranch
+in .chorus/config.json (an agent running
 git update-ref, a push, a reset), the merge queue holds: nothing lands on a
 tip no quality command verified. Look at the new tip; if it is good, this
 command makes it the baseline and lands what is queued. TIP, when given
@@ -52,7 +53,9 @@ While Chorus runs in the full-screen view, press A in its merge view instead.`,
 			if len(args) == 1 {
 				tip = args[0]
 			}
-			err := runQueueCommand(cmd, g, orchestrator.Command{Kind: orchestrator.CmdMergeAcceptTarget, Text: tip}, "target accepted; merging resumes")
+			err := runQueueCommandTo(cmd, g, orchestrator.Command{Kind: orchestrator.CmdMergeAcceptTarget, Text: tip}, func(target string) string {
+				return "target accepted: the tip of branch " + target + " (merge.targetBranch) is the new baseline; merging into " + target + " resumes"
+			})
 			var ee *exitError
 			if errors.As(err, &ee) && ee.code == ExitLocked {
 				return withCode(ExitLocked, fmt.Errorf("%w\nIn the running Chorus, open the merge view (M) and press A to accept the target", err))
@@ -65,6 +68,11 @@ While Chorus runs in the full-screen view, press A in its merge view instead.`,
 // runQueueCommand starts a semi-auto headless session, gives its engine c,
 // says done, and runs until the merge queue is idle or needs a person.
 func runQueueCommand(cmd *cobra.Command, g *globals, c orchestrator.Command, done string) error {
+	return runQueueCommandTo(cmd, g, c, func(string) string { return done })
+}
+
+// runQueueCommandTo is runQueueCommand whose message names the target.
+func runQueueCommandTo(cmd *cobra.Command, g *globals, c orchestrator.Command, done func(target string) string) error {
 	ctx := cmd.Context()
 	out := cmd.ErrOrStderr()
 	p, err := g.loadProject(ctx, out, true)
@@ -80,7 +88,7 @@ func runQueueCommand(cmd *cobra.Command, g *globals, c orchestrator.Command, don
 		if err := eng.Do(ctx, c); err != nil {
 			return withCode(ExitFailure, err)
 		}
-		fmt.Fprintln(out, done)
+		fmt.Fprintln(out, done(p.cfg.Merge.TargetBranch))
 		return nil
 	})
 }

@@ -195,6 +195,9 @@ type Completion struct {
 
 // Merge configures the background merge service.
 type Merge struct {
+	// TargetBranch is where agents' work lands. init records it; empty,
+	// the next start records the branch checked out then. It never follows
+	// a later checkout.
 	TargetBranch    string `json:"targetBranch" mapstructure:"targetbranch"`
 	AutoResolve     bool   `json:"autoResolve" mapstructure:"autoresolve"`
 	AgentResolve    bool   `json:"agentResolve" mapstructure:"agentresolve"`
@@ -480,7 +483,7 @@ func (c Config) Validate() error {
 		add("merge.resolverTimeoutMinutes", c.Merge.ResolverTimeoutMinutes, "minutes, 1 or more (default 10)")
 	}
 	if b := c.Merge.TargetBranch; b != "" && (strings.HasPrefix(b, "-") || strings.ContainsAny(b, " ~^:?*[\\") || strings.Contains(b, "..")) {
-		add("merge.targetBranch", b, "a valid git branch name, or \"\" for the branch checked out when Chorus starts")
+		add("merge.targetBranch", b, "a valid git branch name, or \"\" to record the branch checked out at the next start")
 	}
 	if g := c.TUI.AgentGrid; g != "auto" && !gridRE().MatchString(g) {
 		add("tui.agentGrid", g, `"auto" or COLSxROWS such as "2x2", "1x4"`)
