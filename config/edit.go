@@ -46,7 +46,7 @@ func SetKey(path, key string, value any) error {
 		return err
 	}
 	buf.WriteByte('\n')
-	return chorusdir.WriteAtomic(path, buf.Bytes(), 0o644)
+	return chorusdir.WriteAtomic(path, buf.Bytes(), chorusdir.FileMode)
 }
 
 // object is a JSON object that keeps its keys in file order.
