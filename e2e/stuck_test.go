@@ -173,9 +173,9 @@ func TestClaudeHeadlessFailureReason(t *testing.T) {
 	if !strings.Contains(ev.Text, "Not logged in") {
 		t.Fatalf("exit reported as %q\n%s", ev.Text, h.report())
 	}
-	rel := h.waitFor(kind(orchestrator.EvReleased, id))
+	rel := h.waitFor(kind(orchestrator.EvFailed, id))
 	if !strings.Contains(rel.Text, "exited with code 1: Not logged in") {
-		t.Fatalf("released with %q\n%s", rel.Text, h.report())
+		t.Fatalf("failed with %q\n%s", rel.Text, h.report())
 	}
 }
 

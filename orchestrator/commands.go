@@ -149,7 +149,9 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 		}
 		return e.do(ctx, func() {
 			if tr := e.st.Tasks[c.TaskID]; tr != nil {
-				*tr = TaskRun{FirstStarted: time.Now().UTC()}
+				// A fresh budget; IterationBase stays, so the next agent
+				// starts from the handover of the work kept in the worktree.
+				*tr = TaskRun{FirstStarted: time.Now().UTC(), IterationBase: tr.IterationBase}
 			}
 			e.emit(Event{Kind: EvReleased, Task: c.TaskID, Text: "retry"})
 			e.needReady = true
@@ -382,10 +384,6 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 	case outError, outStartFailed, outUnstartable:
 		e.startFailed(r, o)
 	}
-	if o.errors && e.st.Mode == config.ModeAutopilot {
-		e.st.Paused = true
-		e.emit(Event{Kind: EvPaused, Text: "autopilot paused after repeated agent errors: " + o.reason})
-	}
 	e.emit(Event{Kind: EvFinished, Agent: r.id, Task: r.taskID, Text: string(o.kind)})
 }
 
@@ -410,6 +408,11 @@ func (e *Engine) Recover(ctx context.Context) error {
 	e.st.Tasks = old.Tasks
 	for _, tr := range e.st.Tasks {
 		tr.Errors = 0 // a new session gives agents a fresh chance
+		if tr.Open && !tr.CompleteSignalled {
+			// The engine died during this iteration: the agent does not pay
+			// for it (a COMPLETE it signalled is re-checked instead).
+			tr.Iterations, tr.Open = max(tr.Iterations-1, 0), false
+		}
 	}
 	e.st.MergeQueue, e.st.MergeStats = old.MergeQueue, old.MergeStats
 	if e.merge != nil {

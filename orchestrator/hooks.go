@@ -162,12 +162,12 @@ func (r *agentRun) gate(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, g
 		if done == nil {
 			*pp = nil // stopped for the commit; the next iteration respawns
 			r.update(func(st *State, a *AgentState) { a.Status = AgentRunning })
-			return turnResult{failure: failure}
+			return turnResult{failure: failure, end: EndRefused}
 		}
 		return turnResult{done: done}
 	}
 	r.update(func(st *State, a *AgentState) { a.Status = AgentRunning; st.run(t.ID).CompleteSignalled = false })
-	return turnResult{failure: describeFailure(results)}
+	return turnResult{failure: describeFailure(results), end: EndCheckFailed}
 }
 
 // postIteration runs the post-iteration hook; its complete goes through
@@ -181,7 +181,7 @@ func (r *agentRun) postIteration(t beads.Task, wt worktree.Worktree, pp **ptypro
 	if g.done != nil {
 		return g.done
 	}
-	res.failure, res.crashed, res.typed = g.failure, false, ""
+	res.failure, res.end, res.typed = g.failure, g.end, ""
 	return nil
 }
 

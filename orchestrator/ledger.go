@@ -193,24 +193,10 @@ func failureKey(results []QualityResult) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// needsPerson hands the task to a person when more iterations would only
-// repeat themselves: the same quality failure completion.repeatedFailures
-// times in a row, or completion.stuckAlerts stuck alerts in a row. The
-// agent is stopped, its work kept, the task blocked with the evidence.
-func (r *agentRun) needsPerson(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, noCommitStreak int) *outcome {
-	c := r.e.cfg.Completion
-	var reason string
-	r.led.mu.Lock()
-	if n := c.RepeatedFailures; n > 0 && r.led.failCount >= n {
-		reason = fmt.Sprintf("needs a person: the same quality failure %d times in a row. %s", r.led.failCount, oneLine(r.led.failText, 1500))
-	}
-	r.led.mu.Unlock()
-	if n, a := c.StuckIterations, c.StuckAlerts; reason == "" && n > 0 && a > 0 && noCommitStreak >= n*a {
-		reason = fmt.Sprintf("needs a person: %d stuck alerts in a row (%d iterations without a new commit)", noCommitStreak/n, noCommitStreak)
-	}
-	if reason == "" {
-		return nil
-	}
+// handToPerson hands the task to a person when more iterations would
+// only repeat themselves (the policy's needs-person): the agent is
+// stopped, its work kept, the task blocked with the evidence.
+func (r *agentRun) handToPerson(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, reason string) outcome {
 	r.stopProc(p)
 	r.commitWIP(wt, "needs a person")
 	r.update(func(s *State, a *AgentState) {
@@ -222,7 +208,7 @@ func (r *agentRun) needsPerson(t beads.Task, wt worktree.Worktree, p *ptyproc.Pr
 	if err := r.e.opt.Store.Block(context.Background(), t.ID, reason); err != nil {
 		r.event(EvError, "marking blocked: "+err.Error(), nil)
 	}
-	return &outcome{kind: outBlocked, reason: reason}
+	return outcome{kind: outBlocked, reason: reason}
 }
 
 // ledgerHandoverMax bounds what a handover quotes from the ledger.

@@ -87,7 +87,12 @@ type TaskRun struct {
 	FailStreak    int    `json:"failStreak,omitempty"`
 	FailText      string `json:"failText,omitempty"`
 	IterationBase string `json:"iterationBase,omitempty"` // HEAD when the last iteration started
-	Completed     bool   `json:"completed"`               // quality passed; closing pending
+	// Open: iteration Iterations runs and the policy has not judged it
+	// yet. Found open at recovery, it ended with the engine: not counted.
+	Open bool `json:"open,omitempty"`
+	// Nudges: the times the agent was asked to confirm its COMPLETE.
+	Nudges    int  `json:"nudges,omitempty"`
+	Completed bool `json:"completed"` // quality passed; closing pending
 	// CompleteSignalled: the agent signalled COMPLETE and its quality
 	// check had not finished; recorded first, so a crash during the check
 	// leads to a re-check, not a lost COMPLETE and a spent iteration.
@@ -191,6 +196,17 @@ func (s *State) clone() State {
 	}
 	c.MergeQueue = append([]merge.Item(nil), s.MergeQueue...)
 	return c
+}
+
+// counters are what the supervisor's policy reads of a task run.
+func (tr *TaskRun) counters() Counters {
+	return Counters{Iterations: tr.Iterations, Errors: tr.Errors, NoCommitStreak: tr.NoCommitStreak,
+		FailStreak: tr.FailStreak, Nudges: tr.Nudges}
+}
+
+// apply records the policy's counters.
+func (tr *TaskRun) apply(c Counters) {
+	tr.Iterations, tr.Errors, tr.NoCommitStreak, tr.Nudges = c.Iterations, c.Errors, c.NoCommitStreak, c.Nudges
 }
 
 func (s *State) run(taskID string) *TaskRun {

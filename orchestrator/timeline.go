@@ -106,13 +106,19 @@ func Timeline(d chorusdir.Dir, taskID string) ([]Stage, error) {
 		return stages, err
 	}
 	// The ledger's tokens are the task's running total at each
-	// iteration's end; an iteration spent the difference.
+	// iteration's end; an iteration spent the difference. Ledger sections
+	// and iteration stages match in order: a number comes again when an
+	// iteration was given back (a stop, a crash of Chorus).
 	var prev int64
-	spent := map[int]int64{}
-	files := map[int]string{}
-	for _, it := range its {
+	k := 0
+	for i := range stages {
+		if !strings.HasPrefix(stages[i].State, "iteration ") || k >= len(its) {
+			continue
+		}
+		it := its[k]
+		k++
 		if !it.End.IsZero() {
-			spent[it.N] = max(0, it.Tokens-prev)
+			stages[i].Tokens = max(0, it.Tokens-prev)
 			prev = it.Tokens
 		}
 		var parts []string
@@ -122,15 +128,8 @@ func Timeline(d chorusdir.Dir, taskID string) ([]Stage, error) {
 		for _, n := range it.Notes {
 			parts = append(parts, "note: "+n)
 		}
-		files[it.N] = strings.Join(parts, "; ")
-	}
-	for i := range stages {
-		var n int
-		if _, err := fmt.Sscanf(stages[i].State, "iteration %d", &n); err == nil {
-			stages[i].Tokens = spent[n]
-			if files[n] != "" {
-				stages[i].Detail = strings.TrimSpace(stages[i].Detail + " · " + files[n])
-			}
+		if d := strings.Join(parts, "; "); d != "" {
+			stages[i].Detail = strings.TrimSpace(stages[i].Detail + " · " + d)
 		}
 	}
 	return stages, nil

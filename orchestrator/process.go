@@ -1,0 +1,401 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/signal"
+	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/agent/transcript"
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/orchestrator/worktree"
+)
+
+// The agent process side of a run: its PTY and screen, spawning with the
+// output pump, typing into it, settling and stopping it. What to do next
+// is decided elsewhere (policy.go).
+
+// replyWriter forwards the emulator's replies (DA1, CPR…) to whichever
+// process is current.
+type replyWriter struct{ r *agentRun }
+
+func (w replyWriter) Write(p []byte) (int, error) {
+	if pr := w.r.proc.Load(); pr != nil {
+		return pr.Write(p)
+	}
+	return len(p), nil
+}
+
+// Screen returns an agent's terminal emulator (nil for unknown agents), for
+// front ends to draw. It outlives respawns within the run.
+func (e *Engine) Screen(agentID string) *term.Emulator {
+	var s *term.Emulator
+	_ = e.do(context.Background(), func() {
+		if r := e.runs[agentID]; r != nil {
+			s = r.screen
+		}
+	})
+	return s
+}
+
+// Input returns a writer to an agent's terminal, for a front end passing
+// keys through; writes go to whichever process the agent currently runs
+// and are dropped between processes.
+func (e *Engine) Input(agentID string) io.Writer {
+	var w io.Writer = io.Discard
+	_ = e.do(context.Background(), func() {
+		if r := e.runs[agentID]; r != nil {
+			w = replyWriter{r}
+		}
+	})
+	return w
+}
+
+// Resize sets an agent's terminal size: emulator first, then the PTY.
+func (e *Engine) Resize(agentID string, cols, rows int) {
+	_ = e.do(context.Background(), func() {
+		if r := e.runs[agentID]; r != nil {
+			r.resize(cols, rows)
+		}
+	})
+}
+
+func (r *agentRun) resize(cols, rows int) {
+	if cols < 2 || rows < 2 {
+		return
+	}
+	r.size.Store(uint64(cols)<<32 | uint64(rows))
+	r.screen.Resize(cols, rows)
+	if p := r.proc.Load(); p != nil {
+		_ = p.Resize(uint16(cols), uint16(rows))
+	}
+}
+
+func (r *agentRun) dims() (int, int) {
+	v := r.size.Load()
+	return int(v >> 32), int(v & 0xffffffff)
+}
+
+// finishGrace bounds how long a headless agent that has signalled is left
+// to end by itself: it exits right after its result event, which carries
+// its usage and cost.
+const finishGrace = 30 * time.Second
+
+// settle ends an agent that has signalled. A headless one is first left to
+// finish on its own (up to finishGrace); then the process is stopped and
+// its output read to the end, so whatever usage it reported is booked
+// before the run goes on.
+func (r *agentRun) settle(p *ptyproc.Proc, gen int) {
+	if p == nil {
+		return
+	}
+	if !r.interactive() {
+		t := time.NewTimer(finishGrace)
+		select {
+		case <-p.Done():
+		case <-t.C:
+			r.event(EvAlert, "the agent did not end after signalling; stopping it", nil)
+		case <-r.ctx.Done():
+		}
+		t.Stop()
+	}
+	r.stopProc(p)
+	r.awaitExit(gen)
+}
+
+// awaitExit waits for the output pump of process generation gen to report
+// the exit: it sends that only after reading (and booking) everything the
+// process wrote. Other events still queued are from the ending process
+// and are dropped.
+func (r *agentRun) awaitExit(gen int) {
+	t := time.NewTimer(10 * time.Second) // a pump outlives its process only if a grandchild holds the PTY
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-r.events:
+			if ev.exited && ev.gen == gen {
+				return
+			}
+		case <-t.C:
+			return
+		case <-r.ctx.Done():
+			return
+		}
+	}
+}
+
+func (r *agentRun) interactive() bool {
+	return r.profile.Format == config.FormatTerminal
+}
+
+// env is the agent's environment.
+func (r *agentRun) env(iteration int) []string {
+	e := r.e
+	env := []string{
+		signal.EnvTaskID + "=" + r.taskID,
+		signal.EnvAgentID + "=" + r.id,
+		signal.EnvKey + "=" + r.key,
+		signal.EnvDir + "=" + e.opt.Dir.Path,
+		"BEADS_ACTOR=" + actorFor(r.id),
+		"BEADS_DIR=" + filepath.Join(e.opt.Dir.Root, ".beads"),
+	}
+	if iteration > 0 {
+		env = append(env, "CHORUS_ITERATION="+strconv.Itoa(iteration))
+	}
+	if dir := r.chorusPath(); dir != "" {
+		env = append(env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	return append(env, r.profile.Env...)
+}
+
+// chorusPath is the folder of the chorus executable agents run, or "".
+func (r *agentRun) chorusPath() string {
+	if r.e.opt.ChorusExe == "" {
+		return ""
+	}
+	return filepath.Dir(r.e.opt.ChorusExe)
+}
+
+// argv builds the command line: profile args, extra options, model
+// override, prompt.
+func (r *agentRun) argv(t beads.Task, prompt string, extra ...string) []string {
+	argv := append([]string{r.profile.Command}, r.profile.Args...)
+	argv = append(argv, extra...)
+	if m, ok := t.Metadata[beads.MetaModel].(string); ok && m != "" && r.profile.AllowModelOverride && r.profile.ModelFlag != "" {
+		argv = append(argv, r.profile.ModelFlag, m)
+	}
+	if r.profile.Prompt == "" || r.profile.Prompt == config.PromptArg {
+		argv = append(argv, prompt)
+	}
+	return argv
+}
+
+// spawn starts the agent process and its output pump. record (the
+// iteration's state) is applied in the same engine message as the pid:
+// one state write on the start path instead of one per fact.
+func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector, record func(*State, *AgentState)) (*ptyproc.Proc, error) {
+	e := r.e
+	cols, rows := r.dims()
+	if err := os.MkdirAll(e.opt.Dir.Logs(), 0o755); err != nil {
+		return nil, err
+	}
+	spawned := time.Now()
+	// A NUL cannot be passed in argv (exec fails with EINVAL) nor typed.
+	prompt = strings.ReplaceAll(prompt, "\x00", "")
+	arg, err := promptArg(prompt, filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".prompt.md"))
+	if err != nil {
+		return nil, fmt.Errorf("writing the prompt file: %w", err)
+	}
+	r.trustWorktree(wt.Dir, r.env(it))
+	p, err := ptyproc.Start(ptyproc.Spec{
+		Argv: r.argv(t, arg, r.codexTrustArgs(wt.Dir)...), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
+		Cols: uint16(cols), Rows: uint16(rows),
+		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", r.profile.Command, err)
+	}
+	r.proc.Store(p)
+	pid, pstart := p.Pid(), p.StartTime()
+	cmd := strings.Join(r.argv(t, "…")[:1], " ")
+	r.update(func(s *State, a *AgentState) {
+		record(s, a)
+		r.e.started(r.taskID)
+		a.PID, a.PStart, a.Status = pid, pstart, AgentRunning
+		r.e.emit(Event{Kind: EvStarted, Agent: r.id, Task: r.taskID, Text: cmd, Fields: map[string]any{"pid": pid, "iteration": it}})
+	})
+	// An interactive Claude Code or Codex records the assistant's messages
+	// and usage in its session files: signals come from there (source
+	// "transcript"), not from its screen. The pump reports the exit only
+	// once the last of them is read.
+	followed := make(chan struct{})
+	if kind := r.profile.TranscriptKind(); kind != "" {
+		rd, err := transcript.New(transcript.Options{Kind: kind, Env: r.env(it), Dir: wt.Dir, Since: spawned})
+		if err != nil {
+			close(followed)
+			r.event(EvError, "reading the agent's transcript: "+err.Error(), nil)
+		} else {
+			r.meters.Add(1)
+			go func() {
+				defer r.meters.Done()
+				defer close(followed)
+				transcript.Follow(rd, p.Done(), func(u transcript.Update) {
+					r.stuck.noteActivity(time.Now()) // the record moved: the agent works
+					// Usage first: a completion must find its cost booked.
+					r.reportUsage(fromTokens(u.Usage))
+					for _, s := range u.Signals {
+						r.send(turnEvent{sig: &s, gen: gen, source: "transcript"})
+					}
+				})
+			}()
+		}
+	} else {
+		close(followed)
+	}
+	go r.pump(p, gen, det, followed)
+	go r.watchStuck(p)
+	if r.profile.Prompt == config.PromptType {
+		if err := r.typeInto(p, arg); err != nil {
+			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
+		}
+	}
+	return p, nil
+}
+
+// pump feeds output to the screen and the detectors, then reports the exit.
+// Signals found in the output, and in the transcript (followed is closed
+// once it is read to the end), reach the supervisor before the exit does.
+// Screen text is a signal channel only for agents without a transcript or
+// structured events: a structured record tells the assistant's words from
+// the tool output and documents it displays, the screen does not.
+func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed <-chan struct{}) {
+	var from uint64
+	screenSignals := r.profile.TranscriptKind() == "" && r.profile.Format == config.FormatTerminal
+	scan := func() {
+		text, next := r.screen.TextSince(from)
+		from = next
+		if !r.sawBusy.Load() && busyShown(text) {
+			r.sawBusy.Store(true)
+		}
+		// The screen is read for a stuck agent whatever carries its signals.
+		r.stuck.poke()
+		if !screenSignals {
+			return
+		}
+		var found []signal.Found
+		r.detect(func() { found = det.Snapshot(text) })
+		for _, f := range found {
+			if f.Err != nil {
+				r.event(EvError, "ignored signal "+f.Raw+": "+f.Err.Error(), nil)
+				continue
+			}
+			s := f.Signal
+			r.send(turnEvent{sig: &s, gen: gen, source: "output"})
+		}
+	}
+	events := newEventParser(r.profile.Format)
+	deliver := func(sigs []signal.Signal) {
+		// Usage first: a completion read from the same event must find
+		// its cost booked.
+		r.reportUsage(events.usageDelta())
+		for _, why := range events.failures() {
+			r.event(EvAlert, r.profile.Command+" reported: "+why, map[string]any{"agentError": why})
+		}
+		for _, s := range sigs {
+			r.send(turnEvent{sig: &s, gen: gen, source: "events"})
+		}
+	}
+	write := func(b []byte) {
+		_, _ = r.screen.Write(b)
+		deliver(events.feed(b))
+	}
+	for chunk := range p.Output() {
+		write(chunk)
+		// Drain what is already waiting so a burst is scanned once.
+	drain:
+		for {
+			select {
+			case more, ok := <-p.Output():
+				if !ok {
+					break drain
+				}
+				write(more)
+			default:
+				break drain
+			}
+		}
+		scan()
+	}
+	deliver(events.flush())
+	scan()
+	code, _ := p.Wait()
+	select {
+	case <-followed:
+	case <-time.After(10 * time.Second): // a transcript reader stuck on a slow disk must not hold the exit
+	}
+	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure})
+}
+
+// typeInto delivers text to a live agent and verifies it arrived.
+func (r *agentRun) typeInto(p *ptyproc.Proc, text string) error {
+	retry := func(attempt int) {
+		r.event(EvAlert, fmt.Sprintf("input not confirmed; pressing Enter again (attempt %d)", attempt), map[string]any{"inputRetry": attempt})
+	}
+	opts := ptyproc.TypeOptions{Paste: r.screen.InputModes().BracketedPaste, OnRetry: retry}
+	if r.sawBusy.Load() {
+		// Claude Code shows text submitted while a turn runs as sent, yet
+		// drops it when the turn ends just then: type only into an idle
+		// agent, and count it delivered once a turn starts.
+		if err := r.waitIdle(p); err != nil {
+			return err
+		}
+		opts.Marker = busyWord
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	return p.Type(ctx, text, opts)
+}
+
+// busyShown reports the busy marker near the bottom of a screen, where
+// the CLIs keep their status line, so that the words in a prompt or in the
+// agent's output do not count.
+func busyShown(screen string) bool {
+	lines := strings.Split(strings.TrimRight(screen, " \n"), "\n")
+	n := 0
+	for i := len(lines) - 1; i >= 0 && n < 6; i-- {
+		if strings.TrimSpace(lines[i]) == "" {
+			continue
+		}
+		n++
+		if strings.Contains(lines[i], busyMarker) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitIdle waits until the agent's screen no longer shows it busy. A turn
+// may run for as long as the agent works, so only the run's end or the
+// process's bounds the wait.
+func (r *agentRun) waitIdle(p *ptyproc.Proc) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for busyShown(r.screen.Text()) {
+		select {
+		case <-tick.C:
+		case <-p.Done():
+			return errors.New("the agent exited before it was ready for input")
+		case <-r.ctx.Done():
+			return context.Cause(r.ctx)
+		}
+	}
+	return nil
+}
+
+// stopProc ends the agent: the profile's exit input first when it has one,
+// then SIGTERM to the group and SIGKILL after the grace period.
+func (r *agentRun) stopProc(p *ptyproc.Proc) {
+	if p == nil {
+		return
+	}
+	grace := time.Duration(r.e.cfg.Completion.StopGraceSeconds) * time.Second
+	if r.profile.ExitInput != "" {
+		_, _ = p.Write([]byte(r.profile.ExitInput))
+		_, _ = p.Write([]byte("\r"))
+		select {
+		case <-p.Done():
+			return
+		case <-time.After(min(grace, 3*time.Second)):
+		}
+	}
+	p.Stop(grace)
+}

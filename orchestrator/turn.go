@@ -1,0 +1,326 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/signal"
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/hooks"
+	"github.com/chorus-dev/chorus/merge"
+	"github.com/chorus-dev/chorus/orchestrator/worktree"
+)
+
+// One turn of an agent: waiting for its signals or exit, and acting on
+// them (quality gate, completion, blocking, failing, a stop from outside).
+
+// exitGrace is how long an exit waits for a signal still in transit.
+const exitGrace = 2 * time.Second
+
+// turnResult is how one iteration ended.
+type turnResult struct {
+	done    *outcome
+	failure string // why the task is not finished, for the next iteration
+	end     TurnEnd
+	typed   string
+	edited  bool // the task's text changed: rebuild the prompt
+	// exitCode is the agent's, when the iteration ended with its exit.
+	exitCode int
+}
+
+// turn waits for the agent to signal or exit and acts on it.
+func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, gen int) turnResult {
+	e, ctx := r.e, r.ctx
+	seen := map[signal.Type]bool{}
+	// A `chorus signal` the agent ran just before exiting may still be on
+	// its way through the signals directory; give it a moment before
+	// deciding the agent exited without one.
+	var exitEv *turnEvent
+	var exitWait <-chan time.Time
+	for {
+		select {
+		case <-exitWait:
+			ev := *exitEv
+			r.dropQuestion()
+			*pp = nil
+			r.update(func(s *State, a *AgentState) { a.PID = 0 })
+			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
+			if ev.code != 0 {
+				out := r.output(ev.code)
+				r.hook(hooks.OnAgentError, t, wt, 0, out)
+				if ev.reason != "" {
+					return turnResult{failure: fmt.Sprintf("The agent process exited with code %d: %s", ev.code, ev.reason), end: EndCrashed, exitCode: ev.code}
+				}
+				return turnResult{failure: fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code), end: EndCrashed, exitCode: ev.code}
+			}
+			return turnResult{failure: "The agent exited without signalling COMPLETE.", end: EndExited}
+		case <-ctx.Done():
+			return turnResult{done: r.cancelled(t, wt, *pp)}
+		case <-r.restart:
+			r.stopProc(*pp)
+			r.dropQuestion()
+			*pp = nil
+			if base := r.resetTo.Swap(nil); base != nil {
+				r.commitWIP(wt, "before rollback")
+				if err := merge.ResetWorktreeTo(context.Background(), wt.Dir, *base); err != nil {
+					r.event(EvError, "rolling back the iteration: "+err.Error(), nil)
+				} else {
+					r.event(EvRollback, "level 1: worktree reset to "+(*base)[:min(12, len(*base))], nil)
+				}
+				return turnResult{failure: "A human rolled back your last iteration; the worktree is back where it started. Try a different approach.", end: EndRedo}
+			}
+			// The task was edited: start over with the new text.
+			return turnResult{failure: "The task description changed; re-read it.", edited: true, end: EndRedo}
+		case ev := <-r.events:
+			if ev.exited {
+				if ev.gen == gen && exitEv == nil {
+					exitEv = &ev
+					exitWait = time.After(exitGrace)
+				}
+				continue
+			}
+			if exitEv != nil {
+				*pp = nil // the process is gone; decisions below must not type into it
+			}
+			s := *ev.sig
+			if s.Type == signal.Note {
+				r.note(s.Payload) // notes are many; none ends a turn
+				continue
+			}
+			if seen[s.Type] && s.Type != signal.Progress {
+				continue // the same signal through a second channel
+			}
+			seen[s.Type] = true
+			if n, ok := s.Percent(); ok && s.Type == signal.Progress {
+				// State first, then the event: whoever sees the event finds it.
+				r.update(func(st *State, a *AgentState) { a.Progress = n })
+			}
+			r.event(EvSignal, s.String(), map[string]any{"type": string(s.Type), "source": ev.source})
+			r.ledgerLine(t, "signal "+s.String())
+			switch s.Type {
+			case signal.Progress:
+			case signal.NeedsHelp:
+				if res, ok := r.needsHelp(t, wt, pp, det, gen, s.Payload); !ok {
+					return res
+				}
+				seen[signal.NeedsHelp] = false
+			case signal.Blocked:
+				r.settle(*pp, gen)
+				r.commitWIP(wt, "blocked")
+				reason := s.Payload
+				if reason == "" {
+					reason = "the agent reported BLOCKED"
+				}
+				if err := e.opt.Store.Block(context.Background(), t.ID, reason); err != nil {
+					r.event(EvError, "marking blocked: "+err.Error(), nil)
+				}
+				return turnResult{done: &outcome{kind: "blocked", reason: reason}}
+			case signal.Complete:
+				if has, err := e.wt.HasWork(ctx, wt); err != nil {
+					r.event(EvError, "looking for the agent's work: "+err.Error(), nil)
+				} else if !has {
+					// Nothing to merge: a task is closed without work only
+					// when the agent says why it needs no change.
+					if why, ok := s.NoChange(); ok {
+						return turnResult{done: r.closeUnchanged(t, wt, *pp, gen, signal.NothingToChange+": "+why)}
+					}
+					r.event(EvAlert, "COMPLETE refused: nothing to merge", map[string]any{"nothingToMerge": true})
+					return turnResult{failure: nothingToMerge(wt.Branch), end: EndRefused}
+				}
+				return r.gate(t, wt, pp, gen)
+			default:
+				// RESOLVED / NEEDS_HUMAN belong to conflict resolution.
+			}
+		}
+	}
+}
+
+// recheck runs the quality commands for a COMPLETE recorded before an
+// interruption: the task completes when they pass; otherwise the failure
+// is the next iteration's feedback.
+func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string) {
+	r.event(EvAlert, "re-running the quality check for a COMPLETE signalled before an interruption", nil)
+	r.update(func(st *State, a *AgentState) {
+		a.Status, a.Title, a.Worktree, a.Branch = AgentChecking, t.Title, wt.Dir, wt.Branch
+	})
+	ok, results := runQuality(r.ctx, wt.Dir, r.e.cfg.SortedQuality(), r.env(0))
+	r.qualityDone(t, ok, results)
+	if r.ctx.Err() != nil {
+		return r.cancelled(t, wt, nil), ""
+	}
+	if ok {
+		return r.complete(t, wt, nil, 0)
+	}
+	r.update(func(st *State, a *AgentState) { a.Status = AgentRunning; st.run(t.ID).CompleteSignalled = false })
+	return nil, describeFailure(results)
+}
+
+// needsHelp waits for a human answer and delivers it. ok=false means the
+// run ended while waiting.
+func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, gen int, q string) (turnResult, bool) {
+	r.update(func(s *State, a *AgentState) { a.Status, a.Question = AgentNeedsHelp, q })
+	r.event(EvNeedsHelp, q, nil)
+	select {
+	case <-r.ctx.Done():
+		return turnResult{done: r.cancelled(t, wt, *pp)}, false
+	case ans := <-r.answers:
+		r.update(func(s *State, a *AgentState) { a.Status, a.Question = AgentRunning, "" })
+		if *pp != nil && !r.interactive() {
+			// A headless agent reads no input: the answer goes into the
+			// handover of the next one.
+			r.settle(*pp, gen)
+			*pp = nil
+		}
+		if *pp != nil {
+			r.detect(func() { det.AddPrompt(ans) })
+			if err := r.typeInto(*pp, ans); err == nil {
+				return turnResult{}, true
+			}
+			r.stopProc(*pp)
+			*pp = nil
+		}
+		return turnResult{failure: "A human answered your question: " + ans, end: EndRedo}, false
+	}
+}
+
+// nothingToMerge is what an agent is told when it signals COMPLETE with
+// no work on its branch.
+func nothingToMerge(branch string) string {
+	return fmt.Sprintf("COMPLETE was not accepted: there is nothing to merge. Branch %s has no commit of its own and no uncommitted change. "+
+		"Do the work and commit it, then signal COMPLETE again. If the task truly needs no change, signal COMPLETE with the reason instead: "+
+		"COMPLETE: %s: <why>.", branch, signal.NothingToChange)
+}
+
+// closeUnchanged closes a task whose agent found that it needs no change
+// and left nothing to merge: no merge is queued; the reason is the task's
+// close reason.
+func (r *agentRun) closeUnchanged(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, gen int, reason string) *outcome {
+	e := r.e
+	r.settle(p, gen)
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Completed = true })
+	if err := closeOnce(e.opt.Store, t.ID, reason); err != nil {
+		r.event(EvError, "closing the task: "+err.Error(), nil)
+	}
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = true })
+	// Nothing of the agent's is in it; Remove keeps it if anything could
+	// be lost after all.
+	_ = e.wt.Remove(context.Background(), wt, e.opt.Target)
+	return &outcome{kind: "completed", reason: reason}
+}
+
+// complete records a finished task: it closes it and queues the merge.
+func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, gen int) (*outcome, string) {
+	e := r.e
+	r.settle(p, gen)
+	// Work the agent left uncommitted is part of the result; if it cannot
+	// be committed, the task is not done (merging would lose it).
+	if err := r.commitWIP(wt, "final changes"); err != nil {
+		return nil, "Your work could not be committed: " + err.Error()
+	}
+	if a := r.hook(hooks.PreTaskComplete, t, wt, 0, nil); a.Result == hooks.Block {
+		return nil, "The task is not complete yet: " + hookReason(hooks.PreTaskComplete, a) + "."
+	}
+	req := merge.Request{TaskID: t.ID, Title: t.Title, Branch: wt.Branch, Agent: r.profileName,
+		Worktree: wt.Dir, Priority: t.Priority, DependsOn: t.BlockedBy()}
+	r.update(func(s *State, a *AgentState) {
+		tr := s.run(t.ID)
+		tr.Completed = true
+		if e.merge != nil {
+			tr.Merge = &req
+		}
+	})
+	if e.merge != nil {
+		if err := e.merge.Enqueue(req); err != nil {
+			r.event(EvError, "queueing the merge: "+err.Error(), nil)
+		} else {
+			r.event(EvMergeQueued, wt.Branch, nil)
+		}
+	}
+	if err := closeOnce(e.opt.Store, t.ID, "completed by "+r.id); err != nil {
+		r.event(EvError, "closing the task: "+err.Error(), nil)
+	}
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = true })
+	r.hook(hooks.PostTaskComplete, t, wt, 0, nil)
+	return &outcome{kind: "completed"}, ""
+}
+
+// closeOnce closes a task unless it is closed already, so recovery can
+// repeat it safely.
+func closeOnce(s beads.Store, id, reason string) error {
+	t, err := s.Get(context.Background(), id)
+	if err != nil {
+		return err
+	}
+	if t.Status == beads.StatusClosed {
+		return nil
+	}
+	return s.Close(context.Background(), id, reason)
+}
+
+// fail ends a task as FAILED: blocked with the failed label and the reason.
+func (r *agentRun) fail(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, reason string) outcome {
+	r.stopProc(p)
+	r.commitWIP(wt, "failed")
+	s := r.e.opt.Store
+	if err := s.Block(context.Background(), t.ID, "FAILED: "+reason); err != nil {
+		r.event(EvError, err.Error(), nil)
+	}
+	if err := s.AddLabel(context.Background(), t.ID, beads.LabelFailed); err != nil {
+		r.event(EvError, err.Error(), nil)
+	}
+	return outcome{kind: "failed", reason: reason}
+}
+
+// cancelled handles a run ended from outside: stop, keep the work, and
+// put the task where the cause says.
+func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) *outcome {
+	cause := context.Cause(r.ctx)
+	if errors.Is(cause, errTimeout) {
+		r.hook(hooks.OnAgentTimeout, t, wt, 0, &hooks.Output{ExitCode: -1})
+		o := r.fail(t, wt, p, fmt.Sprintf("task timeout (%d minutes) reached", r.e.cfg.Completion.TaskTimeout))
+		return &o
+	}
+	r.stopProc(p)
+	r.commitWIP(wt, cause.Error())
+	if errors.Is(cause, errBudget) {
+		reason := cause.Error()
+		_ = r.e.opt.Store.Block(context.Background(), t.ID, reason)
+		return &outcome{kind: "blocked", reason: reason}
+	}
+	if err := r.e.opt.Store.Release(context.Background(), t.ID); err != nil {
+		r.event(EvError, "releasing the task: "+err.Error(), nil)
+	}
+	return &outcome{kind: "released", reason: cause.Error()}
+}
+
+// commitWIP commits whatever the stopped agent left uncommitted, so no
+// work is lost. The agent is gone: any git lock it left behind is stale.
+func (r *agentRun) commitWIP(wt worktree.Worktree, why string) error {
+	if wt.Dir == "" {
+		return nil
+	}
+	if removed, err := r.e.wt.ClearStaleLocks(wt); err == nil && len(removed) > 0 {
+		r.event(EvAlert, "removed a stale git lock the agent left: "+strings.Join(removed, ", "), nil)
+	}
+	ok, err := r.e.wt.CommitWIP(context.Background(), wt, fmt.Sprintf("wip(%s): %s [%s]", r.taskID, why, r.taskID))
+	if err != nil {
+		r.event(EvError, "committing work in progress: "+err.Error(), nil)
+		return err
+	}
+	if ok {
+		r.event(EvAlert, "uncommitted work saved as a WIP commit on "+wt.Branch, nil)
+	}
+	return nil
+}
+
+func (r *agentRun) diffStat(wt worktree.Worktree, base string) string {
+	commits, err := r.e.wt.CommitsSince(context.Background(), wt, base)
+	if err != nil || len(commits) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d new commit(s) on %s in the last iteration.", len(commits), wt.Branch)
+}
