@@ -1,6 +1,6 @@
 // Package config owns .chorus/config.json: the typed configuration, its
 // defaults, the layering (defaults < user file < project file < CHORUS_*
-// environment) and validation. Viper is used here and nowhere else.
+// environment) and validation. No viper: see layers.go for why.
 package config
 
 import (
@@ -27,54 +27,54 @@ var Modes = []string{ModeSemiAuto, ModeAutopilot}
 
 // Config is the whole of .chorus/config.json.
 type Config struct {
-	Version         string           `json:"version" mapstructure:"version"`
-	Project         Project          `json:"project" mapstructure:"project"`
-	QualityCommands []QualityCommand `json:"qualityCommands" mapstructure:"qualitycommands"`
-	Mode            string           `json:"mode" mapstructure:"mode"`
-	Agents          Agents           `json:"agents" mapstructure:"agents"`
-	Completion      Completion       `json:"completion" mapstructure:"completion"`
-	Merge           Merge            `json:"merge" mapstructure:"merge"`
-	Worktree        Worktree         `json:"worktree" mapstructure:"worktree"`
-	TUI             TUI              `json:"tui" mapstructure:"tui"`
-	Checkpoints     Checkpoints      `json:"checkpoints" mapstructure:"checkpoints"`
-	Budget          Budget           `json:"budget" mapstructure:"budget"`
-	Planning        Planning         `json:"planning" mapstructure:"planning"`
-	Hooks           Hooks            `json:"hooks" mapstructure:"hooks"`
-	CreatedAt       string           `json:"createdAt,omitempty" mapstructure:"createdat"`
-	UpdatedAt       string           `json:"updatedAt,omitempty" mapstructure:"updatedat"`
+	Version         string           `json:"version"`
+	Project         Project          `json:"project"`
+	QualityCommands []QualityCommand `json:"qualityCommands"`
+	Mode            string           `json:"mode"`
+	Agents          Agents           `json:"agents"`
+	Completion      Completion       `json:"completion"`
+	Merge           Merge            `json:"merge"`
+	Worktree        Worktree         `json:"worktree"`
+	TUI             TUI              `json:"tui"`
+	Checkpoints     Checkpoints      `json:"checkpoints"`
+	Budget          Budget           `json:"budget"`
+	Planning        Planning         `json:"planning"`
+	Hooks           Hooks            `json:"hooks"`
+	CreatedAt       string           `json:"createdAt,omitempty"`
+	UpdatedAt       string           `json:"updatedAt,omitempty"`
 }
 
 // Planning configures the planning phase (`chorus plan`).
 type Planning struct {
 	// MaxReviewIterations bounds the review loop: validate, hand the
 	// violations to the Plan Agent, again.
-	MaxReviewIterations int `json:"maxReviewIterations" mapstructure:"maxreviewiterations"`
+	MaxReviewIterations int `json:"maxReviewIterations"`
 	// TimeoutMinutes bounds one Plan Agent turn (0: no limit).
-	TimeoutMinutes int `json:"timeoutMinutes" mapstructure:"timeoutminutes"`
+	TimeoutMinutes int `json:"timeoutMinutes"`
 }
 
 // Hooks configures the executables in .chorus/hooks/.
 type Hooks struct {
 	// TimeoutSeconds bounds one hook run; past it the hook's whole process
 	// group is killed and the hook counts as continue.
-	TimeoutSeconds int `json:"timeoutSeconds" mapstructure:"timeoutseconds"`
+	TimeoutSeconds int `json:"timeoutSeconds"`
 }
 
 // Project describes the repository Chorus works on.
 type Project struct {
-	Name         string `json:"name" mapstructure:"name"`
-	Type         string `json:"type" mapstructure:"type"`
-	TaskIDPrefix string `json:"taskIdPrefix" mapstructure:"taskidprefix"`
+	Name         string `json:"name"`
+	Type         string `json:"type"`
+	TaskIDPrefix string `json:"taskIdPrefix"`
 }
 
 // QualityCommand is one of the user's own shell commands that gate
 // completion and merges.
 type QualityCommand struct {
-	Name           string `json:"name" mapstructure:"name"`
-	Command        string `json:"command" mapstructure:"command"`
-	Required       bool   `json:"required" mapstructure:"required"`
-	Order          int    `json:"order" mapstructure:"order"`
-	TimeoutMinutes int    `json:"timeoutMinutes,omitempty" mapstructure:"timeoutminutes"`
+	Name           string `json:"name"`
+	Command        string `json:"command"`
+	Required       bool   `json:"required"`
+	Order          int    `json:"order"`
+	TimeoutMinutes int    `json:"timeoutMinutes,omitempty"`
 }
 
 // Timeout is the command's limit (10 minutes when unset).
@@ -87,10 +87,10 @@ func (q QualityCommand) Timeout() time.Duration {
 
 // Agents configures which agent CLIs run and how many at once.
 type Agents struct {
-	Default        string                  `json:"default" mapstructure:"default"`
-	MaxParallel    int                     `json:"maxParallel" mapstructure:"maxparallel"`
-	TimeoutMinutes int                     `json:"timeoutMinutes" mapstructure:"timeoutminutes"`
-	Available      map[string]AgentProfile `json:"available" mapstructure:"available"`
+	Default        string                  `json:"default"`
+	MaxParallel    int                     `json:"maxParallel"`
+	TimeoutMinutes int                     `json:"timeoutMinutes"`
+	Available      map[string]AgentProfile `json:"available"`
 }
 
 // Prompt delivery for an agent profile.
@@ -118,33 +118,33 @@ const (
 
 // AgentProfile says how to start one agent CLI.
 type AgentProfile struct {
-	Command            string   `json:"command" mapstructure:"command"`
-	Args               []string `json:"args" mapstructure:"args"`
-	Prompt             string   `json:"prompt,omitempty" mapstructure:"prompt"`
-	ModelFlag          string   `json:"modelFlag,omitempty" mapstructure:"modelflag"`
-	AllowModelOverride bool     `json:"allowModelOverride" mapstructure:"allowmodeloverride"`
+	Command            string   `json:"command"`
+	Args               []string `json:"args"`
+	Prompt             string   `json:"prompt,omitempty"`
+	ModelFlag          string   `json:"modelFlag,omitempty"`
+	AllowModelOverride bool     `json:"allowModelOverride"`
 	// Env holds KEY=VALUE pairs added to the agent's environment (a list,
 	// not an object, so key case survives the loader).
-	Env []string `json:"env,omitempty" mapstructure:"env"`
+	Env []string `json:"env,omitempty"`
 	// ExitInput is typed to ask an interactive agent to quit (e.g. "/exit");
 	// empty means end it with SIGTERM.
-	ExitInput string `json:"exitInput,omitempty" mapstructure:"exitinput"`
-	Format    string `json:"format,omitempty" mapstructure:"format"`
+	ExitInput string `json:"exitInput,omitempty"`
+	Format    string `json:"format,omitempty"`
 	// Transcript says which session records an interactive (terminal)
 	// profile writes: "claude", "codex", or "none". Empty means: from the
 	// command's name. With a transcript, signals are read from the
 	// assistant's messages there and the terminal's text does not count.
-	Transcript string `json:"transcript,omitempty" mapstructure:"transcript"`
+	Transcript string `json:"transcript,omitempty"`
 	// InjectContext adds AGENTS.md to the prompt, for CLIs that do not read
 	// project context themselves (PATTERNS.md and the learnings reach
 	// every profile).
-	InjectContext bool `json:"injectContext" mapstructure:"injectcontext"`
+	InjectContext bool `json:"injectContext"`
 	// TrustWorktrees: before an interactive Claude Code agent starts, its
 	// worktree (exactly that path) is marked trusted in Claude Code's config,
 	// so its first-run trust dialog, whose default answer exits, is not shown.
 	// An interactive Codex agent is told on its command line instead (-c
 	// projects=…, the worktree and the repository, for that run only).
-	TrustWorktrees bool `json:"trustWorktrees,omitempty" mapstructure:"trustworktrees"`
+	TrustWorktrees bool `json:"trustWorktrees,omitempty"`
 }
 
 // TranscriptKind is the session record an interactive profile's signals
@@ -173,24 +173,24 @@ func (p AgentProfile) TranscriptKind() string {
 
 // Completion configures when a task counts as done.
 type Completion struct {
-	Signal        string `json:"signal" mapstructure:"signal"`
-	MaxIterations int    `json:"maxIterations" mapstructure:"maxiterations"`
+	Signal        string `json:"signal"`
+	MaxIterations int    `json:"maxIterations"`
 	// TaskTimeout is in minutes, like every duration in this file.
-	TaskTimeout     int `json:"taskTimeout" mapstructure:"tasktimeout"`
-	StuckIterations int `json:"stuckIterations" mapstructure:"stuckiterations"`
+	TaskTimeout     int `json:"taskTimeout"`
+	StuckIterations int `json:"stuckIterations"`
 	// RepeatedFailures: a required quality command failing with the same
 	// output this many checks in a row hands the task to a person
 	// (blocked, with the failure as evidence); 0 turns it off.
-	RepeatedFailures int `json:"repeatedFailures" mapstructure:"repeatedfailures"`
+	RepeatedFailures int `json:"repeatedFailures"`
 	// StuckAlerts: this many stuckIterations alerts in a row (no commit in
 	// between) hand the task to a person; 0 turns it off.
-	StuckAlerts      int `json:"stuckAlerts" mapstructure:"stuckalerts"`
-	MaxAgentErrors   int `json:"maxConsecutiveErrors" mapstructure:"maxconsecutiveerrors"`
-	StopGraceSeconds int `json:"stopGraceSeconds" mapstructure:"stopgraceseconds"`
+	StuckAlerts      int `json:"stuckAlerts"`
+	MaxAgentErrors   int `json:"maxConsecutiveErrors"`
+	StopGraceSeconds int `json:"stopGraceSeconds"`
 	// ShutdownGraceSeconds bounds the whole shutdown after SIGINT or
 	// SIGTERM (agents stopped, work committed, tasks released); past it
 	// Chorus exits anyway and the next start recovers, as after a crash.
-	ShutdownGraceSeconds int `json:"shutdownGraceSeconds" mapstructure:"shutdowngraceseconds"`
+	ShutdownGraceSeconds int `json:"shutdownGraceSeconds"`
 }
 
 // Merge configures the background merge service.
@@ -198,18 +198,18 @@ type Merge struct {
 	// TargetBranch is where agents' work lands. init records it; empty,
 	// the next start records the branch checked out then. It never follows
 	// a later checkout.
-	TargetBranch    string `json:"targetBranch" mapstructure:"targetbranch"`
-	AutoResolve     bool   `json:"autoResolve" mapstructure:"autoresolve"`
-	AgentResolve    bool   `json:"agentResolve" mapstructure:"agentresolve"`
-	RequireApproval bool   `json:"requireApproval" mapstructure:"requireapproval"`
-	MaxAttempts     int    `json:"maxAttempts" mapstructure:"maxattempts"`
+	TargetBranch    string `json:"targetBranch"`
+	AutoResolve     bool   `json:"autoResolve"`
+	AgentResolve    bool   `json:"agentResolve"`
+	RequireApproval bool   `json:"requireApproval"`
+	MaxAttempts     int    `json:"maxAttempts"`
 	// LockfileCommand regenerates lock files after a conflict in them.
-	LockfileCommand string `json:"lockfileCommand,omitempty" mapstructure:"lockfilecommand"`
+	LockfileCommand string `json:"lockfileCommand,omitempty"`
 	// ResolverTimeoutMinutes bounds one conflict-resolver agent; when it
 	// passes, the resolver's work is kept under refs/chorus/ and the
 	// conflict goes to a person. Shorter than agents.timeoutMinutes: a
 	// resolver has one small job.
-	ResolverTimeoutMinutes int `json:"resolverTimeoutMinutes" mapstructure:"resolvertimeoutminutes"`
+	ResolverTimeoutMinutes int `json:"resolverTimeoutMinutes"`
 }
 
 // ResolverTimeout is ResolverTimeoutMinutes as a duration.
@@ -219,38 +219,38 @@ func (m Merge) ResolverTimeout() time.Duration {
 
 // Worktree configures agent worktrees.
 type Worktree struct {
-	Copy  []string `json:"copy" mapstructure:"copy"`
-	Setup []string `json:"setup" mapstructure:"setup"`
+	Copy  []string `json:"copy"`
+	Setup []string `json:"setup"`
 }
 
 // TUI configures the full-screen interface.
 type TUI struct {
-	AgentGrid string `json:"agentGrid" mapstructure:"agentgrid"`
-	PrefixKey string `json:"prefixKey" mapstructure:"prefixkey"`
+	AgentGrid string `json:"agentGrid"`
+	PrefixKey string `json:"prefixKey"`
 	// Notify sends a desktop notification (notify-send, or OSC 777/9 to
 	// the terminal) when an agent needs a person or autopilot has
 	// finished, for whoever is not watching. Off by default.
-	Notify bool `json:"notify" mapstructure:"notify"`
+	Notify bool `json:"notify"`
 }
 
 // Checkpoints configures automatic git checkpoints.
 type Checkpoints struct {
-	Enabled         bool `json:"enabled" mapstructure:"enabled"`
-	BeforeAutopilot bool `json:"beforeAutopilot" mapstructure:"beforeautopilot"`
-	BeforeMerge     bool `json:"beforeMerge" mapstructure:"beforemerge"`
-	Periodic        int  `json:"periodic" mapstructure:"periodic"`
+	Enabled         bool `json:"enabled"`
+	BeforeAutopilot bool `json:"beforeAutopilot"`
+	BeforeMerge     bool `json:"beforeMerge"`
+	Periodic        int  `json:"periodic"`
 }
 
 // Budget caps spending; zero means no cap.
 type Budget struct {
-	TaskTokens     int64   `json:"taskTokens" mapstructure:"tasktokens"`
-	TaskDollars    float64 `json:"taskDollars" mapstructure:"taskdollars"`
-	TaskMinutes    int     `json:"taskMinutes" mapstructure:"taskminutes"`
-	SessionTokens  int64   `json:"sessionTokens" mapstructure:"sessiontokens"`
-	SessionDollars float64 `json:"sessionDollars" mapstructure:"sessiondollars"`
-	SessionMinutes int     `json:"sessionMinutes" mapstructure:"sessionminutes"`
+	TaskTokens     int64   `json:"taskTokens"`
+	TaskDollars    float64 `json:"taskDollars"`
+	TaskMinutes    int     `json:"taskMinutes"`
+	SessionTokens  int64   `json:"sessionTokens"`
+	SessionDollars float64 `json:"sessionDollars"`
+	SessionMinutes int     `json:"sessionMinutes"`
 	// OnExceeded: "continue" (other tasks go on) or "stop" (autopilot stops).
-	OnExceeded string `json:"onExceeded" mapstructure:"onexceeded"`
+	OnExceeded string `json:"onExceeded"`
 }
 
 // BuiltinAgents are the profiles every config starts with.

@@ -169,7 +169,7 @@ func TestUnknownKeysWarn(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(l.Warnings, "\n")
-	if !strings.Contains(got, `"colour"`) || !strings.Contains(got, `"agents.maxparalel"`) {
+	if !strings.Contains(got, `"colour"`) || !strings.Contains(got, `"agents.maxParalel"`) {
 		t.Fatalf("warnings: %v", l.Warnings)
 	}
 }

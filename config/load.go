@@ -14,8 +14,6 @@ import (
 	"strings"
 
 	"github.com/chorus-dev/chorus/chorusdir"
-	"github.com/go-viper/mapstructure/v2"
-	"github.com/spf13/viper"
 )
 
 // EnvPrefix prefixes environment overrides: CHORUS_MODE, CHORUS_AGENTS_MAXPARALLEL…
@@ -95,55 +93,49 @@ func load(path, userPath string, environ []string) (*Loaded, error) {
 		return nil, err
 	}
 	out.Path = path
-	// Files first, viper after: setting it up is most of the cost, and
-	// commands in a project without a config file never need it.
-	v := viper.New()
-	for _, layer := range []map[string]any{toMap(Default()), user, m} {
-		if layer == nil {
-			continue
-		}
-		if err := v.MergeConfigMap(layer); err != nil {
-			return nil, err
+	merged := toMap(Default())
+	ct := reflect.TypeOf(Config{})
+	for _, layer := range []struct {
+		path string
+		m    map[string]any
+	}{{userPath, user}, {path, m}} {
+		var unknown []string
+		mergeLayer(merged, layer.m, ct, "", &unknown)
+		sort.Strings(unknown)
+		for _, u := range unknown {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("%s: unknown key %q ignored", layer.path, u))
 		}
 	}
-	// Environment overrides only for known keys, read explicitly so the
-	// environment is an argument (testable) rather than global state.
+	// Environment overrides only for values already set, read explicitly
+	// so the environment is an argument (testable) rather than global
+	// state.
+	slots := map[string]envSlot{}
+	envKeys(merged, EnvPrefix, slots)
 	for _, kv := range environ {
 		k, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, EnvPrefix+"_") {
+		slot, known := slots[k]
+		if !ok || !known {
 			continue
 		}
-		key := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(k, EnvPrefix+"_"), "_", "."))
-		if cur := v.Get(key); v.IsSet(key) && !isMapOrSlice(cur) {
-			typed, err := envValue(k, val, cur)
-			if err != nil {
-				return nil, err
-			}
-			v.Set(key, typed)
+		typed, err := envValue(k, val, slot.obj[slot.key])
+		if err != nil {
+			return nil, err
 		}
+		slot.obj[slot.key] = typed
 	}
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
 	// The files were checked field by field above; this catches what an
 	// environment override brought in (2.5 for a whole number).
-	if b, err := json.Marshal(v.AllSettings()); err == nil {
-		if err := json.Unmarshal(b, &Config{}); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return nil, fmt.Errorf("environment override for %s: %s", te.Field, typeMsg(te))
-			}
-			return nil, fmt.Errorf("environment overrides: %v", err)
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("environment override for %s: %s", te.Field, typeMsg(te))
 		}
-	}
-	var md mapstructure.Metadata
-	cfg := Config{}
-	// Not weakly typed: true is not 1 and "0x2" is not 2. Types were
-	// checked strictly above, so this only moves values into place.
-	if err := v.Unmarshal(&cfg, func(dc *mapstructure.DecoderConfig) {
-		dc.Metadata = &md
-	}); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	for _, u := range unknownKeys(md) {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("%s: unknown key %q ignored", path, u))
+		return nil, fmt.Errorf("environment overrides: %v", err)
 	}
 	out.Config = cfg
 	if err := cfg.Validate(); err != nil {
@@ -226,22 +218,6 @@ func typeMsg(te *json.UnmarshalTypeError) string {
 // JSON forbids it, but it carries no meaning, so it is skipped.
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-func isMapOrSlice(x any) bool {
-	switch x.(type) {
-	case map[string]any, []any, []string, []map[string]any:
-		return true
-	}
-	return false
-}
-
-// unknownKeys lists keys present in the merged settings that no struct
-// field consumed, sorted.
-func unknownKeys(md mapstructure.Metadata) []string {
-	out := append([]string(nil), md.Unused...)
-	sort.Strings(out)
-	return out
-}
-
 // ReadJSONObject parses a file holding one JSON object, turning syntax and
 // type errors into file:line:column messages (*SyntaxError).
 func ReadJSONObject(path string) (map[string]any, error) { return readJSON(path) }
@@ -290,7 +266,7 @@ func position(data []byte, off int64) (int, int) {
 	return line, col
 }
 
-// toMap turns a Config into the generic map viper merges.
+// toMap turns a Config into the generic map the layers merge into.
 func toMap(c Config) map[string]any {
 	b, _ := json.Marshal(c)
 	var m map[string]any
