@@ -274,12 +274,13 @@ func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Clien
 		return nil
 	}
 	running := c.Snapshot().Running
+	stopAt := time.Now()
 	fmt.Fprintf(stderr, "chorus: stopping the engine (pid %d)…\n", c.PID())
 	if err := c.Stop(context.WithoutCancel(ctx), true); err != nil {
 		return withCode(ExitFailure, fmt.Errorf("stopping the engine: %w", err))
 	}
 	if running > 0 {
-		fmt.Fprintf(stderr, "chorus: stopped %d agent(s); their tasks went back to open with their work committed\n", running)
+		fmt.Fprintln(stderr, "chorus: "+stoppedLine(running, uncommittedSince(p.dir, stopAt)))
 	}
 	return nil
 }

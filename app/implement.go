@@ -145,6 +145,7 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	defer cancel()
 	uerr := ui.Run(ctx, ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
 	running := eng.Snapshot().Running
+	stopAt := time.Now()
 	cancel()
 	eerr := <-done
 	if eng.Snapshot().Mode == config.ModeAutopilot {
@@ -164,7 +165,7 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 		return withCode(ExitFailure, fmt.Errorf("%w (run with --headless where there is no terminal)", uerr))
 	}
 	if running > 0 {
-		fmt.Fprintf(stderr, "chorus: stopped %d agent(s); their tasks went back to open with their work committed\n", running)
+		fmt.Fprintln(stderr, "chorus: "+stoppedLine(running, uncommittedSince(p.dir, stopAt)))
 	}
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, errors.New("interrupted"))
@@ -292,6 +293,9 @@ loop:
 		}
 	}
 	if interrupted {
+		if len(sum.uncommitted) > 0 {
+			return withCode(ExitInterrupted, fmt.Errorf("interrupted; running tasks went back to open, but the work of %d could not be committed (see \"not committed\" above)", len(sum.uncommitted)))
+		}
 		return withCode(ExitInterrupted, errors.New("interrupted; running tasks went back to open with their work committed"))
 	}
 	var waiting int
@@ -358,6 +362,7 @@ type summary struct {
 	tasks                                     []string // in order of first appearance
 	seen                                      map[string]bool
 	spent                                     map[string]orchestrator.Usage // closed tasks, from their completion
+	uncommitted                               []uncommittedWork
 }
 
 func (s *summary) add(ev orchestrator.Event) {
@@ -388,6 +393,9 @@ func (s *summary) add(ev orchestrator.Event) {
 	case orchestrator.EvError:
 		s.errors++
 		s.errorText = append(s.errorText, ev.Task+": "+ev.Text)
+		if u, ok := uncommittedFrom(ev); ok {
+			s.uncommitted = addUncommitted(s.uncommitted, u)
+		}
 	case orchestrator.EvIteration:
 		s.iterations++
 	case orchestrator.EventKind("merge_" + string(merge.EventLanded)):
@@ -403,6 +411,10 @@ func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Durat
 	}
 	for _, q := range s.needsHuman {
 		fmt.Fprintf(w, "  needs a human: %s\n", line(q))
+	}
+	for _, u := range s.uncommitted {
+		fmt.Fprintf(w, "  not committed: %s: its changes are still uncommitted files in %s (%s); nothing was deleted, the task's next run continues there; to keep them now: git -C %s add -A && git -C %s commit -m wip\n",
+			line(u.Task), u.Worktree, line(u.Why), u.Worktree, u.Worktree)
 	}
 	// What the agents reported spending: this session, then each task of
 	// it (its total over every run).

@@ -66,6 +66,7 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 	}
 	uerr := ui.Run(ctx, o)
 	running := eng.Snapshot().Running
+	stopAt := time.Now()
 	cancel()
 	<-driverDone
 	eerr := <-done
@@ -77,7 +78,7 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 		ss.log.Error("engine stopped with an error", "err", eerr)
 	}
 	if running > 0 && d.chosen() {
-		fmt.Fprintf(stderr, "chorus: stopped %d agent(s); their tasks went back to open with their work committed\n", running)
+		fmt.Fprintln(stderr, "chorus: "+stoppedLine(running, uncommittedSince(p.dir, stopAt)))
 	}
 	if !d.chosen() {
 		if st.choose {

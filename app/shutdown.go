@@ -82,7 +82,7 @@ func watchStopSignals(stderr io.Writer, exit func(int)) (context.Context, func()
 		at := time.Now()
 		cancel(errStopSignal)
 		grace := graceNow()
-		fmt.Fprintf(stderr, "chorus: %v: stopping (agents stopped, their work committed, tasks released; at most %s); a second stop signal exits at once\n", first, grace)
+		fmt.Fprintf(stderr, "chorus: %v: stopping: agents are stopped, their work committed and their tasks released (at most %s); a second stop signal exits at once\n", first, grace)
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		var why string

@@ -187,3 +187,90 @@ hang
 		t.Fatal("a goroutine dump was written: the emergency exit ran")
 	}
 }
+
+// TestStopSaysWhatWasNotCommitted: the disk is full when a stop commits the
+// running agent's work (git's WIP commit fails with ENOSPC's message). The
+// summary must not claim the work was committed: it names the task and the
+// worktree where its files still are.
+func TestStopSaysWhatWasNotCommitted(t *testing.T) {
+	dir := scriptedProject(t, `
+write wip.txt "work the disk had no room to commit"
+signal PROGRESS 10
+hang
+`, nil)
+	r := chorus(t, dir, "task", "create", "caught by a full disk")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := t.TempDir()
+	script := "#!/bin/sh\ncase \" $* \" in *\" commit \"*\"--no-verify\"*) echo 'error: unable to write file .git/objects/ab/cdef: No space left on device' >&2; echo 'fatal: cannot store blob' >&2; exit 128;; esac\nexec " + realGit + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chorusBinary(t), "-C", dir, "--autopilot", "--headless", "--max-agents", "1")
+	cmd.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	var transcript []string
+	for sc.Scan() {
+		transcript = append(transcript, sc.Text())
+		if strings.Contains(sc.Text(), "PROGRESS") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		transcript = append(transcript, sc.Text())
+	}
+	_ = cmd.Wait()
+	all := strings.Join(transcript, "\n")
+	if strings.Contains(all, "with their work committed") {
+		t.Errorf("the summary claims the work was committed:\n%s", all)
+	}
+	wt := filepath.Join(dir, ".worktrees")
+	var notCommitted string
+	for _, l := range transcript {
+		if strings.Contains(l, "not committed: "+id) {
+			notCommitted = l
+		}
+	}
+	if notCommitted == "" || !strings.Contains(notCommitted, wt) || !strings.Contains(notCommitted, "No space left on device") {
+		t.Fatalf("no line naming %s, its worktree under %s and the cause:\n%s", id, wt, all)
+	}
+	if !strings.Contains(all, "the work of 1 could not be committed") {
+		t.Errorf("the exit message does not say it:\n%s", all)
+	}
+	// The files are where the line says.
+	paths, _ := filepath.Glob(filepath.Join(wt, "*", "wip.txt"))
+	if len(paths) != 1 || !strings.Contains(notCommitted, filepath.Dir(paths[0])) {
+		t.Errorf("wip.txt at %v, the line says: %s", paths, notCommitted)
+	}
+}
+
+// stoppedLine never says committed when a commit failed.
+func TestStoppedLine(t *testing.T) {
+	if got := stoppedLine(2, nil); !strings.Contains(got, "with their work committed") {
+		t.Errorf("nothing failed: %q", got)
+	}
+	got := stoppedLine(2, []uncommittedWork{{Task: "t-1", Worktree: "/r/.worktrees/t-1", Why: "committing work in progress: No space left on device"}})
+	if strings.Contains(got, "work committed") || !strings.Contains(got, "the work of 1 could not be committed") ||
+		!strings.Contains(got, "t-1's changes are still uncommitted files in /r/.worktrees/t-1 (committing work in progress: No space left on device)") {
+		t.Errorf("one failed: %q", got)
+	}
+}

@@ -82,6 +82,10 @@ const (
 	EvRollback    EventKind = "rollback"
 )
 
+// FieldUncommitted, on an EvError, is the worktree whose work could not
+// be committed (a WIP commit failed: disk full, a broken index…).
+const FieldUncommitted = "uncommitted"
+
 // Snapshot is an immutable copy of the engine's state for front ends.
 type Snapshot struct {
 	State

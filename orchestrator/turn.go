@@ -308,7 +308,9 @@ func (r *agentRun) commitWIP(wt worktree.Worktree, why string) error {
 	}
 	ok, err := r.e.wt.CommitWIP(context.Background(), wt, fmt.Sprintf("wip(%s): %s [%s]", r.taskID, why, r.taskID))
 	if err != nil {
-		r.event(EvError, "committing work in progress: "+err.Error(), nil)
+		// The work stays uncommitted in the worktree: say where, so no
+		// message claims it was committed.
+		r.event(EvError, "committing work in progress: "+err.Error(), map[string]any{FieldUncommitted: wt.Dir, "branch": wt.Branch})
 		return err
 	}
 	if ok {

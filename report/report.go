@@ -76,7 +76,7 @@ type TaskCost struct {
 // Build reads the run since since (zero: since the last session start)
 // until now.
 func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, error) {
-	entries, err := readLog(dir.SessionLog())
+	entries, err := ReadLog(dir.SessionLog())
 	if err != nil {
 		return Report{}, err
 	}
@@ -268,9 +268,9 @@ func optionList(opts []string) string {
 	return b.String()
 }
 
-// readLog reads the session log; lines it cannot parse are skipped (the
+// ReadLog reads the session log; lines it cannot parse are skipped (the
 // log is appended by several processes and may end mid-line after a kill).
-func readLog(path string) ([]chorusdir.Entry, error) {
+func ReadLog(path string) ([]chorusdir.Entry, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
