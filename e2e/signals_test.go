@@ -17,8 +17,11 @@ import (
 // tag in every way that must not end a task, then finishes with the
 // inline form "All done. <chorus>COMPLETE</chorus>", which must. Each case
 // is followed by a PROGRESS sentinel (10, 20, … 60) in the assistant's
-// next words, so a COMPLETE the engine counted is attributed to the case
-// before it; the last sentinel opens the final message.
+// next words. On a structured channel a tag counts only as the last thing
+// in a turn's final message, so none of the sentinels (each followed by a
+// tool call, or by more words) may arrive, and exactly one COMPLETE; on
+// a custom agent's screen the sentinels, alone on their lines, arrive, so
+// a COMPLETE the engine counted is attributed to the case before it.
 
 // protocolDoc is displayed by the agent with `cat`: the tag in a fenced
 // block and bare on a line of its own.
@@ -79,6 +82,10 @@ func suiteHarness(t *testing.T, doc string, tweak func(*config.Config)) *harness
 func checkSuite(t *testing.T, h *harness, id, source string, sentinels []int, cases []string) {
 	t.Helper()
 	h.waitFor(kind(orchestrator.EvCompleted, id))
+	if len(sentinels) == 0 {
+		checkTurnEnd(t, h, id, source)
+		return
+	}
 	last := sentinels[len(sentinels)-1]
 	progress, falses, inline := 0, 0, 0
 	seen := map[int]bool{}
@@ -118,6 +125,26 @@ func checkSuite(t *testing.T, h *harness, id, source string, sentinels []int, ca
 	}
 }
 
+// checkTurnEnd checks a structured channel: no tag before the final
+// message counted (no PROGRESS sentinel arrived), and the final message's
+// COMPLETE counted once.
+func checkTurnEnd(t *testing.T, h *harness, id, source string) {
+	t.Helper()
+	var got []string
+	for _, ev := range h.log {
+		if ev.Kind == orchestrator.EvSignal && ev.Task == id {
+			got = append(got, fmt.Sprintf("%s from %v", ev.Text, ev.Fields["source"]))
+		}
+	}
+	t.Logf("channel %s: signals %q", source, got)
+	if len(got) != 1 || got[0] != "COMPLETE from "+source {
+		t.Fatalf("want one COMPLETE from %s at the turn's end, got %q\n%s", source, got, h.report())
+	}
+	if tk := h.get(id); tk.Status != beads.StatusClosed {
+		t.Fatalf("task %+v", tk)
+	}
+}
+
 func caseAfter(progress int, sentinels []int, cases []string) string {
 	for i, s := range sentinels {
 		if progress < s && i < len(cases) {
@@ -126,8 +153,6 @@ func caseAfter(progress int, sentinels []int, cases []string) string {
 	}
 	return "?"
 }
-
-var allSentinels = []int{10, 20, 30, 40, 50, 60}
 
 // Interactive Claude Code: signals come from its session transcript;
 // what its screen shows (the displayed document, the printed tag) does not
@@ -138,7 +163,7 @@ func TestSignalsClaudeInteractive(t *testing.T) {
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(modelserver.Bash, id)})
 	h.start()
 	h.assign(id, "claude")
-	checkSuite(t, h, id, "transcript", allSentinels, falseCases)
+	checkSuite(t, h, id, "transcript", nil, falseCases)
 	if u := h.completedUsage(id); u.Input < 7000 || u.CostUSD <= 0 {
 		t.Fatalf("usage from the transcript: %+v", u)
 	}
@@ -152,7 +177,7 @@ func TestSignalsClaudeHeadless(t *testing.T) {
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(modelserver.Bash, id)})
 	h.start()
 	h.assign(id, "claude-headless")
-	checkSuite(t, h, id, "events", allSentinels, falseCases)
+	checkSuite(t, h, id, "events", nil, falseCases)
 	checkUsage(t, h, id, 7000, 70, 0, true)
 }
 
@@ -164,7 +189,7 @@ func TestSignalsCodexInteractive(t *testing.T) {
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(modelserver.Exec, id)})
 	h.start()
 	h.assign(id, "codex")
-	checkSuite(t, h, id, "transcript", allSentinels, falseCases)
+	checkSuite(t, h, id, "transcript", nil, falseCases)
 	if u := h.completedUsage(id); u.Input < 7000 || u.Output < 70 {
 		t.Fatalf("usage from the rollout file: %+v", u)
 	}
@@ -177,7 +202,7 @@ func TestSignalsCodexExec(t *testing.T) {
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(modelserver.Exec, id)})
 	h.start()
 	h.assign(id, "codex-headless")
-	checkSuite(t, h, id, "events", allSentinels, falseCases)
+	checkSuite(t, h, id, "events", nil, falseCases)
 	checkUsage(t, h, id, 7000, 70, 0, false)
 }
 
@@ -189,7 +214,7 @@ func TestSignalsOpenCode(t *testing.T) {
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: falseSuite(openCodeBash, id)})
 	h.start()
 	h.assign(id, "opencode")
-	checkSuite(t, h, id, "events", allSentinels, falseCases)
+	checkSuite(t, h, id, "events", nil, falseCases)
 	if u := h.completedUsage(id); u.Input != 7000 || u.Output != 70 || u.CostUSD <= 0 {
 		t.Fatalf("opencode usage: %+v", u)
 	}
@@ -217,7 +242,9 @@ func TestSignalsCustomAgentScreen(t *testing.T) {
 		`write hello.txt hello`,
 		`commit "feat: hello [` + id + `]"`,
 		`tag PROGRESS 60`,
-		`print "All done. <chorus>COMPLETE</chorus>"`,
+		`print "All done. <chorus>COMPLETE</chorus>"`, // not alone on its line: a screen does not count it
+		`print "All done."`,
+		`tag COMPLETE`,
 		`hang`,
 	}, "\n")
 	if err := os.WriteFile(script, []byte(body+"\n"), 0o644); err != nil {
@@ -226,7 +253,7 @@ func TestSignalsCustomAgentScreen(t *testing.T) {
 	h.start()
 	h.assign(id, "custom")
 	checkSuite(t, h, id, "output", []int{10, 20, 30, 60},
-		[]string{"displayed document (cat: fenced tag)", "tag in quotes", "mid-sentence mention", "tag in inline code"})
+		[]string{"displayed document (cat: fenced tag)", "tag in quotes", "mid-sentence mention", "tag in inline code, and a line ending with the tag"})
 }
 
 // trustCodex marks a worktree trusted in the throwaway CODEX_HOME, so

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"bytes"
 	"strings"
 
 	"github.com/chorus-dev/chorus/agent/signal"
@@ -13,11 +12,10 @@ import (
 // collects the signals and token usage they report. Terminal profiles
 // produce none.
 type eventParser struct {
-	parse func([]byte) ([]signal.Event, error)
-	buf   []byte
-	usage signal.TokenUsage
-	meter usageMeter
-	fails []string // the CLI's own reasons for failing, not yet taken
+	stream *signal.Stream
+	usage  signal.TokenUsage
+	meter  usageMeter
+	fails  []string // the CLI's own reasons for failing, not yet taken
 	// failure is the CLI's own report of why its run failed (the last
 	// Failed event's text), to name the cause when the process exits.
 	failure string
@@ -26,6 +24,16 @@ type eventParser struct {
 	// the output, so a completion finds its whole cost booked. Progress
 	// goes at once.
 	held []signal.Signal
+	// misses are turns that ended on a tag that did not count, not yet
+	// taken (signal.Verdict.NearMiss).
+	misses []signal.Verdict
+}
+
+// nearMisses returns the near misses read since the last call.
+func (p *eventParser) nearMisses() []signal.Verdict {
+	m := p.misses
+	p.misses = nil
+	return m
 }
 
 // failures returns the failure reasons reported since the last call.
@@ -45,50 +53,32 @@ func newEventParser(format string) *eventParser {
 	p := &eventParser{}
 	switch format {
 	case config.FormatClaudeJSON:
-		p.parse = (&signal.ClaudeParser{}).Parse
+		p.stream = &signal.Stream{Parse: (&signal.ClaudeParser{}).Parse}
 	case config.FormatCodexJSON:
-		p.parse = (&signal.CodexParser{}).Parse
+		p.stream = &signal.Stream{Parse: (&signal.CodexParser{}).Parse}
 	case config.FormatOpenCode:
-		p.parse = (&signal.OpenCodeParser{}).Parse
+		p.stream = &signal.Stream{Parse: (&signal.OpenCodeParser{}).Parse}
 	}
 	return p
 }
 
 func (p *eventParser) feed(b []byte) []signal.Signal {
-	if p.parse == nil {
+	if p.stream == nil {
 		return nil
 	}
-	p.buf = append(p.buf, b...)
-	var out []signal.Signal
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			return out
-		}
-		out = append(out, p.line(p.buf[:i])...)
-		p.buf = p.buf[i+1:]
-	}
+	return p.take(p.stream.Feed(b))
 }
 
 func (p *eventParser) flush() []signal.Signal {
-	if p.parse == nil {
+	if p.stream == nil {
 		return nil
 	}
-	var out []signal.Signal
-	if len(p.buf) > 0 {
-		out = p.line(p.buf)
-		p.buf = nil
-	}
-	out = append(out, p.held...)
+	out := append(p.take(p.stream.Flush()), p.held...)
 	p.held = nil
 	return out
 }
 
-func (p *eventParser) line(l []byte) []signal.Signal {
-	evs, err := p.parse(bytes.TrimSpace(l))
-	if err != nil {
-		return nil // stray non-JSON output
-	}
+func (p *eventParser) take(evs []signal.Event) []signal.Signal {
 	var out []signal.Signal
 	for _, ev := range evs {
 		if ev.Kind == signal.Usage || ev.Kind == signal.Completed || ev.Kind == signal.Failed {
@@ -105,7 +95,10 @@ func (p *eventParser) line(l []byte) []signal.Signal {
 				p.held = append(p.held, s)
 			}
 		}
-		if ev.Kind == signal.Completed || ev.Kind == signal.Failed {
+		if ev.Verdict.NearMiss {
+			p.misses = append(p.misses, ev.Verdict)
+		}
+		if ev.Kind == signal.Completed || ev.Kind == signal.Failed || ev.Kind == signal.TurnEnd {
 			out = append(out, p.held...)
 			p.held = nil
 		}

@@ -235,6 +235,9 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 					for _, s := range u.Signals {
 						r.send(turnEvent{sig: &s, gen: gen, source: "transcript"})
 					}
+					for _, v := range u.NearMisses {
+						r.nearMiss(v, "transcript")
+					}
 				})
 			}()
 		}
@@ -292,6 +295,9 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 		}
 		for _, s := range sigs {
 			r.send(turnEvent{sig: &s, gen: gen, source: "events"})
+		}
+		for _, v := range events.nearMisses() {
+			r.nearMiss(v, "events")
 		}
 	}
 	write := func(b []byte) {

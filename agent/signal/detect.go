@@ -33,10 +33,11 @@ type DetectorOptions struct {
 // whole snapshots of scrollback plus screen (Snapshot) or as a stream
 // (Append). Four rules decide what counts:
 //
-// Placement. The rule of InMessage: a tag counts when it ends its line
-// (words before it are fine), not when words follow it, inside inline code
-// or quotes, or inside a fenced code block (a displayed file or document).
-// Fences are followed within one Snapshot call, and across Append calls.
+// Placement. A screen does not tell the assistant's words from a tool's
+// output or a displayed file, nor when a turn ends, so the rule is
+// stricter than InMessage's: a tag counts only alone on its line
+// (AloneOnLine), outside fenced code blocks. Fences are followed within
+// one Snapshot call, and across Append calls.
 //
 // Echo suppression. Interactive agents echo the prompt, and the prompt
 // names the tags. A tag is ignored when its line begins with an input
@@ -259,7 +260,7 @@ func (d *Detector) scanLine(lines []string, i int, atStart, lookAhead bool, out 
 		key, complete := d.identity(lines, i, before, content, atStart)
 
 		skip := isInputLine(before) ||
-			!tagCounts(before, after) ||
+			!AloneOnLine(before, after) ||
 			d.isEcho(lines, i, endLine, lookAhead)
 		if skip || d.alreadySeen(key, complete) || d.turnSeen[content] {
 			d.remember(key)

@@ -125,10 +125,14 @@ func TestDetectorScreens(t *testing.T) {
 		{name: "message is just the tag", prompt: ownLinePrompt, agent: []string{"⏺ <chorus>COMPLETE</chorus>"}, want: []string{"COMPLETE"}},
 		{name: "bullet variant", prompt: taskPrompt, agent: []string{"● Done.", "", "● <chorus>COMPLETE</chorus>."}, want: []string{"COMPLETE"}},
 		{name: "mention mid-sentence", prompt: taskPrompt, agent: []string{"⏺ Once the tests pass I will print <chorus>COMPLETE</chorus> as asked."}},
+		// On a screen only a tag alone on its line counts: nothing tells
+		// a sentence the agent wrote from a tool's output line.
 		{name: "inline at the end of the line", prompt: taskPrompt,
-			agent: []string{"⏺ All done. <chorus>COMPLETE</chorus>"}, want: []string{"COMPLETE"}},
+			agent: []string{"⏺ All done. <chorus>COMPLETE</chorus>"}},
 		{name: "inline after own-line echo", prompt: ownLinePrompt,
-			agent: []string{"⏺ Tests pass. <chorus>COMPLETE</chorus>"}, want: []string{"COMPLETE"}},
+			agent: []string{"⏺ Tests pass. <chorus>COMPLETE</chorus>"}},
+		{name: "a grep result ending with the tag", prompt: taskPrompt,
+			agent: []string{"⏺ Bash(grep -rn chorus notes.md)", "  ⎿  notes.md:3: <chorus>COMPLETE</chorus>"}},
 		{name: "displayed document with a fenced tag", prompt: taskPrompt,
 			agent: []string{"⏺ Bash(cat docs/protocol.md)", "  ⎿  # Protocol", "     ```", "     <chorus>COMPLETE</chorus>", "     ```"}},
 		{name: "blocked with wrapped payload", prompt: taskPrompt,
@@ -321,9 +325,11 @@ func TestStripANSI(t *testing.T) {
 }
 
 func TestSignalsIn(t *testing.T) {
-	text := "Done.\n<chorus>PROGRESS: 100</chorus>\nsee <chorus>BOGUS</chorus> and <chorus>COMPLETE</chorus>"
-	got := SignalsIn(text)
-	if len(got) != 2 || got[0] != (Signal{Progress, "100"}) || got[1] != (Signal{Type: Complete}) {
+	// Only the message's last tag can count.
+	if got := SignalsIn("Done.\n<chorus>PROGRESS: 100</chorus>\nsee <chorus>BOGUS</chorus>. All done.\n<chorus>COMPLETE</chorus>"); len(got) != 1 || got[0] != (Signal{Type: Complete}) {
 		t.Errorf("SignalsIn = %+v", got)
+	}
+	if got := SignalsIn("Done.\n<chorus>PROGRESS: 100</chorus>\nsee <chorus>BOGUS</chorus> and <chorus>COMPLETE</chorus>"); got != nil {
+		t.Errorf("a tag continuing a sentence counted: %+v", got)
 	}
 }

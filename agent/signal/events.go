@@ -1,6 +1,7 @@
 package signal
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,8 @@ type EventKind int
 // Event kinds.
 const (
 	// Text is text the assistant itself wrote (never tool output or user
-	// messages); its Signals are the tags in it that count.
+	// messages). It carries no signals: a tag counts only in a turn's
+	// final message, which TurnEnd judges.
 	Text EventKind = iota + 1
 	// Usage reports the run's usage so far (cumulative, not a delta).
 	Usage
@@ -22,6 +24,12 @@ const (
 	Completed
 	// Failed reports a run error (the process exit remains the final word).
 	Failed
+	// TurnEnd says a turn has ended: Text is its final message (the
+	// assistant's text with no tool call after it), Verdict the rule's
+	// judgement of it (InMessage) and Signals the valid tags that count.
+	// It follows the events that book the turn's usage, so a completion
+	// finds its cost booked.
+	TurnEnd
 )
 
 func (k EventKind) String() string {
@@ -34,6 +42,8 @@ func (k EventKind) String() string {
 		return "completed"
 	case Failed:
 		return "failed"
+	case TurnEnd:
+		return "turn end"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -58,18 +68,52 @@ type Event struct {
 	Text      string
 	Usage     TokenUsage
 	SessionID string // to resume the session (claude session_id, codex thread_id, opencode sessionID)
-	// Signals are the tags that count (InMessage) in a Text event: only
-	// text the assistant wrote carries signals, and each message once.
+	// Signals are the tags that count (InMessage) in a TurnEnd event's
+	// final message; no other event carries any.
 	Signals []Signal
+	// Verdict is the rule's judgement of a TurnEnd's final message; its
+	// NearMiss asks for a confirmation.
+	Verdict Verdict
 }
 
 // ErrNotJSON is returned for a line that is not a JSON object (stray
 // output); callers skip it.
 var ErrNotJSON = errors.New("not a JSON event")
 
-// textEvent is assistant text with the signals it carries.
+// textEvent is assistant text.
 func textEvent(text, session string) Event {
-	return Event{Kind: Text, Text: text, SessionID: session, Signals: SignalsIn(text)}
+	return Event{Kind: Text, Text: text, SessionID: session}
+}
+
+// turn follows a turn of a structured channel to its final message: the
+// text of the assistant's last message, when no tool call came after it.
+type turn struct {
+	msg   string   // the message the text belongs to
+	final []string // its text blocks
+}
+
+// text adds a text block of message msg; a new message replaces the last.
+func (t *turn) text(msg, text string) {
+	if msg != t.msg || msg == "" {
+		t.msg, t.final = msg, nil
+	}
+	t.final = append(t.final, text)
+}
+
+// tool notes a tool call (or its output): the text before it was not the
+// turn's last word.
+func (t *turn) tool() { t.final = nil }
+
+// reset forgets the turn (a new one starts, or it was cut short).
+func (t *turn) reset() { *t = turn{} }
+
+// end judges the final message of a turn that has ended and starts the
+// next.
+func (t *turn) end(session string) Event {
+	text := strings.Join(t.final, "\n\n")
+	t.reset()
+	v := InMessage(text)
+	return Event{Kind: TurnEnd, Text: text, SessionID: session, Signals: v.Signals(), Verdict: v}
 }
 
 // usageBook sums per-message usage where a CLI repeats a message's usage
@@ -139,25 +183,34 @@ func (b *blocks) UnmarshalJSON(data []byte) error {
 	return json.Unmarshal(data, (*plain)(b))
 }
 
-// texts returns the message's text blocks as events; tool calls, thinking
-// and the rest are not the assistant talking.
-func (m *claudeMessage) texts(session string) []Event {
+// texts returns the message's text blocks as events and follows the turn:
+// text is its final message until a tool call comes after it. Thinking is
+// neither.
+func (m *claudeMessage) texts(session string, t *turn) []Event {
 	var evs []Event
 	for _, c := range m.Content {
-		if c.Type == "text" && strings.TrimSpace(c.Text) != "" {
-			evs = append(evs, textEvent(c.Text, session))
+		switch {
+		case c.Type == "text":
+			if strings.TrimSpace(c.Text) != "" {
+				evs = append(evs, textEvent(c.Text, session))
+				t.text(m.ID, c.Text)
+			}
+		case strings.HasSuffix(c.Type, "tool_use"): // tool_use, server_tool_use
+			t.tool()
 		}
 	}
 	return evs
 }
 
 // ClaudeParser reads `claude -p --output-format stream-json --verbose`
-// output, one line per Parse call. Signals come from the assistant's text
-// blocks only: tool results arrive as user messages, and the final result
-// event repeats the last message's text, so neither is read for tags.
+// output, one line per Parse call. The run's result event ends the turn:
+// its final message is the last assistant message's text, when no tool
+// call followed it (tool results arrive as user messages and are never
+// read for tags). A failed run's turn carries no signal.
 type ClaudeParser struct {
 	session string
 	book    usageBook
+	turn    turn
 }
 
 type claudeLine struct {
@@ -186,7 +239,7 @@ func (p *ClaudeParser) Parse(line []byte) ([]Event, error) {
 		if l.Message == nil {
 			return nil, nil
 		}
-		evs := l.Message.texts(p.session)
+		evs := l.Message.texts(p.session, &p.turn)
 		if u := l.Message.Usage; u != nil && l.Message.ID != "" && p.book.record(l.Message.ID, u.tokens()) {
 			evs = append(evs, Event{Kind: Usage, Usage: p.book.total, SessionID: p.session})
 		}
@@ -202,8 +255,10 @@ func (p *ClaudeParser) Parse(line []byte) ([]Event, error) {
 			if strings.TrimSpace(ev.Text) == "" {
 				ev.Text = strings.TrimSpace(l.Subtype + " " + strings.Join(l.Errors, "; "))
 			}
+			p.turn.reset()
+			return []Event{ev}, nil
 		}
-		return []Event{ev}, nil
+		return []Event{ev, p.turn.end(p.session)}, nil
 	}
 	return nil, nil
 }
@@ -214,17 +269,37 @@ func (p *ClaudeParser) Parse(line []byte) ([]Event, error) {
 // at list price where the line carries no cost. Tool results come back as
 // user entries and are not read; nor are subagents' (sidechain) messages,
 // which are not the agent talking to Chorus.
+//
+// Each content block is a line of its own, every line of a message
+// carrying the message's stop_reason: a message that stopped with
+// end_turn (or a stop sequence) ends its turn. Its TurnEnd is given once
+// the message's lines are all read: at the next line of another message,
+// or at Flush (the reader has reached the end of the file).
 type ClaudeTranscriptParser struct {
 	session string
 	book    usageBook
+	turn    turn
+	ended   bool // the message in turn has ended its turn
 }
 
 type claudeTranscriptLine struct {
-	Type        string         `json:"type"`
-	SessionID   string         `json:"sessionId"`
-	IsSidechain bool           `json:"isSidechain"`
-	CostUSD     float64        `json:"costUSD"`
-	Message     *claudeMessage `json:"message"`
+	Type        string  `json:"type"`
+	SessionID   string  `json:"sessionId"`
+	IsSidechain bool    `json:"isSidechain"`
+	CostUSD     float64 `json:"costUSD"`
+	Message     *struct {
+		claudeMessage
+		StopReason string `json:"stop_reason"`
+	} `json:"message"`
+}
+
+// Flush ends a turn whose last message has been read whole.
+func (p *ClaudeTranscriptParser) Flush() []Event {
+	if !p.ended {
+		return nil
+	}
+	p.ended = false
+	return []Event{p.turn.end(p.session)}
 }
 
 // Parse turns one line into events (often none).
@@ -241,7 +316,16 @@ func (p *ClaudeTranscriptParser) Parse(line []byte) ([]Event, error) {
 	}
 	var evs []Event
 	if !l.IsSidechain {
-		evs = l.Message.texts(p.session)
+		if p.ended && l.Message.ID != p.turn.msg {
+			evs = p.Flush()
+		}
+		evs = append(evs, l.Message.texts(p.session, &p.turn)...)
+		switch l.Message.StopReason {
+		case "end_turn", "stop_sequence":
+			p.ended = true
+		case "tool_use":
+			p.turn.tool()
+		}
 	}
 	if u := l.Message.Usage; u != nil && l.Message.ID != "" {
 		t := u.tokens()
@@ -257,12 +341,14 @@ func (p *ClaudeTranscriptParser) Parse(line []byte) ([]Event, error) {
 }
 
 // CodexParser reads `codex exec --json` output, one line per Parse call.
-// Signals come from agent_message items only (not command output, not the
-// turn's end, which repeats the last message).
+// turn.completed ends the turn: its final message is the last
+// agent_message item, when no other item (a command, a file change, a
+// tool call) came after it; command output is never read for tags.
 type CodexParser struct {
 	thread string
 	last   string // latest agent message: the final answer at turn end
 	total  TokenUsage
+	turn   turn
 }
 
 type codexLine struct {
@@ -270,6 +356,7 @@ type codexLine struct {
 	ThreadID string `json:"thread_id"`
 	Message  string `json:"message"`
 	Item     *struct {
+		ID       string `json:"id"`
 		Type     string `json:"type"`
 		ItemType string `json:"item_type"` // older releases
 		Text     string `json:"text"`
@@ -294,14 +381,22 @@ func (p *CodexParser) Parse(line []byte) ([]Event, error) {
 	switch l.Type {
 	case "thread.started":
 		p.thread = l.ThreadID
-	case "item.completed":
+	case "turn.started":
+		p.turn.reset()
+	case "item.started", "item.completed":
 		if l.Item == nil {
 			return nil, nil
 		}
 		switch t := l.Item.Type + l.Item.ItemType; t {
 		case "agent_message", "assistant_message":
-			p.last = l.Item.Text
-			return []Event{textEvent(l.Item.Text, p.thread)}, nil
+			if l.Type == "item.completed" {
+				p.last = l.Item.Text
+				p.turn.text(l.Type+l.Item.ID, l.Item.Text)
+				return []Event{textEvent(l.Item.Text, p.thread)}, nil
+			}
+		case "reasoning", "error":
+		default:
+			p.turn.tool() // a command, file change, tool call, plan update…
 		}
 	case "turn.completed":
 		if u := l.Usage; u != nil {
@@ -311,8 +406,10 @@ func (p *CodexParser) Parse(line []byte) ([]Event, error) {
 		return []Event{
 			{Kind: Usage, Usage: p.total, SessionID: p.thread},
 			{Kind: Completed, Text: p.last, Usage: p.total, SessionID: p.thread},
+			p.turn.end(p.thread),
 		}, nil
 	case "turn.failed", "error":
+		p.turn.reset()
 		msg := l.Message
 		if l.Error != nil && l.Error.Message != "" {
 			msg = l.Error.Message
@@ -326,10 +423,13 @@ func (p *CodexParser) Parse(line []byte) ([]Event, error) {
 // ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl), one line per Parse
 // call: the assistant's messages (response_item entries of type message,
 // role assistant, output_text content; not function calls or their
-// output) and the session's running token count.
+// output) and the session's running token count. The task_complete event
+// ends a turn: its final message is the last assistant message, when no
+// function call or other item came after it.
 type CodexRolloutParser struct {
 	session string
 	total   TokenUsage
+	turn    turn
 }
 
 type codexRolloutLine struct {
@@ -370,9 +470,18 @@ func (p *CodexRolloutParser) Parse(line []byte) ([]Event, error) {
 		for _, c := range pl.Content {
 			if c.Type == "output_text" && strings.TrimSpace(c.Text) != "" {
 				evs = append(evs, textEvent(c.Text, p.session))
+				p.turn.text("m"+pl.ID, c.Text)
 			}
 		}
 		return evs, nil
+	case l.Type == "response_item" && pl.Type == "message":
+		p.turn.reset() // the user's (or developer's) words start a turn
+	case l.Type == "response_item" && pl.Type != "reasoning":
+		p.turn.tool() // function_call, its output, custom and shell tool calls…
+	case l.Type == "event_msg" && (pl.Type == "task_started" || pl.Type == "turn_aborted"):
+		p.turn.reset()
+	case l.Type == "event_msg" && pl.Type == "task_complete":
+		return []Event{p.turn.end(p.session)}, nil
 	case l.Type == "event_msg" && pl.Type == "token_count" && pl.Info != nil && pl.Info.Total != nil:
 		u := pl.Info.Total
 		// Cached tokens are counted inside input_tokens.
@@ -389,11 +498,14 @@ func (p *CodexRolloutParser) Parse(line []byte) ([]Event, error) {
 // Parse call. Its events are JSON objects whose text parts are JSON
 // strings, so tags are read from the decoded text of the assistant's text
 // parts (never from tool parts, whose output may print anything). Usage
-// and cost come from step_finish events, one per model call.
+// and cost come from step_finish events, one per model call; a
+// step_finish whose reason is not "tool-calls" ends the turn, its final
+// message the last text part when no tool part came after it.
 type OpenCodeParser struct {
 	session string
 	total   TokenUsage
 	seen    map[string]bool // text part ids already read
+	turn    turn
 }
 
 type openCodeLine struct {
@@ -401,8 +513,10 @@ type openCodeLine struct {
 	SessionID string `json:"sessionID"`
 	Part      *struct {
 		ID        string `json:"id"`
+		MessageID string `json:"messageID"`
 		Type      string `json:"type"`
 		Text      string `json:"text"`
+		Reason    string `json:"reason"`
 		Synthetic bool   `json:"synthetic"`
 		Ignored   bool   `json:"ignored"`
 		Time      *struct {
@@ -452,16 +566,26 @@ func (p *OpenCodeParser) Parse(line []byte) ([]Event, error) {
 		if strings.TrimSpace(pt.Text) == "" {
 			return nil, nil
 		}
+		p.turn.text(pt.MessageID, pt.Text)
 		return []Event{textEvent(pt.Text, p.session)}, nil
+	case "tool_use":
+		p.turn.tool()
 	case "step_finish":
-		if pt == nil || pt.Tokens == nil {
+		if pt == nil {
 			return nil, nil
 		}
-		tk := pt.Tokens
-		p.total = p.total.add(TokenUsage{Input: tk.Input, Output: tk.Output + tk.Reasoning,
-			CacheRead: tk.Cache.Read, CacheWrite: tk.Cache.Write, CostUSD: pt.Cost})
-		return []Event{{Kind: Usage, Usage: p.total, SessionID: p.session}}, nil
+		var evs []Event
+		if tk := pt.Tokens; tk != nil {
+			p.total = p.total.add(TokenUsage{Input: tk.Input, Output: tk.Output + tk.Reasoning,
+				CacheRead: tk.Cache.Read, CacheWrite: tk.Cache.Write, CostUSD: pt.Cost})
+			evs = append(evs, Event{Kind: Usage, Usage: p.total, SessionID: p.session})
+		}
+		if pt.Reason != "tool-calls" {
+			evs = append(evs, p.turn.end(p.session))
+		}
+		return evs, nil
 	case "error":
+		p.turn.reset()
 		msg := "opencode reported an error"
 		if e := l.Error; e != nil {
 			msg = e.Name
@@ -483,4 +607,44 @@ func decodeLine(line []byte, v any) error {
 		return fmt.Errorf("%w: %v", ErrNotJSON, err)
 	}
 	return nil
+}
+
+// Stream feeds a CLI's output to a parser line by line, in whatever
+// chunks it arrives (a line, a tag, may be cut anywhere). Lines that are
+// not JSON (stray output) are skipped.
+type Stream struct {
+	Parse func([]byte) ([]Event, error)
+	buf   []byte
+}
+
+// Feed returns the events of the lines b completes.
+func (s *Stream) Feed(b []byte) []Event {
+	s.buf = append(s.buf, b...)
+	var out []Event
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			return out
+		}
+		out = append(out, s.line(s.buf[:i])...)
+		s.buf = s.buf[i+1:]
+	}
+}
+
+// Flush parses a last line the output ended without a newline.
+func (s *Stream) Flush() []Event {
+	var out []Event
+	if len(bytes.TrimSpace(s.buf)) > 0 {
+		out = s.line(s.buf)
+	}
+	s.buf = nil
+	return out
+}
+
+func (s *Stream) line(l []byte) []Event {
+	evs, err := s.Parse(bytes.TrimSpace(l))
+	if err != nil {
+		return nil
+	}
+	return evs
 }

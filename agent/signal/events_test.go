@@ -50,20 +50,19 @@ func TestClaudeStreamJSON(t *testing.T) {
 	for _, e := range evs {
 		kinds = append(kinds, e.Kind.String())
 	}
-	if got := strings.Join(kinds, ","); got != "text,usage,text,usage,completed" {
+	if got := strings.Join(kinds, ","); got != "text,usage,text,usage,completed,turn end" {
 		t.Fatalf("kinds = %s", got)
 	}
 	if u := evs[3].Usage; u != (TokenUsage{Input: 110, Output: 28, CacheRead: 150, CacheWrite: 50}) {
 		t.Errorf("running usage = %+v", u)
 	}
-	last := evs[len(evs)-1]
+	last := evs[len(evs)-2]
 	want := TokenUsage{Input: 110, Output: 28, CacheRead: 150, CacheWrite: 50, CostUSD: 0.0123}
 	if last.Usage != want || last.SessionID != "sess-1" || !strings.Contains(last.Text, "Done.") {
 		t.Errorf("result = %+v", last)
 	}
-	// The tag counts once: from the assistant's text block, not again
-	// from the result that repeats it.
-	if s := signalsOf(evs); len(s) != 1 || s[0] != "COMPLETE" || len(evs[2].Signals) != 1 {
+	// The tag counts once, at the turn's end, after the run's usage.
+	if s := signalsOf(evs); len(s) != 1 || s[0] != "COMPLETE" || len(evs[5].Signals) != 1 {
 		t.Errorf("signals = %q", s)
 	}
 }
@@ -92,7 +91,7 @@ const codexStream = `{"type":"thread.started","thread_id":"0199a213-81c0-7800-8a
 func TestCodexExecJSON(t *testing.T) {
 	var p CodexParser
 	evs := feed(t, p.Parse, codexStream)
-	if len(evs) != 3 || evs[0].Kind != Text || evs[1].Kind != Usage || evs[2].Kind != Completed {
+	if len(evs) != 4 || evs[0].Kind != Text || evs[1].Kind != Usage || evs[2].Kind != Completed || evs[3].Kind != TurnEnd {
 		t.Fatalf("events = %+v", evs)
 	}
 	done := evs[2]
@@ -102,7 +101,7 @@ func TestCodexExecJSON(t *testing.T) {
 	if done.SessionID != "0199a213-81c0-7800-8aa1-bbab2a035a53" || !strings.Contains(done.Text, "All tests pass") {
 		t.Errorf("completed = %+v", done)
 	}
-	if s := signalsOf(evs); len(s) != 1 || s[0] != "COMPLETE" || len(evs[0].Signals) != 1 {
+	if s := signalsOf(evs); len(s) != 1 || s[0] != "COMPLETE" || len(evs[3].Signals) != 1 {
 		t.Errorf("signals = %q", s)
 	}
 

@@ -23,11 +23,16 @@ import (
 // Update is what the records added since the last one.
 type Update struct {
 	Usage   signal.TokenUsage // a delta, priced where the record gives no cost
-	Signals []signal.Signal   // tags that count in the assistant's messages
+	Signals []signal.Signal   // tags that count in the final messages of turns that ended
+	// NearMisses are the verdicts of turns that ended with a tag that did
+	// not count (signal.Verdict), for the engine to ask for confirmation.
+	NearMisses []signal.Verdict
 }
 
 // IsZero reports an update with nothing in it.
-func (u Update) IsZero() bool { return u.Usage == (signal.TokenUsage{}) && len(u.Signals) == 0 }
+func (u Update) IsZero() bool {
+	return u.Usage == (signal.TokenUsage{}) && len(u.Signals) == 0 && len(u.NearMisses) == 0
+}
 
 // Options say whose records to follow.
 type Options struct {
@@ -64,21 +69,28 @@ type source interface {
 	belongs(first []byte) (yes, ok bool)
 	// relevant is a cheap test for lines worth decoding.
 	relevant(line []byte) bool
-	// usageAfter says a message's usage is recorded after it (Codex's
-	// token_count), so its signals wait for that: a completion must find
-	// its cost booked.
-	usageAfter() bool
-	parser() func([]byte) ([]signal.Event, error)
+	parser() lineParser
 }
+
+// lineParser is a signal parser of session records. Both CLIs record a
+// turn's usage before its end (Claude on the message's own line, Codex's
+// token_count before task_complete), so a completion finds its cost
+// booked.
+type lineParser interface {
+	Parse([]byte) ([]signal.Event, error)
+}
+
+// flusher is a parser that may hold a turn's end until it knows the last
+// message was read whole.
+type flusher interface{ Flush() []signal.Event }
 
 type file struct {
 	off     int64
 	decided bool
 	mine    bool
 	signals bool
-	parse   func([]byte) ([]signal.Event, error)
+	parse   lineParser
 	usage   signal.TokenUsage // cumulative, as last reported
-	held    []signal.Signal   // waiting for the usage recorded after them
 }
 
 // New returns a Reader for an agent's records. An unknown kind is an
@@ -119,16 +131,11 @@ func (r *Reader) Read() Update {
 			r.files[p] = f
 		}
 		r.readFile(p, f, &up)
-		if r.final || !r.src.usageAfter() {
-			up.Signals = append(up.Signals, f.held...)
-			f.held = nil
-		}
 	}
 	return up
 }
 
-// Final reads what is left once the agent has exited, signals still
-// waiting for their usage included.
+// Final reads what is left once the agent has exited.
 func (r *Reader) Final() Update {
 	r.final = true
 	return r.Read()
@@ -157,7 +164,12 @@ func (r *Reader) readFile(path string, f *file, up *Update) {
 	for {
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
-			return // an incomplete last line is read again next time
+			// An incomplete last line is read again next time; what was
+			// read whole may end a turn.
+			if fl, ok := f.parse.(flusher); ok {
+				r.take(f, fl.Flush(), up)
+			}
+			return
 		}
 		if !f.decided {
 			yes, ok := r.src.belongs(line)
@@ -173,19 +185,29 @@ func (r *Reader) readFile(path string, f *file, up *Update) {
 		if !r.src.relevant(line) || r.before(line) {
 			continue
 		}
-		evs, err := f.parse(line)
+		evs, err := f.parse.Parse(line)
 		if err != nil {
 			continue
 		}
-		for _, ev := range evs {
-			if f.signals {
-				f.held = append(f.held, ev.Signals...)
+		r.take(f, evs, up)
+	}
+}
+
+// take adds a file's events to the update: usage, and the signals and
+// near misses of turns that ended (not a subagent's).
+func (r *Reader) take(f *file, evs []signal.Event, up *Update) {
+	for _, ev := range evs {
+		switch ev.Kind {
+		case signal.Usage:
+			up.Usage = add(up.Usage, sub(ev.Usage, f.usage))
+			f.usage = ev.Usage
+		case signal.TurnEnd:
+			if !f.signals {
+				continue
 			}
-			if ev.Kind == signal.Usage {
-				up.Usage = add(up.Usage, sub(ev.Usage, f.usage))
-				f.usage = ev.Usage
-				up.Signals = append(up.Signals, f.held...)
-				f.held = nil
+			up.Signals = append(up.Signals, ev.Signals...)
+			if ev.Verdict.NearMiss {
+				up.NearMisses = append(up.NearMisses, ev.Verdict)
 			}
 		}
 	}
@@ -297,11 +319,7 @@ func (c *claude) belongs([]byte) (bool, bool) { return true, true } // the folde
 
 func (c *claude) relevant(line []byte) bool { return bytes.Contains(line, []byte(`"assistant"`)) }
 
-func (c *claude) usageAfter() bool { return false } // on the message's own line
-
-func (c *claude) parser() func([]byte) ([]signal.Event, error) {
-	return (&signal.ClaudeTranscriptParser{}).Parse
-}
+func (c *claude) parser() lineParser { return &signal.ClaudeTranscriptParser{} }
 
 // codex: $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl, shared by every
 // directory; a file is this agent's when its session_meta names its cwd.
@@ -370,12 +388,17 @@ func (c *codex) belongs(first []byte) (bool, bool) {
 }
 
 func (c *codex) relevant(line []byte) bool {
-	return bytes.Contains(line, []byte(`"response_item"`)) || bytes.Contains(line, []byte(`"token_count"`)) ||
-		bytes.Contains(line, []byte(`"session_meta"`))
+	for _, k := range codexKinds {
+		if bytes.Contains(line, k) {
+			return true
+		}
+	}
+	return false
 }
 
-func (c *codex) usageAfter() bool { return true }
+// codexKinds mark the rollout lines the parser reads: messages and tool
+// calls, usage, and a turn's start, end or abort.
+var codexKinds = [][]byte{[]byte(`"response_item"`), []byte(`"token_count"`), []byte(`"session_meta"`),
+	[]byte(`"task_started"`), []byte(`"task_complete"`), []byte(`"turn_aborted"`)}
 
-func (c *codex) parser() func([]byte) ([]signal.Event, error) {
-	return (&signal.CodexRolloutParser{}).Parse
-}
+func (c *codex) parser() lineParser { return &signal.CodexRolloutParser{} }

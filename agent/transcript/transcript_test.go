@@ -13,12 +13,12 @@ import (
 )
 
 func claudeLine(id, model string, ts time.Time, text string, in, out, cr, cw int64) string {
-	content := `[{"type":"tool_use","id":"tu","name":"Bash","input":{}}]`
+	content, stop := `[{"type":"tool_use","id":"tu","name":"Bash","input":{}}]`, "tool_use"
 	if text != "" {
-		content = fmt.Sprintf(`[{"type":"text","text":%q}]`, text)
+		content, stop = fmt.Sprintf(`[{"type":"text","text":%q}]`, text), "end_turn"
 	}
-	return fmt.Sprintf(`{"type":"assistant","isSidechain":false,"timestamp":%q,"message":{"id":%q,"model":%q,"role":"assistant","content":%s,"usage":{"input_tokens":%d,"output_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":%d}}}`+"\n",
-		ts.UTC().Format(time.RFC3339Nano), id, model, content, in, out, cr, cw)
+	return fmt.Sprintf(`{"type":"assistant","isSidechain":false,"timestamp":%q,"message":{"id":%q,"model":%q,"role":"assistant","content":%s,"stop_reason":%q,"usage":{"input_tokens":%d,"output_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":%d}}}`+"\n",
+		ts.UTC().Format(time.RFC3339Nano), id, model, content, stop, in, out, cr, cw)
 }
 
 func sigs(u Update) string {
@@ -119,8 +119,9 @@ func TestCodexRollouts(t *testing.T) {
 	if len(total.Signals) != 0 {
 		t.Fatalf("another directory's session counted: %+v", total)
 	}
-	// The final message is recorded before its token count: its signal
-	// waits for it, so a completion finds its cost booked.
+	// The final message is recorded before its token count and the turn's
+	// end (task_complete): its signal waits for that, so a completion
+	// finds its cost booked.
 	cut := strings.LastIndex(mine, `{"timestamp"`)
 	cut = strings.LastIndex(mine[:cut], `{"timestamp"`)
 	os.WriteFile(filepath.Join(day, "rollout-b.jsonl"), []byte(mine[:cut]), 0o644)
@@ -136,8 +137,8 @@ func TestCodexRollouts(t *testing.T) {
 	if sigs(total) != "COMPLETE" || total.Usage != (signal.TokenUsage{Input: 300, CacheRead: 55, Output: 30}) {
 		t.Fatalf("rollout: %+v", total)
 	}
-	// Without a token count after it, the signal is released once the
-	// agent is gone.
+	// A turn that never ended (no task_complete) claims nothing, even
+	// once the agent is gone.
 	day2 := filepath.Join(home, "sessions", start.UTC().Format("2006"), start.UTC().Format("01"), start.UTC().Format("02"))
 	os.MkdirAll(day2, 0o755)
 	r2, _ := New(Options{Kind: config.TranscriptCodex, Env: []string{"CODEX_HOME=" + home}, Dir: "/work/repo/.worktrees/codex-t-1", Since: start})
@@ -146,7 +147,7 @@ func TestCodexRollouts(t *testing.T) {
 	if u := r2.Read(); len(u.Signals) != 0 {
 		t.Fatalf("released early: %+v", u)
 	}
-	if u := r2.Final(); sigs(u) != "COMPLETE" {
+	if u := r2.Final(); len(u.Signals) != 0 {
 		t.Fatalf("final read: %+v", u)
 	}
 	if _, err := New(Options{Kind: "gemini"}); err == nil || !strings.Contains(err.Error(), "claude or codex") {
