@@ -1,0 +1,164 @@
+package ptyproc
+
+import (
+	"io"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The terminal's master side: non-blocking, outside the netpoller on
+// Linux (poll(2) with a wake pipe), reads and writes that wait only when
+// the terminal has nothing.
+
+// pollable returns the terminal's master side in non-blocking mode, so
+// reads wait in Go's netpoller instead of each holding a thread in read(2):
+// with several busy agents the blocking reads cost more CPU in thread
+// hand-offs than the terminals themselves. On any failure the original
+// (blocking, still correct) file is kept.
+func pollable(master *os.File) *os.File {
+	fd, err := dupCloexec(master)
+	if err != nil {
+		return master
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return master
+	}
+	f := os.NewFile(uintptr(fd), master.Name())
+	master.Close()
+	return f
+}
+
+// dupCloexec duplicates f's descriptor close-on-exec in one step, so an
+// agent started meanwhile cannot inherit another agent's terminal.
+func dupCloexec(f *os.File) (int, error) {
+	return unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+}
+
+// unwatched returns the terminal's master side in non-blocking mode on a
+// descriptor Go's netpoller does not watch, and the pipe that wakes its
+// reader. Watched, every write of the child woke the process (the
+// netpoller's epoll reports each one, wanted or not), even while the
+// reader gathers a busy agent's output for a frame: with eight busy
+// agents that was more CPU than reading and parsing their output. The
+// reader now waits in poll(2) only when it has nothing to read (an idle
+// agent's reader holds a thread there, as a blocking read would).
+func unwatched(master *os.File) (f *os.File, wakeR, wakeW int, err error) {
+	// Fd puts the descriptor in blocking mode, so its duplicate makes a
+	// file os.NewFile does not register; closing master unregisters it.
+	fd, err := dupCloexec(master)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	f = os.NewFile(uintptr(fd), master.Name())
+	master.Close()
+	var pfd [2]int
+	// Under ForkLock, as os.Pipe does where pipe2 is missing: an agent
+	// started in between would inherit the pipe otherwise.
+	syscall.ForkLock.RLock()
+	if err = unix.Pipe(pfd[:]); err == nil {
+		unix.CloseOnExec(pfd[0])
+		unix.CloseOnExec(pfd[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err == nil {
+		err = unix.SetNonblock(pfd[1], true)
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, true)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, 0, err
+	}
+	return f, pfd[0], pfd[1], nil
+}
+
+// read reads what the terminal has, waiting in poll(2) when it has
+// nothing; after closePTY it returns os.ErrClosed.
+func (p *Proc) read(buf []byte) (n int, err error) {
+	if !p.raw {
+		return p.pty.Read(buf)
+	}
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	cerr := rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(p.wakeR), Events: unix.POLLIN}}
+		for {
+			n, err = unix.Read(int(fd), buf)
+			switch err {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+			default:
+				if n < 0 {
+					n = 0
+				}
+				if n == 0 && err == nil {
+					err = io.EOF // the other side is gone (EIO on Linux)
+				}
+				return true
+			}
+			if _, perr := unix.Poll(fds, -1); perr != nil && perr != unix.EINTR {
+				n, err = 0, perr
+				return true
+			}
+			if fds[1].Revents != 0 {
+				n, err = 0, os.ErrClosed
+				return true
+			}
+		}
+	})
+	if cerr != nil {
+		return 0, cerr
+	}
+	return n, err
+}
+
+// write writes all of b, waiting in poll(2) while the terminal's input
+// is full (the child is not reading). Under writeMu.
+func (p *Proc) write(b []byte) (int, error) {
+	if !p.raw {
+		return p.pty.Write(b)
+	}
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	var werr error
+	cerr := rc.Write(func(fd uintptr) bool {
+		for done < len(b) {
+			n, err := unix.Write(int(fd), b[done:])
+			if n > 0 {
+				done += n
+			}
+			switch err {
+			case nil, unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}, {Fd: int32(p.wakeR), Events: unix.POLLIN}}
+				if _, perr := unix.Poll(fds, -1); perr != nil && perr != unix.EINTR {
+					werr = perr
+					return true
+				}
+				if fds[1].Revents != 0 {
+					werr = os.ErrClosed
+					return true
+				}
+			default:
+				werr = err
+				return true
+			}
+		}
+		return true
+	})
+	if cerr != nil {
+		return done, cerr
+	}
+	return done, werr
+}

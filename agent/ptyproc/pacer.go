@@ -1,0 +1,53 @@
+package ptyproc
+
+import (
+	"time"
+)
+
+// bulkRead is a read size that says the terminal's buffer was full (the
+// line discipline hands over at most a few KiB a read): more is waiting, so
+// the next read comes at once and a flood is read at full speed.
+const bulkRead = 1024
+
+// floodBytes read in two windows say the child writes faster than the
+// terminal can buffer for a window (tens of KiB on Linux, less on macOS).
+const floodBytes = 16 << 10
+
+// pacer decides after each read of busy output whether the reader waits
+// for the next point of the window's grid before it reads again. The grid
+// is shared by every reader in the process, so busy agents wake together,
+// once per window, rather than each on its own timer.
+//
+// While the child floods, a short read only means the reader caught up
+// for a moment: waiting a window then would let the terminal's buffer
+// fill and stall the child for the rest of it (a flood read at one buffer
+// per window, ten times slower than tmux reads it). So a short read right
+// after a full one, or in a window that with the one before brought
+// floodBytes, is followed at once by the next. A busy screen (frames of a
+// few KiB in many small writes) still waits: waking for each of its
+// writes was five times the reads.
+type pacer struct {
+	window                 time.Duration
+	prevBulk               bool
+	win                    time.Time // the grid window of the last read
+	winBytes, prevWinBytes int
+}
+
+// after takes a read of n > 0 bytes at now and says when to read next
+// (zero: at once).
+func (c *pacer) after(n int, now time.Time) time.Time {
+	if w := now.Truncate(c.window); !w.Equal(c.win) {
+		c.prevWinBytes = 0
+		if w.Sub(c.win) == c.window {
+			c.prevWinBytes = c.winBytes
+		}
+		c.win, c.winBytes = w, 0
+	}
+	c.winBytes += n
+	flooding := c.prevBulk || c.winBytes+c.prevWinBytes >= floodBytes
+	c.prevBulk = n >= bulkRead
+	if n >= bulkRead || flooding {
+		return time.Time{}
+	}
+	return c.win.Add(c.window)
+}
