@@ -1,0 +1,257 @@
+package merge
+
+import (
+	"sort"
+)
+
+// Queue bookkeeping: finding, ordering and changing items, publishing
+// and saving the queue (the Locked functions: callers hold mu).
+
+func (s *Service) findLocked(id string) *Item {
+	for _, it := range s.items {
+		if it.TaskID == id {
+			return it
+		}
+	}
+	return nil
+}
+
+func (s *Service) removeLocked(id string) {
+	out := s.items[:0:0]
+	for _, it := range s.items {
+		if it.TaskID != id {
+			out = append(out, it)
+		}
+	}
+	s.items = out
+}
+
+// boost implements the priority boost of the ordering rules: P0/P1 +100,
+// P2 +50 (Beads priorities, 0 is the most urgent).
+func boost(p int) int {
+	switch {
+	case p <= 1:
+		return 100
+	case p == 2:
+		return 50
+	}
+	return 0
+}
+
+// blockedLocked names an unmerged dependency still in the queue, if any.
+// Dependencies not in the queue are taken as merged earlier.
+func (s *Service) blockedLocked(it *Item) string {
+	for _, d := range it.DependsOn {
+		if dep := s.findLocked(d); dep != nil && dep.Status != StatusLanded {
+			return d
+		}
+	}
+	return ""
+}
+
+// runnableLocked returns pending items whose dependencies have landed:
+// dependencies first, then priority boost, then FIFO (Seq).
+func (s *Service) runnableLocked() []*Item {
+	if s.stats.Paused {
+		return nil
+	}
+	var r []*Item
+	for _, it := range s.items {
+		if it.Status == StatusPending && s.blockedLocked(it) == "" {
+			r = append(r, it)
+		}
+	}
+	sort.SliceStable(r, func(i, j int) bool {
+		if bi, bj := boost(r[i].Priority), boost(r[j].Priority); bi != bj {
+			return bi > bj
+		}
+		return r[i].Seq < r[j].Seq
+	})
+	return r
+}
+
+// nextCleanups lists the landed items not cleaned up yet (at most a
+// batch's worth), oldest first.
+func (s *Service) nextCleanups() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for _, it := range s.items {
+		if it.Status == StatusLanded && !it.Cleaned {
+			ids = append(ids, it.TaskID)
+			if len(ids) == maxCleanupBatch {
+				break
+			}
+		}
+	}
+	return ids
+}
+
+// maxCleanupBatch bounds one clean-up pass, so a long backlog (after a
+// restart) still reports progress as it goes.
+const maxCleanupBatch = 32
+
+// markCleaned records the clean-up of landed items in one save; only the
+// landing that was cleaned up counts (the task may have been rolled back
+// or queued again meanwhile).
+func (s *Service) markCleaned(items []Item) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var marked []*Item
+	for _, c := range items {
+		it := s.findLocked(c.TaskID)
+		if it == nil || s.fencedLocked(it) || it.Status != StatusLanded || it.Seq != c.Seq || it.Cleaned {
+			continue
+		}
+		it.Cleaned, it.UpdatedAt = true, s.opt.Now()
+		marked = append(marked, it)
+	}
+	if len(marked) == 0 {
+		return
+	}
+	if err := s.saveLocked(); err != nil {
+		for _, it := range marked {
+			it.Cleaned = false
+		}
+		s.stats.Paused = true
+		s.stats.PauseReason = "could not save the merge queue: " + err.Error()
+		s.publishLocked()
+		s.emit(Event{Kind: EventPaused, TaskID: marked[0].TaskID, Message: s.stats.PauseReason})
+	}
+}
+
+var statusRank = map[Status]int{StatusLanding: 0, StatusMerging: 0, StatusTesting: 0, StatusResolving: 0, StatusConflict: 0,
+	StatusPending: 1, StatusWaitingApproval: 2, StatusHeld: 2, StatusWaitingHuman: 2, StatusFailed: 3,
+	StatusLanded: 4, StatusReverted: 4}
+
+// publishLocked refreshes the lock-free snapshot and signals Changed.
+func (s *Service) publishLocked() {
+	items := make([]Item, 0, len(s.items))
+	for _, it := range s.items {
+		items = append(items, *it)
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		ri, rj := statusRank[items[i].Status], statusRank[items[j].Status]
+		if ri != rj {
+			return ri < rj
+		}
+		if ri == 4 {
+			return items[i].LandedAt.Before(items[j].LandedAt)
+		}
+		if bi, bj := boost(items[i].Priority), boost(items[j].Priority); bi != bj && ri == 1 {
+			return bi > bj
+		}
+		return items[i].Seq < items[j].Seq
+	})
+	st := s.stats
+	st.Lost = append([]string(nil), st.Lost...)
+	st.Reverted = append([]string(nil), st.Reverted...)
+	s.snap.Store(&Snapshot{Items: items, Stats: st, Current: s.current, Idle: s.idleLocked()})
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// saveLocked publishes and persists the whole queue.
+func (s *Service) saveLocked() error {
+	s.publishLocked()
+	if s.persist == nil {
+		return nil
+	}
+	items := make([]Item, 0, len(s.items))
+	for _, it := range s.items {
+		items = append(items, *it)
+	}
+	st := s.stats
+	st.Lost = append([]string(nil), st.Lost...)
+	st.Reverted = append([]string(nil), st.Reverted...)
+	return s.persist(items, st)
+}
+
+// step applies f to an item (and the stats) and persists. On a persist
+// error the change is undone and the queue pauses: without a saved state
+// Chorus must not move refs.
+func (s *Service) step(id string, f func(it *Item, st *Stats)) bool {
+	return s.stepWhen(id, nil, f)
+}
+
+func (s *Service) stepWhen(id string, ok func(*Item) bool, f func(it *Item, st *Stats)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it := s.findLocked(id)
+	if it == nil || s.fencedLocked(it) || (ok != nil && !ok(it)) {
+		return false
+	}
+	old, oldStats := *it, s.stats
+	f(it, &s.stats)
+	it.UpdatedAt = s.opt.Now()
+	if err := s.saveLocked(); err != nil {
+		*it, s.stats = old, oldStats
+		s.stats.Paused = true
+		s.stats.PauseReason = "could not save the merge queue: " + err.Error()
+		s.publishLocked()
+		s.emit(Event{Kind: EventPaused, TaskID: id, Message: s.stats.PauseReason})
+		return false
+	}
+	return true
+}
+
+// mark changes a transient worker status (merging, testing, resolving)
+// and publishes it without persisting: a restart turns those back into
+// pending anyway, and every persist costs the engine an fsync.
+func (s *Service) mark(id string, st Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if it := s.findLocked(id); it != nil && !s.fencedLocked(it) {
+		it.Status = st
+		it.UpdatedAt = s.opt.Now()
+		s.publishLocked()
+	}
+}
+
+// fencedLocked reports that the worker's item was fenced off (its resolver
+// stopped) after the worker took it: the worker must not change it any more.
+func (s *Service) fencedLocked(it *Item) bool {
+	return it.TaskID == s.current && it.Fence != s.curFence
+}
+
+// stepFenced is step for work started under fence: it does nothing (and
+// reports false) once the item's fence moved on.
+func (s *Service) stepFenced(id string, fence uint64, f func(it *Item, st *Stats)) bool {
+	return s.stepWhen(id, func(it *Item) bool { return it.Fence == fence }, f)
+}
+
+func (s *Service) get(id string) (Item, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if it := s.findLocked(id); it != nil {
+		return *it, true
+	}
+	return Item{}, false
+}
+
+func (s *Service) statsCopy() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *Service) phase(p string) {
+	if s.hook != nil {
+		s.hook(p)
+	}
+}
+
+// pause stops the queue until Resume, with a reason shown to the user.
+func (s *Service) pause(reason string, lost []string) {
+	s.mu.Lock()
+	s.stats.Paused = true
+	s.stats.PauseReason = reason
+	if lost != nil {
+		s.stats.Lost = lost
+	}
+	_ = s.saveLocked()
+	s.mu.Unlock()
+	s.emit(Event{Kind: EventPaused, Message: reason, Files: lost})
+}
