@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -304,8 +306,44 @@ func isSignalFile(name string) bool {
 	return !strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json")
 }
 
+// maxEnvelope bounds a signal file: an envelope is a few hundred bytes,
+// a question with its options a few KiB.
+const maxEnvelope = 256 << 10
+
+// readSignalFile reads a signal file, refusing anything but a regular file
+// of at most maxEnvelope bytes. Anyone who can write to the folder can put
+// there a FIFO (a plain read would block the watcher for good), a link to
+// /dev/zero (it would grow the engine without bound), a directory…: the
+// file is opened without following links and without blocking, and
+// checked on its descriptor before a capped read.
+func readSignalFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK) {
+			return nil, errors.New("a symbolic link, not a signal file: refused")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s): refused", st.Mode().Type())
+	}
+	if st.Size() > maxEnvelope {
+		return nil, fmt.Errorf("%d bytes, more than a signal's %d: refused", st.Size(), maxEnvelope)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxEnvelope+1))
+	if err == nil && len(b) > maxEnvelope {
+		err = fmt.Errorf("more than a signal's %d bytes: refused", maxEnvelope)
+	}
+	return b, err
+}
+
 func readEnvelope(path string) (Envelope, bool) {
-	b, err := os.ReadFile(path)
+	b, err := readSignalFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Envelope{}, false
 	}

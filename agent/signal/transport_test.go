@@ -1,11 +1,14 @@
 package signal
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -156,5 +159,74 @@ func TestWatchBadFileAndSendErrors(t *testing.T) {
 	}
 	if err := Send(Sender{Dir: filepath.Join(dir, "missing"), AgentID: "a", TaskID: "t"}, Signal{Type: Complete}); err == nil {
 		t.Error("Send to a missing Chorus dir should fail")
+	}
+}
+
+// Only regular files are read from the signals folder, and only so much:
+// a FIFO, a link to /dev/zero, a directory or a huge file are refused
+// (each delivered once with Err, for the engine to report), and signals
+// sent before and after them still arrive.
+func TestWatchRefusesWhatIsNotASignalFile(t *testing.T) {
+	dir := t.TempDir()
+	sd := filepath.Join(dir, SignalsDir)
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bad := func(prefix string) map[string]string {
+		if err := syscall.Mkfifo(filepath.Join(sd, prefix+"-fifo.json"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("/dev/zero", filepath.Join(sd, prefix+"-zero.json")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(sd, prefix+"-dir.json"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		// Written aside and renamed in, as Send does, so the watcher sees
+		// it whole.
+		if err := os.WriteFile(filepath.Join(sd, ".tmp-big"), bytes.Repeat([]byte(" "), maxEnvelope+1), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(sd, ".tmp-big"), filepath.Join(sd, prefix+"-big.json")); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{prefix + "-fifo.json": "not a regular file", prefix + "-zero.json": "symbolic link",
+			prefix + "-dir.json": "not a regular file", prefix + "-big.json": "more than a signal's"}
+	}
+	from := Sender{Dir: dir, AgentID: "claude-1", TaskID: "ch-1"}
+	want := bad("1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := Watch(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(want map[string]string) {
+		t.Helper()
+		for len(want) > 0 {
+			e := recv(t, ch)
+			name := filepath.Base(e.path)
+			why, ok := want[name]
+			if !ok || e.Err == nil || !strings.Contains(e.Err.Error(), why) {
+				t.Fatalf("%s: %v (want an error saying %q)", name, e.Err, why)
+			}
+			delete(want, name)
+			_ = e.Ack()
+		}
+	}
+	refused(want)
+	if err := Send(from, Signal{Type: Progress, Payload: "10"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := recv(t, ch); e.Err != nil || e.Signal.Payload != "10" {
+		t.Fatalf("signal after the refused files: %+v", e)
+	}
+	// The same again while watching: found through inotify.
+	refused(bad("2"))
+	if err := Send(from, Signal{Type: Complete}); err != nil {
+		t.Fatal(err)
+	}
+	if e := recv(t, ch); e.Err != nil || e.Signal.Type != Complete {
+		t.Fatalf("signal after the refused files: %+v", e)
 	}
 }
