@@ -115,8 +115,8 @@ func runEngine(ctx context.Context, g *globals, o *runOptions, ready io.WriteClo
 	defer cancel()
 	srv := &remote.Server{Eng: ss.engine, Stop: cancel, Log: ss.log}
 	srvCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	if p.cfg.TUI.Notify {
-		n := newNotifier(ss.log)
+	n := notifierFor(p.cfg, ss.log)
+	if n != nil {
 		srv.OnChange = func() { n.changed(ss.engine.Snapshot()) }
 		go n.follow(srvCtx, ss.engine.Subscribe())
 	}
@@ -139,6 +139,7 @@ func runEngine(ctx context.Context, g *globals, o *runOptions, ready io.WriteClo
 			ss.log.Info("the run's report is written", "path", path)
 		}
 	}
+	n.close(notifyFlush)
 	if eerr != nil {
 		ss.log.Error("engine stopped with an error", "err", eerr)
 	}

@@ -204,13 +204,9 @@ func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptio
 	defer release()
 	eng := ss.engine
 	events := eng.Subscribe()
-	var notify *notifier
-	if p.cfg.TUI.Notify {
-		notify = newNotifier(ss.log)
-		nctx, stopNotify := context.WithCancel(context.WithoutCancel(ctx))
-		defer stopNotify()
-		go notify.follow(nctx, eng.Subscribe())
-	}
+	// Fed from this loop's own events, so the run's last events are told
+	// before it ends.
+	notify := notifierFor(p.cfg, ss.log)
 	_, cancel, done, err := ss.run(ctx)
 	if err != nil {
 		return err
@@ -247,6 +243,7 @@ loop:
 		case ev := <-events:
 			o.print(out, ev)
 			sum.add(ev)
+			notify.event(ev)
 			// Nobody is here to answer (or to log in, or to pass a dialog):
 			// the task waits for a human. Errors the CLI still retries may
 			// yet pass; it reports again when it gives up.
@@ -275,6 +272,7 @@ loop:
 		case ev := <-events:
 			o.print(out, ev)
 			sum.add(ev)
+			notify.event(ev)
 			continue
 		default:
 		}
@@ -285,6 +283,7 @@ loop:
 	if notify != nil && !interrupted {
 		notify.finished(snap)
 	}
+	notify.close(notifyFlush)
 	if snap.Mode == config.ModeAutopilot {
 		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
 			fmt.Fprintf(out, "  report: not written: %v\n", err)

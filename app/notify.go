@@ -10,52 +10,96 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/notify"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/proc"
 )
 
-// notifier tells a person who is not watching (detached, another window)
-// that an agent needs them or autopilot has finished (tui.notify): through
-// notify-send where it is installed, otherwise OSC 777 and OSC 9 on the
-// controlling terminal when there is one (a headless run in a terminal).
+// notifier tells a person who is not watching (detached, another window,
+// asleep) that a task needs them or failed, autopilot paused or resumed,
+// or a run finished: on the desktop with tui.notify (notify-send where it
+// is installed, otherwise OSC 777 and OSC 9 on the controlling terminal),
+// and through notify.webhook and notify.ntfy, delivered in the background
+// with retries (package notify).
 type notifier struct {
-	log  *slog.Logger
-	send func(title, body string) error
+	log    *slog.Logger
+	send   func(title, body string) error // the desktop; nil without tui.notify
+	remote *notify.Dispatcher             // nil without notify URLs
+	repo   string
 
 	mu       sync.Mutex
 	wasIdle  bool
 	notified map[string]bool // per task and kind: once until it changes
 }
 
+// newNotifier notifies on the desktop only.
 func newNotifier(log *slog.Logger) *notifier {
 	return &notifier{log: log, send: desktopNotify, notified: map[string]bool{}, wasIdle: true}
 }
 
-// notifyText is what an event says to a person, if anything.
-func notifyText(ev orchestrator.Event) (string, bool) {
-	switch {
-	case ev.Kind == orchestrator.EvNeedsHelp:
-		return fmt.Sprintf("%s needs you: %s", ev.Task, ev.Text), true
-	case ev.Kind == orchestrator.EvNeedsHuman && ev.Fields["retrying"] != true:
-		return fmt.Sprintf("%s is stuck without a person: %s", ev.Task, ev.Text), true
+// notifierFor is the project's notifier, nil when nothing is configured.
+func notifierFor(cfg config.Config, log *slog.Logger) *notifier {
+	remote := notify.New(notify.Options{Webhook: cfg.Notify.Webhook, Ntfy: cfg.Notify.Ntfy, Log: log})
+	if !cfg.TUI.Notify && remote == nil {
+		return nil
 	}
-	return "", false
+	n := newNotifier(log)
+	if !cfg.TUI.Notify {
+		n.send = nil
+	}
+	n.remote, n.repo = remote, cfg.Project.Name
+	return n
 }
 
-// event notifies for one engine event.
+// notifyMessage is what an event says to a person, if anything.
+func notifyMessage(ev orchestrator.Event) (notify.Message, bool) {
+	m := notify.Message{Kind: string(ev.Kind), Task: ev.Task, Priority: 4}
+	switch {
+	case ev.Kind == orchestrator.EvNeedsHelp:
+		m.Title, m.Text, m.Tags = ev.Task+" needs you", fmt.Sprintf("%s needs you: %s", ev.Task, ev.Text), []string{"raising_hand"}
+	case ev.Kind == orchestrator.EvNeedsHuman && ev.Fields["retrying"] != true:
+		m.Title, m.Text, m.Tags = ev.Task+" is stuck", fmt.Sprintf("%s is stuck without a person: %s", ev.Task, ev.Text), []string{"warning"}
+	case ev.Kind == orchestrator.EvFailed:
+		m.Title, m.Text, m.Tags = ev.Task+" failed", fmt.Sprintf("%s failed: %s", ev.Task, orDash(ev.Text)), []string{"x"}
+	case ev.Kind == orchestrator.EvPaused:
+		m.Title, m.Text, m.Tags = "autopilot paused", "autopilot paused: "+orDash(ev.Text), []string{"pause_button"}
+	case ev.Kind == orchestrator.EvResumed:
+		m.Title, m.Text, m.Tags, m.Priority = "autopilot resumed", "autopilot resumed: "+orDash(ev.Text), []string{"arrow_forward"}, 3
+	default:
+		return m, false
+	}
+	m.Title, m.Text = line(m.Title), line(m.Text)
+	return m, true
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// event notifies for one engine event. A question or a stuck screen is
+// told once until it changes; the others each time.
 func (n *notifier) event(ev orchestrator.Event) {
-	body, ok := notifyText(ev)
+	if n == nil {
+		return
+	}
+	m, ok := notifyMessage(ev)
 	if !ok {
 		return
 	}
-	key := string(ev.Kind) + "\x00" + ev.Task + "\x00" + ev.Text
-	n.mu.Lock()
-	seen := n.notified[key]
-	n.notified[key] = true
-	n.mu.Unlock()
-	if !seen {
-		n.deliver(line(body))
+	if ev.Kind == orchestrator.EvNeedsHelp || ev.Kind == orchestrator.EvNeedsHuman {
+		key := string(ev.Kind) + "\x00" + ev.Task + "\x00" + ev.Text
+		n.mu.Lock()
+		seen := n.notified[key]
+		n.notified[key] = true
+		n.mu.Unlock()
+		if seen {
+			return
+		}
 	}
+	n.deliver(m)
 }
 
 // changed notifies once each time autopilot runs out of work.
@@ -67,7 +111,12 @@ func (n *notifier) changed(s orchestrator.Snapshot) {
 	n.mu.Unlock()
 	if fire {
 		st := s.Stats
-		n.deliver(fmt.Sprintf("autopilot finished: %d closed, %d failed, %d blocked, %d merged", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual))
+		m := notify.Message{Kind: "finished", Title: "autopilot finished", Priority: 3, Tags: []string{"white_check_mark"},
+			Text: fmt.Sprintf("autopilot finished: %d closed, %d failed, %d blocked, %d merged", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual)}
+		if st.TasksFailed+st.TasksBlocked > 0 {
+			m.Priority, m.Tags = 4, []string{"warning"}
+		}
+		n.deliver(m)
 	}
 }
 
@@ -80,10 +129,39 @@ func (n *notifier) finished(s orchestrator.Snapshot) {
 	n.changed(s)
 }
 
-func (n *notifier) deliver(body string) {
-	if err := n.send("Chorus", body); err != nil {
-		n.log.Warn("desktop notification not sent", "err", err)
+func (n *notifier) deliver(m notify.Message) {
+	if n.send != nil {
+		if err := n.send("Chorus", m.Text); err != nil {
+			n.log.Warn("desktop notification not sent", "err", err)
+		}
 	}
+	if n.remote != nil {
+		m.Repo = n.repo
+		if n.repo != "" {
+			m.Title = "Chorus (" + n.repo + "): " + m.Title
+		} else {
+			m.Title = "Chorus: " + m.Title
+		}
+		n.remote.Send(m)
+	}
+}
+
+// notifyFlush bounds how long the end of a run waits for the webhook and
+// ntfy to take what is still queued (the run's last word among it).
+const notifyFlush = 15 * time.Second
+
+// close delivers what is still queued for the webhook and ntfy, for at
+// most limit, then stops their workers.
+func (n *notifier) close(limit time.Duration) {
+	if n == nil || n.remote == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if err := n.remote.Flush(ctx); err != nil {
+		n.log.Warn("notifications still queued when the run ended were dropped", "err", err)
+	}
+	n.remote.Close()
 }
 
 // follow notifies for the engine's events until ctx ends.

@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -40,6 +41,7 @@ type Config struct {
 	Budget          Budget           `json:"budget"`
 	Planning        Planning         `json:"planning"`
 	Hooks           Hooks            `json:"hooks"`
+	Notify          Notify           `json:"notify"`
 	CreatedAt       string           `json:"createdAt,omitempty"`
 	UpdatedAt       string           `json:"updatedAt,omitempty"`
 }
@@ -51,6 +53,18 @@ type Planning struct {
 	MaxReviewIterations int `json:"maxReviewIterations"`
 	// TimeoutMinutes bounds one Plan Agent turn (0: no limit).
 	TimeoutMinutes int `json:"timeoutMinutes"`
+}
+
+// Notify sends notifications that reach a person away from the screen
+// (a phone, a chat) when a task needs a person or fails, autopilot pauses
+// or resumes, and a run finishes. Empty URLs send nothing.
+type Notify struct {
+	// Webhook receives each notification as a JSON POST.
+	Webhook string `json:"webhook"`
+	// Ntfy is an ntfy topic URL (https://ntfy.sh/my-topic or a server of
+	// your own; https://user:token@host/topic for a protected one): the
+	// text as the body, Title, Priority and Tags as headers.
+	Ntfy string `json:"ntfy"`
 }
 
 // Hooks configures the executables in .chorus/hooks/.
@@ -507,6 +521,11 @@ func (c Config) Validate() error {
 	if c.Planning.TimeoutMinutes < 0 {
 		add("planning.timeoutMinutes", c.Planning.TimeoutMinutes, "minutes, 0 (no limit) or more")
 	}
+	for _, n := range []struct{ field, v string }{{"notify.webhook", c.Notify.Webhook}, {"notify.ntfy", c.Notify.Ntfy}} {
+		if n.v != "" && !httpURL(n.v) {
+			add(n.field, n.v, "an http:// or https:// URL with a host, e.g. \"https://ntfy.sh/my-topic\", or \"\" for none")
+		}
+	}
 	if c.Hooks.TimeoutSeconds < 1 || c.Hooks.TimeoutSeconds > 3600 {
 		add("hooks.timeoutSeconds", c.Hooks.TimeoutSeconds, "seconds, from 1 to 3600 (a hook past it is killed and counts as continue)")
 	}
@@ -514,4 +533,10 @@ func (c Config) Validate() error {
 		return nil
 	}
 	return &ValidationError{Fields: errs}
+}
+
+// httpURL says s is an absolute http(s) URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

@@ -338,3 +338,32 @@ func TestNotifyOffByDefault(t *testing.T) {
 		t.Fatal("tui.notify true was not read")
 	}
 }
+
+// notify.webhook and notify.ntfy take http(s) URLs with a host, or nothing.
+func TestNotifyURLsValidated(t *testing.T) {
+	for _, c := range []struct {
+		webhook, ntfy string
+		bad           []string
+	}{
+		{"", "", nil},
+		{"https://hooks.example.com/chorus", "http://127.0.0.1:8080/night", nil},
+		{"https://user:tok@ntfy.example.com/t", "", nil},
+		{"hooks.example.com/chorus", "", []string{"notify.webhook"}},
+		{"", "ftp://ntfy.example.com/t", []string{"notify.ntfy"}},
+		{"https:///nohost", "ntfy", []string{"notify.webhook", "notify.ntfy"}},
+	} {
+		cfg := Default()
+		cfg.Notify = Notify{Webhook: c.webhook, Ntfy: c.ntfy}
+		err := cfg.Validate()
+		var got []string
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			for _, f := range ve.Fields {
+				got = append(got, f.Field)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(c.bad, ",") {
+			t.Errorf("webhook %q ntfy %q: bad fields %v, want %v (%v)", c.webhook, c.ntfy, got, c.bad, err)
+		}
+	}
+}
