@@ -311,7 +311,7 @@ func Default() Config {
 		},
 		Merge:       Merge{TargetBranch: "", AutoResolve: true, AgentResolve: true, MaxAttempts: 3, ResolverTimeoutMinutes: 10},
 		Worktree:    Worktree{Copy: []string{}, Setup: []string{}},
-		TUI:         TUI{AgentGrid: "auto", PrefixKey: "Ctrl-G"},
+		TUI:         TUI{AgentGrid: "auto", PrefixKey: `Ctrl-\`},
 		Checkpoints: Checkpoints{Enabled: true, BeforeAutopilot: true, BeforeMerge: true, Periodic: 5},
 		Budget:      Budget{OnExceeded: "continue"},
 		Planning:    Planning{MaxReviewIterations: 3, TimeoutMinutes: 30},
@@ -503,7 +503,7 @@ func (c Config) Validate() error {
 		add("tui.agentGrid", g, `"auto" or COLSxROWS such as "2x2", "1x4"`)
 	}
 	if k := c.TUI.PrefixKey; !keyRE().MatchString(k) {
-		add("tui.prefixKey", k, `Ctrl-<letter> or Alt-<letter>, e.g. "Ctrl-G"`)
+		add("tui.prefixKey", k, `Ctrl-<letter>, Ctrl-\, Ctrl-] or Alt-<letter>, e.g. "Ctrl-\\" (JSON escapes the backslash)`)
 	}
 	if c.Checkpoints.Periodic < 0 {
 		add("checkpoints.periodic", c.Checkpoints.Periodic, "0 (off) or a number of merges")

@@ -309,8 +309,14 @@ func (u *UI) askQuit() {
 		return
 	}
 	n := u.vm.snap.Running
+	if n == 0 && present.MergeQueued(u.vm.snap.Merge) == 0 {
+		// Nothing running, nothing waiting to land: nothing to lose.
+		u.quitting = true
+		u.quit()
+		return
+	}
 	if n == 0 {
-		u.confirm("Quit Chorus?", "Quit", func() { u.quitting = true; u.quit() })
+		u.confirm("Quit Chorus? Merges are still queued (they resume next time).", "Quit", func() { u.quitting = true; u.quit() })
 		return
 	}
 	grace := u.o.QuitGrace

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gdamore/tcell/v2"
-
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/ui/present"
 )
@@ -23,9 +21,9 @@ const (
 
 // RunAttached shows the interface on an engine that runs in another
 // process (Options.Engine is its client) and reports whether the user
-// detached or asked to stop the engine. The prefix key then d detaches;
-// q asks whether to stop the engine too, detaching by default while
-// agents run. When ctx ends (the engine went away) it returns
+// detached or asked to stop the engine. q (or, while typing into an
+// agent, the prefix key then d) asks whether to stop the engine too,
+// detaching by default while agents run. When ctx ends (the engine went away) it returns
 // OutcomeDetach.
 func RunAttached(ctx context.Context, o Options) (Outcome, error) {
 	u, err := newUI(o)
@@ -35,20 +33,6 @@ func RunAttached(ctx context.Context, o Options) (Outcome, error) {
 	u.attached = true
 	err = u.run(ctx)
 	return u.outcome, err
-}
-
-// prefixThen handles the key after the prefix key in an attached UI: d
-// detaches. It reports whether it used the key.
-func (u *UI) prefixThen(ev *tcell.EventKey) bool {
-	if !u.attached || !u.prefixArmed {
-		return false
-	}
-	u.prefixArmed = false
-	if ev.Key() == tcell.KeyRune && ev.Rune() == 'd' && ev.Modifiers()&tcell.ModAlt == 0 {
-		u.detach()
-		return true
-	}
-	return false
 }
 
 // detach ends this UI and leaves the engine running.

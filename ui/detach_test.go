@@ -117,13 +117,15 @@ hang
 		}
 	}
 
-	// q asks whether to stop the engine too; Esc keeps working; the
-	// prefix key then d detaches. The other terminal stays attached.
+	// q asks whether to stop the engine too; Esc keeps working; q then d
+	// detaches. The other terminal stays attached.
 	other.cmd("send-keys", "-t", "att1", "q")
 	waitPane(other, "att1", "Stop the engine and quit")
 	other.cmd("send-keys", "-t", "att1", "Escape")
 	waitPaneGone(other, "att1", "Stop the engine and quit") // so Esc is not read as Alt with the next key
-	other.cmd("send-keys", "-t", "att1", "C-g", "d")
+	other.cmd("send-keys", "-t", "att1", "q")
+	waitPane(other, "att1", "Stop the engine and quit")
+	other.cmd("send-keys", "-t", "att1", "d")
 	waitPane(other, "att1", "detached; the engine")
 	if st, err := dir.InspectLock(); err != nil || !st.Held {
 		t.Fatalf("the engine let go of the repository after a detach: %+v %v", st, err)

@@ -193,8 +193,8 @@ hang
 	d.expect("alpha working")
 	d.expect("50%")
 
-	// Ctrl-G: keys go to the agent until Ctrl-G again.
-	d.press("<Tab>", "<C-g>", "hi", "<Enter>", "<C-g>")
+	// The prefix key: keys go to the agent until it is pressed again.
+	d.press("<Tab>", "<C-\\>", "hi", "<Enter>", "<C-\\>")
 	s.waitFor("needs help", kind(orchestrator.EvNeedsHelp, "t-a"))
 	d.sync()
 	d.expect("received: hi")

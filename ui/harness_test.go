@@ -161,7 +161,7 @@ func (d *driver) key(k tcell.Key, r rune, mod tcell.ModMask) {
 }
 
 // press types runes (and names: <Enter>, <Esc>, <Tab>, <Space>, <Down>,
-// <Up>, <C-g>, <C-c>, <C-s>).
+// <Up>, <C-g>, <C-\> (the prefix key), <C-c>, <C-s>).
 func (d *driver) press(keys ...string) {
 	d.t.Helper()
 	for _, k := range keys {
@@ -180,6 +180,8 @@ func (d *driver) press(keys ...string) {
 			d.key(tcell.KeyUp, 0, 0)
 		case "<C-g>":
 			d.key(tcell.KeyCtrlG, 0, tcell.ModCtrl)
+		case "<C-\\>": // the default prefix key
+			d.key(tcell.KeyCtrlBackslash, 0, tcell.ModCtrl)
 		case "<C-c>":
 			d.key(tcell.KeyCtrlC, 0, tcell.ModCtrl)
 		case "<C-s>":

@@ -107,8 +107,9 @@ type keyAction struct {
 	Label     string   // how help shows the keys, when not just Keys joined
 	Group     string
 	Desc      string
-	Dangerous bool // asks to confirm before acting
-	Hint      bool // shown in the footer
+	Dangerous bool   // asks to confirm before acting
+	Hint      bool   // shown in the footer
+	HintText  string // the footer's word for it, when not Desc's first
 	Run       func(u *UI, ev *tcell.EventKey)
 }
 
@@ -147,7 +148,7 @@ func defaultKeys() []keyAction {
 		{Keys: []string{"c"}, Group: groupRecovery, Desc: "Create checkpoint", Run: func(u *UI, _ *tcell.EventKey) { u.checkpoint() }},
 		{Keys: []string{"u"}, Group: groupRecovery, Desc: "Undo last action", Run: func(u *UI, _ *tcell.EventKey) { u.undoLast() }},
 
-		{Keys: []string{"?"}, Group: groupGeneral, Desc: "Toggle help", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.showHelp() }},
+		{Keys: []string{"?"}, Group: groupGeneral, Desc: "Toggle help", Hint: true, HintText: "help", Run: func(u *UI, _ *tcell.EventKey) { u.showHelp() }},
 		{Keys: []string{"q"}, Group: groupGeneral, Desc: "Quit (confirm if agents)", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.askQuit() }},
 		{Keys: []string{"i"}, Group: groupGeneral, Desc: "Intervention menu", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.showIntervention() }},
 		{Keys: []string{">"}, Group: groupGeneral, Desc: "Chat line: type to the agent", Run: func(u *UI, _ *tcell.EventKey) { u.openChat() }},
@@ -222,19 +223,31 @@ func helpText(table []keyAction, prefix string) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "AGENT KEYS\n  %-7s Type into the selected agent; press it again to give keys back\n", prefix)
+	fmt.Fprintf(&b, "AGENT KEYS\n  %-7s Type into the selected agent (from any screen); press it again to give keys back\n", prefix)
+	b.WriteString("          While typing: twice sends it to the agent; then d asks whether to detach (attached)\n")
 	b.WriteString("  Mouse   Click a tile to select it; the wheel scrolls its output\n")
 	return b.String()
 }
 
-// hints is the footer's key reminder, from the table.
-func hints(table []keyAction, prefix string) string {
-	var parts []string
+// hints is the footer's key reminder, from the table: pinned ("? help",
+// "q quit") is always shown, optional (the other hints and the prefix key)
+// as far as there is room.
+func hints(table []keyAction, prefix string) (pinned, optional string) {
+	var pin, opt []string
 	for _, a := range table {
-		if a.Hint {
-			parts = append(parts, a.label()+" "+strings.ToLower(strings.SplitN(a.Desc, " ", 2)[0]))
+		if !a.Hint {
+			continue
+		}
+		word := a.HintText
+		if word == "" {
+			word = strings.ToLower(strings.SplitN(a.Desc, " ", 2)[0])
+		}
+		if k := a.label(); k == "?" || k == "q" {
+			pin = append(pin, k+" "+word)
+		} else {
+			opt = append(opt, k+" "+word)
 		}
 	}
-	parts = append(parts, prefix+" type to agent")
-	return strings.Join(parts, " · ")
+	opt = append(opt, prefix+" type to agent")
+	return strings.Join(pin, " · "), strings.Join(opt, " · ")
 }

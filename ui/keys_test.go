@@ -102,12 +102,12 @@ func TestDangerousKeysConfirm(t *testing.T) {
 	}
 }
 
-// Ctrl-G hands every key, Chorus keys and Ctrl-C included, to the
+// The prefix key hands every key, Chorus keys and Ctrl-C included, to the
 // selected agent until pressed again.
 func TestPrefixPassesKeysThrough(t *testing.T) {
 	f, _, o := fixture()
 	d := startUI(t, o, 150, 40)
-	d.press("<Tab>", "<C-g>")
+	d.press("<Tab>", "<C-\\>")
 	var pt string
 	d.ui(func() { pt = d.u.passthrough })
 	if pt != "claude-ch-2n6" {
@@ -121,7 +121,7 @@ func TestPrefixPassesKeysThrough(t *testing.T) {
 	if d.overlay() != "" || len(f.commands()) != 0 {
 		t.Fatalf("a Chorus key acted during pass-through: overlay %q, %+v", d.overlay(), f.commands())
 	}
-	d.press("<C-g>", "?")
+	d.press("<C-\\>", "?")
 	if d.overlay() != ovHelp {
 		t.Fatal("keys did not come back to Chorus after the prefix")
 	}
@@ -150,7 +150,7 @@ func TestMouseSelectsTileAndScrolls(t *testing.T) {
 	var focus panel
 	d.ui(func() { sel, focus = d.u.selAgent, d.u.focus })
 	if sel != "claude-ch-ah6" || focus != panelAgents {
-		t.Fatalf("click did not select the tile: %q %v", sel, focus)
+		t.Fatalf("click at %d,%d did not select the tile: %q %v\n%s", x+w/2, y+h/2, sel, focus, d.text())
 	}
 	d.sim.InjectMouse(x+w/2, y+h/2, tcell.WheelUp, 0)
 	d.sync()
@@ -263,5 +263,66 @@ func TestQuitWaitForcesAfterGrace(t *testing.T) {
 	d.quitted()
 	if c := f.commands(); len(c) != 1 || c[0].Kind != orchestrator.CmdPause {
 		t.Fatalf("commands: %+v", c)
+	}
+}
+
+// As in tmux: the prefix key twice while typing sends it to the agent
+// (which keeps the keyboard), and the default prefix is none of Claude
+// Code's keys (Ctrl-G opens its editor, Ctrl-B backgrounds a task).
+func TestPrefixTwiceGoesToTheAgent(t *testing.T) {
+	f, _, o := fixture()
+	if o.Config.TUI.PrefixKey != `Ctrl-\` {
+		t.Fatalf("default prefix %q", o.Config.TUI.PrefixKey)
+	}
+	d := startUI(t, o, 150, 40)
+	d.press("<Tab>", "<C-\\>", "a", "<C-\\>", "<C-\\>", "b", "<C-g>")
+	if got := f.input("claude-ch-2n6"); got != "a\x1cb\x07" {
+		t.Fatalf("agent got %q", got)
+	}
+	d.expect("keys → claude-ch-2n6")
+	d.press("<C-\\>", "?")
+	if d.overlay() != ovHelp {
+		t.Fatal("keys did not come back to Chorus after one prefix")
+	}
+}
+
+// The prefix key works from every screen: the chat line and an overlay
+// give way to it.
+func TestPrefixFromChatLineAndOverlay(t *testing.T) {
+	f, _, o := fixture()
+	d := startUI(t, o, 150, 40)
+	d.press("<Tab>", ">", "x", "<C-\\>", "y")
+	if got := f.input("claude-ch-2n6"); got != "y" {
+		t.Fatalf("agent got %q after the prefix from the chat line", got)
+	}
+	d.press("<C-\\>", "?")
+	if d.overlay() != ovHelp {
+		t.Fatal("no help")
+	}
+	d.press("<C-\\>", "z")
+	if got := f.input("claude-ch-2n6"); got != "yz" || d.overlay() != "" {
+		t.Fatalf("agent got %q, overlay %q after the prefix from help", got, d.overlay())
+	}
+}
+
+// Attached, the prefix then d while typing asks before detaching (the d
+// may have been meant for the agent); entering typing mode and typing d
+// types it.
+func TestPrefixDetachAsks(t *testing.T) {
+	f, _, o := fixture()
+	d := startUIWith(t, o, 150, 40, func(u *UI) { u.attached = true })
+	d.press("<Tab>", "<C-\\>", "d")
+	if got := f.input("claude-ch-2n6"); got != "d" || d.overlay() != "" {
+		t.Fatalf("agent got %q, overlay %q", got, d.overlay())
+	}
+	d.press("<C-\\>", "d")
+	if d.overlay() != ovChoose {
+		t.Fatalf("prefix, d: overlay %q", d.overlay())
+	}
+	d.expect("Detach")
+	d.press("d")
+	d.quitted()
+	if d.u.outcome != OutcomeDetach {
+		t.Fatalf("outcome %v", d.u.outcome)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
 
+	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/ui/present"
 )
 
@@ -21,16 +22,18 @@ func (u *UI) build() {
 		tview.Styles.TertiaryTextColor = tcell.ColorDefault
 		tview.Styles.GraphicsColor = tcell.ColorDefault
 	}
-	hint := hints(u.keys.table, u.o.Config.TUI.PrefixKey)
-	u.header = newLineView(&u.theme, func() present.Line {
-		return present.Header(u.o.Version, u.vm.snap, len(u.vm.tasks), u.passthrough, u.phase())
+	pinned, optional := hints(u.keys.table, u.o.Config.TUI.PrefixKey)
+	u.header = newLineView(&u.theme, func(w int) present.Line {
+		head := present.Header(u.o.Version, u.vm.snap, len(u.vm.tasks), u.passthrough, u.phase())
+		return present.Fit(w, []present.Line{head, present.HeaderTail()}, present.Cut{})
 	})
-	u.footer = newLineView(&u.theme, func() present.Line {
-		h := hint
+	// "? help" is never cut: the optional hints go first, then a message.
+	u.footer = newLineView(&u.theme, func(w int) present.Line {
+		status := present.Footer(u.vm.counts, u.vm.snap, u.vm.runtime)
 		if u.passthrough != "" {
-			h = "keys go to " + u.passthrough + "; " + u.o.Config.TUI.PrefixKey + " gives them back"
+			return present.FooterBar(status, u.flash, "", "keys go to "+u.passthrough+"; "+u.o.Config.TUI.PrefixKey+" gives them back", w)
 		}
-		return present.Footer(u.vm.counts, u.vm.snap, u.vm.runtime, u.flash, h)
+		return present.FooterBar(status, u.flash, optional, pinned, w)
 	})
 	u.taskList = &taskList{Box: tview.NewBox(), u: u}
 	u.taskList.SetBorder(true)
@@ -95,33 +98,72 @@ func (u *UI) setModel(vm viewModel) {
 			}
 		}
 	}
+	u.clearAnswered()
 	if u.over != nil && u.over.refresh != nil {
 		u.over.refresh()
 	}
 }
 
-func (u *UI) setFlash(text string, c present.Class) { u.flash = present.Seg{Text: text, Class: c} }
+func (u *UI) setFlash(text string, c present.Class) {
+	u.flash, u.flashNeeds = present.Seg{Text: text, Class: c}, ""
+}
 
-// capture is the application's key hook: overlays and pass-through first,
-// then the prefix key, then the key table.
+// clearAnswered drops a NEEDS HELP / NEEDS HUMAN message once no agent of
+// its task waits for a person any more (answered, cleared, gone).
+func (u *UI) clearAnswered() {
+	if u.flashNeeds == "" {
+		return
+	}
+	for _, a := range u.vm.snap.Agents {
+		if a.TaskID == u.flashNeeds && (a.Status == orchestrator.AgentNeedsHelp || a.Status == orchestrator.AgentNeedsHuman || a.Stuck != "") {
+			return
+		}
+	}
+	u.setFlash("", present.Normal)
+}
+
+// capture is the application's key hook: the key after the prefix key,
+// pass-through, the prefix key itself (from every screen: overlays and
+// the chat line give way to it), then overlays, the chat line and the key
+// table.
 func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 	u.keySeq.Add(1)
 	if u.keyDone != nil {
 		defer func() { u.keyDone <- struct{}{} }()
 	}
-	if u.prefixThen(ev) {
-		return nil
+	isPrefix := specOf(ev) == u.prefix
+	if from := u.prefixFrom; from != "" {
+		// The prefix key just ended typing into from: as in tmux, the
+		// prefix again is for the agent, d asks whether to detach.
+		u.prefixFrom = ""
+		if isPrefix && u.tileFor(from) != nil {
+			u.selAgent = from
+			u.startPassthrough()
+			return tcell.NewEventKey(ev.Key(), ev.Rune(), ev.Modifiers())
+		}
+		if u.attached && u.over == nil && ev.Key() == tcell.KeyRune && ev.Rune() == 'd' && ev.Modifiers()&tcell.ModAlt == 0 {
+			u.askQuitAttached()
+			return nil
+		}
 	}
 	if u.passthrough != "" {
-		if specOf(ev) == u.prefix {
+		if isPrefix {
+			u.prefixFrom = u.passthrough
 			u.endPassthrough()
-			u.prefixArmed = u.attached
 			return nil
 		}
 		// A copy, so that tview's own Ctrl-C handling (which compares
 		// with the original event) never stops the app: Ctrl-C belongs to
 		// the agent here.
 		return tcell.NewEventKey(ev.Key(), ev.Rune(), ev.Modifiers())
+	}
+	if isPrefix {
+		u.closeOverlay()
+		if u.chatOn {
+			u.closeChat()
+		}
+		u.startPassthrough()
+		return nil
 	}
 	if u.over == nil && u.chatOn {
 		return u.chatKeys(ev)
@@ -137,11 +179,6 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 			}
 		}
 		return tcell.NewEventKey(ev.Key(), ev.Rune(), ev.Modifiers())
-	}
-	if specOf(ev) == u.prefix {
-		u.startPassthrough()
-		u.prefixArmed = u.attached
-		return nil
 	}
 	if a := u.keys.lookup(ev); a != nil {
 		u.flash = present.Seg{}

@@ -331,6 +331,9 @@ func (u *UI) onEvent(ev orchestrator.Event, apply func(func())) {
 		msg := fmt.Sprintf("%s %s: %s", ev.Task, what, ev.Text)
 		apply(func() {
 			u.setFlash(msg, present.Err)
+			if ev.Kind == orchestrator.EvNeedsHelp || ev.Kind == orchestrator.EvNeedsHuman {
+				u.flashNeeds = ev.Task // goes when the task no longer needs anyone
+			}
 			_ = u.screen.Beep()
 		})
 	case orchestrator.EvAlert, orchestrator.EvError, orchestrator.EvHook:

@@ -173,6 +173,7 @@ type viewState struct {
 	full        bool
 	passthrough string
 	flash       present.Seg
+	flashNeeds  string // the task the NEEDS HELP/HUMAN message is about
 	over        *overlay
 	undo        []undoEntry
 	logView     func(line string) // feeds the open log overlay
@@ -182,7 +183,7 @@ type viewState struct {
 	chatOn      bool              // the chat line has the keyboard
 	plan        PlanView          // the last planning stage shown
 	attached    bool              // the engine runs in another process (RunAttached)
-	prefixArmed bool              // attached: the prefix key was the last key
+	prefixFrom  string            // the prefix key just ended typing into this agent
 	outcome     Outcome           // attached: detach or stop, once quitting
 }
 

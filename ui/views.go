@@ -110,11 +110,11 @@ func fill(s tcell.Screen, x, y, w int, st tcell.Style) {
 // always shows the current state.
 type lineView struct {
 	*tview.Box
-	line func() present.Line
+	line func(w int) present.Line // fitted to w cells
 	th   *theme
 }
 
-func newLineView(th *theme, line func() present.Line) *lineView {
+func newLineView(th *theme, line func(w int) present.Line) *lineView {
 	return &lineView{Box: tview.NewBox(), line: line, th: th}
 }
 
@@ -126,7 +126,7 @@ func (v *lineView) Draw(s tcell.Screen) {
 	}
 	st := tcell.StyleDefault.Reverse(true)
 	fill(s, x, y, w, st)
-	printLine(s, x, y, w, v.line(), *v.th, st, false)
+	printLine(s, x, y, w, v.line(w), *v.th, st, false)
 }
 
 // taskList is the task panel: two lines per task and a blank between,

@@ -60,13 +60,16 @@ type Grid struct {
 	Cells      []Rect // visible cells, slot First+i in Cells[i]
 }
 
-// Layout places agents (plus empty slots up to maxParallel) in a w×h
-// area. spec is "auto" or "CxR"; termWidth drives auto. The page shown is
-// the one holding slot selected.
+// Layout places agents in a w×h area. spec is "auto" or "CxR"; termWidth
+// drives auto. Auto gives the agents the whole area (empty slots take no
+// space: one agent gets the grid); a fixed CxR keeps empty slots up to
+// maxParallel. The page shown is the one holding slot selected.
 func Layout(spec string, termWidth, w, h, agents, maxParallel, selected int) Grid {
-	slots := max(agents, maxParallel, 1)
+	slots := max(agents, 1)
 	cols, rows, err := ParseGrid(spec)
-	if err != nil || cols == 0 {
+	if err == nil && cols > 0 {
+		slots = max(agents, maxParallel, 1)
+	} else {
 		cols = min(AutoColumns(termWidth), slots)
 		rows = (slots + cols - 1) / cols
 		rows = min(rows, max(1, h/MinTileHeight))

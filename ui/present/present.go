@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mattn/go-runewidth"
+
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
@@ -405,7 +407,77 @@ func Header(version string, snap orchestrator.Snapshot, tasks int, passthrough, 
 	if passthrough != "" {
 		l = append(l, Seg{" │ ", Dim}, Seg{"keys → " + Clean(passthrough), Err})
 	}
-	return append(l, Seg{" │ ", Dim}, Seg{"? help", Dim})
+	return l
+}
+
+// HeaderTail is the end of the header that Fit never cuts.
+func HeaderTail() Line { return Line{{" │ ", Dim}, {"? help", Dim}} }
+
+// Width is the line's width in cells.
+func (l Line) Width() int {
+	n := 0
+	for _, s := range l {
+		n += runewidth.StringWidth(s.Text)
+	}
+	return n
+}
+
+// Cut names a part Fit may cut, and how much of it to keep at this step.
+type Cut struct{ Part, Keep int }
+
+// Fit joins parts, in order, in w cells: while they are too wide, the
+// first Cut's part is cut at its end (with "…") down to at most its Keep
+// cells, then the next Cut's. A part no Cut names is never cut.
+func Fit(w int, parts []Line, order ...Cut) Line {
+	cuts := make([]Line, len(parts))
+	copy(cuts, parts)
+	total := 0
+	for _, p := range parts {
+		total += p.Width()
+	}
+	for _, c := range order {
+		if total <= w {
+			break
+		}
+		cur := cuts[c.Part].Width()
+		keep := max(c.Keep, cur-(total-w))
+		if keep < 4 {
+			keep = 0 // " …" alone says nothing
+		}
+		if keep >= cur {
+			continue
+		}
+		cuts[c.Part] = cut(cuts[c.Part], keep)
+		total -= cur - cuts[c.Part].Width()
+	}
+	var out Line
+	for _, p := range cuts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// cut is l in at most w cells, ending in "…" when it was longer.
+func cut(l Line, w int) Line {
+	if l.Width() <= w {
+		return l
+	}
+	if w <= 0 {
+		return nil
+	}
+	var out Line
+	used := 0
+	for _, s := range l {
+		sw := runewidth.StringWidth(s.Text)
+		if used+sw <= w-1 {
+			out = append(out, s)
+			used += sw
+			continue
+		}
+		out = append(out, Seg{runewidth.Truncate(s.Text, w-used, "…"), s.Class})
+		break
+	}
+	return out
 }
 
 // Counts are the footer's per-state counts.
@@ -471,9 +543,9 @@ func MergeWaiting(m merge.Snapshot) int {
 	return n
 }
 
-// Footer is the bottom bar: counts, merge queue, runtime, a message and
-// hints.
-func Footer(c Counts, snap orchestrator.Snapshot, runtime time.Duration, msg Seg, hints string) Line {
+// Footer is the bottom bar: counts, merge queue and runtime; FooterBar
+// adds the message and the key hints.
+func Footer(c Counts, snap orchestrator.Snapshot, runtime time.Duration) Line {
 	l := Line{
 		{" " + IconClosed + fmt.Sprint(c.Closed), OK}, {" " + IconRunning + fmt.Sprint(c.Running), Accent},
 		{" " + IconOpen + fmt.Sprint(c.Open), Normal}, {" " + IconBlocked + fmt.Sprint(c.Blocked), Warn},
@@ -484,34 +556,46 @@ func Footer(c Counts, snap orchestrator.Snapshot, runtime time.Duration, msg Seg
 		l = append(l, Seg{fmt.Sprintf(" (%d waiting)", w), Warn})
 	}
 	l = append(l, Seg{" │ ", Dim}, Seg{"Runtime: " + Elapsed(runtime), Normal})
-	if msg.Text != "" {
-		l = append(l, Seg{" │ ", Dim}, Seg{Clean(msg.Text), msg.Class})
-	}
-	if hints != "" {
-		l = append(l, Seg{" │ ", Dim}, Seg{hints, Dim})
-	}
 	return l
 }
 
-// TileTitle is an agent tile's label: what needs attention first (so a
-// narrow tile still shows it), then agent, task, iteration/max, elapsed
-// and progress.
+// FooterBar fits the footer in w cells: status, the message, then the key
+// hints, pinned first. When it is too wide the optional hints go first,
+// then the message is cut, then the status; pinned ("? help") never is.
+func FooterBar(status Line, msg Seg, optional, pinned string, w int) Line {
+	var m, o, p Line
+	if msg.Text != "" {
+		m = Line{{" │ ", Dim}, {Clean(msg.Text), msg.Class}}
+	}
+	if optional != "" {
+		o = Line{{" · ", Dim}, {optional, Dim}}
+	}
+	if pinned != "" {
+		p = Line{{" │ ", Dim}, {pinned, Dim}}
+	}
+	// A message keeps 24 cells while the status is cut, then goes too.
+	return Fit(w, []Line{status, m, p, o}, Cut{3, 0}, Cut{1, 24}, Cut{0, 16}, Cut{1, 0})
+}
+
+// TileTitle is an agent tile's label: the agent and its task (a narrow
+// tile, cut at the end, still names them), what needs attention, then
+// iteration/max, elapsed and progress.
 func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
-	var s string
+	s := fmt.Sprintf("%s (%s) ", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID))
+	if a.Alert != "" {
+		s += "⚠ "
+	}
 	switch a.Status {
 	case orchestrator.AgentNeedsHelp:
-		s = "NEEDS HELP · "
+		s += "NEEDS HELP · "
 	case orchestrator.AgentNeedsHuman:
-		s = "NEEDS HUMAN: " + Clean(a.Stuck) + " · "
+		s += "NEEDS HUMAN: " + Clean(a.Stuck) + " · "
 	case orchestrator.AgentChecking:
-		s = "checking · "
+		s += "checking · "
 	case orchestrator.AgentStopping:
-		s = "stopping · "
+		s += "stopping · "
 	}
-	if a.Alert != "" {
-		s = "⚠ " + s
-	}
-	s += fmt.Sprintf("%s (%s) iter %d/%d | %s", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter, Elapsed(now.Sub(a.StartedAt)))
+	s += fmt.Sprintf("iter %d/%d | %s", a.Iteration, maxIter, Elapsed(now.Sub(a.StartedAt)))
 	if a.Progress > 0 {
 		s += " | " + ProgressBar(a.Progress, 10)
 	}

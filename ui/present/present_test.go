@@ -124,3 +124,39 @@ func TestNeedsHumanShown(t *testing.T) {
 		t.Errorf("task row %+v", rows)
 	}
 }
+
+// The footer cuts the optional hints first, then the message (to 24
+// cells), the status, the rest of the message; "? help" is never cut.
+func TestFooterBarKeepsHelp(t *testing.T) {
+	status := Line{{" ✓1 ●2 →1 ⊗1 ✗1", OK}, {" │ Merge: 0 queued │ Runtime: 3m", Normal}}
+	msg := Seg{"t-1 NEEDS HUMAN: the agent waits at a permission dialog it cannot answer alone", Err}
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{
+		{200, " ✓1 ●2 →1 ⊗1 ✗1 │ Merge: 0 queued │ Runtime: 3m │ t-1 NEEDS HUMAN: the agent waits at a permission dialog it cannot answer alone │ ? help · q quit · Tab switch · i menu"},
+		{140, " ✓1 ●2 →1 ⊗1 ✗1 │ Merge: 0 queued │ Runtime: 3m │ t-1 NEEDS HUMAN: the agent waits at a permission dialog it cannot answe… │ ? help · q quit"},
+		{80, " ✓1 ●2 →1 ⊗1 ✗1 │ Merge: 0 queued │ R… │ t-1 NEEDS HUMAN: the… │ ? help · q quit"},
+		{40, " ✓1 ●2 →1 ⊗1 ✗1… │ t-… │ ? help · q quit"},
+	} {
+		got := FooterBar(status, msg, "Tab switch · i menu", "? help · q quit", tc.w)
+		if got.Text() != tc.want || got.Width() != tc.w && tc.w < 200 {
+			t.Errorf("width %d:\n got %q\nwant %q", tc.w, got.Text(), tc.want)
+		}
+	}
+}
+
+// One agent gets the whole grid under auto; a fixed layout keeps its
+// empty slots.
+func TestLayoutEmptySlotsTakeNoSpace(t *testing.T) {
+	g := Layout("auto", 80, 78, 20, 1, 3, 0)
+	if len(g.Cells) != 1 || g.Cells[0] != (Rect{0, 0, 78, 20}) {
+		t.Errorf("one agent of three at 80 columns: %+v", g)
+	}
+	if g := Layout("auto", 200, 198, 40, 0, 3, 0); len(g.Cells) != 1 {
+		t.Errorf("no agent: %+v", g)
+	}
+	if g := Layout("2x2", 200, 198, 40, 1, 3, 0); len(g.Cells) != 3 {
+		t.Errorf("fixed 2x2 with one agent of three: %+v", g)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gdamore/tcell/v2"
+	"github.com/mattn/go-runewidth"
 	"github.com/rivo/tview"
 
 	"github.com/chorus-dev/chorus/agent/term"
@@ -158,6 +159,9 @@ type frameKey struct {
 	x, y, w, h int
 }
 
+// fullTitle is the label, then the child's own title, cut at the end to
+// the box (tview would cut a centred title at both ends, losing the
+// label's start: the agent's name).
 func (t *Tile) fullTitle() string {
 	title := t.label
 	if ct := t.emu.Title(); ct != "" {
@@ -166,10 +170,14 @@ func (t *Tile) fullTitle() string {
 		}
 		title += ct
 	}
+	mark := ""
 	if t.offset > 0 {
-		title += " [scrollback]"
+		mark = " [scrollback]"
 	}
-	return title
+	if _, _, w, _ := t.GetRect(); w > 4 {
+		title = runewidth.Truncate(title, max(1, w-4-runewidth.StringWidth(mark)), "…")
+	}
+	return title + mark
 }
 
 // canvas is where drawCells puts cells: the screen, or a Painter.

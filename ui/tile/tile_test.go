@@ -61,6 +61,12 @@ func TestDrawCellsAndTitle(t *testing.T) {
 	if fg, bg, _ := st.Decompose(); fg != tcell.ColorDefault || bg != tcell.ColorDefault {
 		t.Errorf("default cell = %v/%v, want the default colour kept", fg, bg)
 	}
+	// Cut at the end to the box, so the label (the agent) always shows.
+	if got := tl.GetTitle(); got != " claude … " {
+		t.Errorf("narrow title = %q", got)
+	}
+	tl.SetRect(0, 0, 40, 5)
+	tl.Draw(newScreen(t, 40, 5))
 	if !strings.Contains(tl.GetTitle(), "claude — agent title") {
 		t.Errorf("title = %q", tl.GetTitle())
 	}
