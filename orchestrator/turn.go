@@ -120,18 +120,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				}
 				return turnResult{done: &outcome{kind: "blocked", reason: reason}}
 			case signal.Complete:
-				if has, err := e.wt.HasWork(ctx, wt); err != nil {
-					r.event(EvError, "looking for the agent's work: "+err.Error(), nil)
-				} else if !has {
-					// Nothing to merge: a task is closed without work only
-					// when the agent says why it needs no change.
-					if why, ok := s.NoChange(); ok {
-						return turnResult{done: r.closeUnchanged(t, wt, *pp, gen, signal.NothingToChange+": "+why)}
-					}
-					r.event(EvAlert, "COMPLETE refused: nothing to merge", map[string]any{"nothingToMerge": true})
-					return turnResult{failure: nothingToMerge(wt.Branch), end: EndRefused}
-				}
-				return r.gate(t, wt, pp, gen)
+				return r.onComplete(t, wt, pp, gen, s)
 			default:
 				// RESOLVED / NEEDS_HUMAN belong to conflict resolution.
 			}
@@ -216,11 +205,8 @@ func (r *agentRun) closeUnchanged(t beads.Task, wt worktree.Worktree, p *ptyproc
 func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, gen int) (*outcome, string) {
 	e := r.e
 	r.settle(p, gen)
-	// Work the agent left uncommitted is part of the result; if it cannot
-	// be committed, the task is not done (merging would lose it).
-	if err := r.commitWIP(wt, "final changes"); err != nil {
-		return nil, "Your work could not be committed: " + err.Error()
-	}
+	// What the agent left uncommitted is not committed for it: the branch
+	// is the result (removing the worktree later keeps the rest).
 	if a := r.hook(hooks.PreTaskComplete, t, wt, 0, nil); a.Result == hooks.Block {
 		return nil, "The task is not complete yet: " + hookReason(hooks.PreTaskComplete, a) + "."
 	}

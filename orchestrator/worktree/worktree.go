@@ -150,6 +150,13 @@ func (m *Manager) timeout() time.Duration {
 // git runs git in dir and returns trimmed stdout; a non-zero exit is an
 // error carrying git's message.
 func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := m.gitRaw(ctx, dir, args...)
+	return strings.TrimSpace(out), err
+}
+
+// gitRaw is git with stdout as git wrote it (porcelain output whose
+// leading spaces mean something).
+func (m *Manager) gitRaw(ctx context.Context, dir string, args ...string) (string, error) {
 	res, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: m.timeout(), Grace: time.Second})
 	if err != nil {
 		return "", m.runErr(dir, args, err)
@@ -161,7 +168,7 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, 
 		}
 		return "", fmt.Errorf("git %s: exit %d: %s", strings.Join(args, " "), res.ExitCode, msg)
 	}
-	return strings.TrimSpace(string(res.Stdout)), nil
+	return string(res.Stdout), nil
 }
 
 // gitCode runs git and returns its exit code, for commands whose answer is
@@ -571,32 +578,6 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	return nil
 }
 
-// CommitWIP commits every uncommitted change in the worktree, untracked
-// files included, on the agent branch, so that stopping an agent never
-// loses its work. Hooks are skipped: this is a save, not a submission. It
-// reports whether a commit was made. The scratchpad alone is not work: a
-// worktree holding nothing else uncommitted needs no commit.
-func (m *Manager) CommitWIP(ctx context.Context, wt Worktree, msg string) (bool, error) {
-	if gitx.SurelyClean(wt.Dir, IsScratchpad) {
-		return false, nil // the usual case once an agent has committed
-	}
-	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all")
-	if err != nil {
-		return false, err
-	}
-	if st == "" {
-		return false, nil
-	}
-	if _, err := m.git(ctx, wt.Dir, "add", "-A"); err != nil {
-		return false, err
-	}
-	args := append(m.identity(ctx, wt.Dir), "commit", "--no-verify", "-q", "-m", msg)
-	if _, err := m.git(ctx, wt.Dir, args...); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
 // looseRef reads a ref that git has just written as a loose file in the
 // main repository's .git, saving a process on the start path; "" means
 // ask git (packed refs, reftable, a .git file).
@@ -615,172 +596,6 @@ func (m *Manager) looseRef(ref string) string {
 		}
 	}
 	return id
-}
-
-// ScratchpadPath is the agent's note file in its worktree (relative,
-// slash-separated): Chorus writes it, so on its own it is not work.
-const ScratchpadPath = ".agent/scratchpad.md"
-
-// IsScratchpad says whether rel (slash-separated, relative to a worktree)
-// is the scratchpad; a gitx.SurelyClean notWork.
-func IsScratchpad(rel string) bool { return rel == ScratchpadPath }
-
-// HasWork reports whether the worktree holds anything to merge: its branch
-// changes something relative to where it forked from the target (or, once
-// the target contains it, to wt.Head, where the worktree started), or files
-// are changed and not committed yet. The scratchpad does not count.
-func (m *Manager) HasWork(ctx context.Context, wt Worktree) (bool, error) {
-	// Committed work first: agents usually commit, and then no status
-	// (the slowest question) is needed.
-	if has, err := m.committedWork(ctx, wt); err != nil || has {
-		return has, err
-	}
-	if gitx.SurelyClean(wt.Dir, IsScratchpad) {
-		return false, nil
-	}
-	st, err := m.git(ctx, wt.Dir, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude)"+ScratchpadPath)
-	if err != nil {
-		return false, err
-	}
-	return st != "", nil
-}
-
-// committedWork reports whether the worktree's branch changes something
-// relative to where it forked from the target (or, once the target
-// contains it, to wt.Head), the scratchpad aside.
-func (m *Manager) committedWork(ctx context.Context, wt Worktree) (bool, error) {
-	if has, err := m.committedWorkInProcess(ctx, wt); err == nil {
-		return has, nil
-	}
-	return m.committedWorkGit(ctx, wt)
-}
-
-// committedWorkGit is committedWork asking git.
-func (m *Manager) committedWorkGit(ctx context.Context, wt Worktree) (bool, error) {
-	notes := ":(exclude)" + ScratchpadPath
-	// The common case in one process: what the branch changed since it
-	// forked from the target (diff A...B diffs from their merge base).
-	switch code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", m.Target+"...HEAD", "--", ".", notes); {
-	case err != nil:
-		return false, err
-	case code == 1:
-		return true, nil
-	case code == 0:
-		if head, err := m.HeadCommit(ctx, wt); err == nil && (wt.Head == "" || wt.Head == head) {
-			return false, nil
-		}
-		// The branch moved and shows nothing against the target: the
-		// target may contain it (below).
-	default:
-		return false, fmt.Errorf("git diff %s...HEAD: exit %d", m.Target, code)
-	}
-	base, err := m.git(ctx, wt.Dir, "merge-base", "HEAD", m.Target)
-	if err != nil {
-		return false, err
-	}
-	if head, err := m.HeadCommit(ctx, wt); err == nil && head == base && wt.Head != "" && wt.Head != head {
-		// The target already contains the branch (something moved the
-		// target onto it): the work is what the branch gained since the
-		// worktree was made, not yet verified by the merge queue.
-		base = wt.Head
-	}
-	switch code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", base, "HEAD", "--", ".", notes); {
-	case err != nil:
-		return false, err
-	case code == 0:
-		return false, nil
-	case code == 1:
-		return true, nil
-	default:
-		return false, fmt.Errorf("git diff %s HEAD: exit %d", base, code)
-	}
-}
-
-// committedWorkInProcess is committedWork answered from the object store
-// (the same questions: what the branch changed since its merge base with
-// the target, or since wt.Head once the target contains it); any error
-// sends the caller to git.
-func (m *Manager) committedWorkInProcess(ctx context.Context, wt Worktree) (bool, error) {
-	objs, common, ok := m.objects(ctx)
-	if !ok {
-		return false, gitx.ErrUnsupported
-	}
-	head := gitx.WorktreeHead(wt.Dir)
-	tip, exists, known := gitx.ReadRef(common, "refs/heads/"+m.Target)
-	if head == "" || !exists || !known {
-		return false, gitx.ErrUnsupported
-	}
-	base, err := objs.MergeBase(ctx, tip, head)
-	if err != nil {
-		return false, err
-	}
-	changed := func(from string) (bool, error) {
-		names, err := objs.DiffNames(ctx, from, head)
-		if err != nil {
-			return false, err
-		}
-		for _, n := range names {
-			if n != ScratchpadPath {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
-	if has, err := changed(base); err != nil || has {
-		return has, err
-	}
-	if wt.Head == "" || wt.Head == head {
-		return false, nil
-	}
-	if head != base {
-		return false, nil // the branch moved, and its changes are all in the target
-	}
-	// The target already contains the branch (something moved the target
-	// onto it): the work is what the branch gained since the worktree was
-	// made, not yet verified by the merge queue.
-	return changed(wt.Head)
-}
-
-// HeadCommit returns the commit checked out in the worktree, read from
-// git's files where they are plain (every iteration asks), from git
-// otherwise.
-func (m *Manager) HeadCommit(ctx context.Context, wt Worktree) (string, error) {
-	if h := gitx.WorktreeHead(wt.Dir); h != "" {
-		return h, nil
-	}
-	return m.git(ctx, wt.Dir, "rev-parse", "HEAD")
-}
-
-// CommitsSince lists the commits on the worktree's HEAD that base lacks,
-// oldest first.
-func (m *Manager) CommitsSince(ctx context.Context, wt Worktree, base string) ([]string, error) {
-	out, err := m.git(ctx, wt.Dir, "rev-list", "--reverse", base+"..HEAD", "--")
-	if err != nil {
-		return nil, err
-	}
-	if out == "" {
-		return nil, nil
-	}
-	return strings.Split(out, "\n"), nil
-}
-
-// ChangedFiles lists the files that differ between base and the
-// worktree's HEAD (git diff --name-only), for the task's ledger.
-func (m *Manager) ChangedFiles(ctx context.Context, wt Worktree, base string) ([]string, error) {
-	// In-process (a rename is listed as its two paths); git when the
-	// store cannot answer.
-	if objs, _, ok := m.objects(ctx); ok && gitx.IsHash(base) {
-		if head := gitx.WorktreeHead(wt.Dir); head != "" {
-			if names, err := objs.DiffNames(ctx, base, head); err == nil {
-				return names, nil
-			}
-		}
-	}
-	out, err := m.git(ctx, wt.Dir, "diff", "--name-only", base, "HEAD", "--")
-	if err != nil || out == "" {
-		return nil, err
-	}
-	return strings.Split(out, "\n"), nil
 }
 
 // List returns the Chorus worktrees registered in the repository: those

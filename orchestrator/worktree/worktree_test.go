@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -475,7 +476,7 @@ func TestDeletedWorktreeSaysSo(t *testing.T) {
 	}
 }
 
-func TestHasWork(t *testing.T) {
+func TestOwnWork(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t, true)
 	m := &Manager{RepoDir: repo, Target: "main"}
@@ -483,14 +484,17 @@ func TestHasWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	has := func(want bool, what string) {
+	has := func(committed bool, uncommitted []string, what string) {
 		t.Helper()
-		got, err := m.HasWork(ctx, wt)
+		got, err := m.OwnWork(ctx, wt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != want {
-			t.Fatalf("%s: HasWork = %v, want %v", what, got, want)
+		if got.Committed != committed || !slices.Equal(got.Uncommitted, uncommitted) {
+			t.Fatalf("%s: OwnWork = %+v, want committed %v, uncommitted %q", what, got, committed, uncommitted)
+		}
+		if got.Empty() != (!committed && len(uncommitted) == 0) {
+			t.Fatalf("%s: Empty = %v", what, got.Empty())
 		}
 		// Committed work is read in-process, with git's answer.
 		fast, err := m.committedWorkInProcess(ctx, wt)
@@ -501,28 +505,34 @@ func TestHasWork(t *testing.T) {
 			t.Fatalf("%s: committed work in-process %v, git says %v (%v)", what, fast, slow, err)
 		}
 	}
-	has(false, "a new worktree with its scratchpad")
+	has(false, nil, "a new worktree with its scratchpad")
 	write(t, filepath.Join(wt.Dir, ".agent", "scratchpad.md"), "notes only\n")
-	has(false, "notes in the scratchpad")
+	has(false, nil, "notes in the scratchpad")
 	write(t, filepath.Join(wt.Dir, "new.txt"), "x\n")
-	has(true, "an untracked file")
+	has(false, []string{"new.txt"}, "an untracked file")
 	run(t, wt.Dir, "git", "add", "new.txt")
 	run(t, wt.Dir, "git", "commit", "-q", "-m", "add")
-	has(true, "a commit of its own")
+	has(true, nil, "a commit of its own")
+	write(t, filepath.Join(wt.Dir, "sub dir", "scratch.txt"), "y\n")
+	run(t, wt.Dir, "git", "mv", "new.txt", "renamed.txt")
+	has(true, []string{"renamed.txt", "sub dir/scratch.txt"}, "committed plus a staged rename and an untracked file")
+	run(t, wt.Dir, "git", "mv", "renamed.txt", "new.txt")
+	run(t, wt.Dir, "rm", "-r", "sub dir")
 	run(t, wt.Dir, "git", "revert", "--no-edit", "HEAD")
-	has(false, "a commit and its revert")
+	has(false, nil, "a commit and its revert")
 	// The target moving on is not the branch's work.
 	write(t, filepath.Join(repo, "other.txt"), "y\n")
 	run(t, repo, "git", "add", "other.txt")
 	run(t, repo, "git", "commit", "-q", "-m", "other")
-	has(false, "the target moved on")
+	has(false, nil, "the target moved on")
 	write(t, filepath.Join(wt.Dir, "README.md"), "changed\n")
-	has(true, "a modified tracked file")
+	has(false, []string{"README.md"}, "a modified tracked file")
 }
 
-// A branch the target already contains (an agent moved the target onto
-// it) still has the work it gained since the worktree was made.
-func TestHasWorkWhenTargetContainsBranch(t *testing.T) {
+// A branch that only fast-forwarded to the target (other tasks' merged
+// commits, nothing of its own) has no work, though its worktree's HEAD
+// moved since it was made.
+func TestOwnWorkFastForwardOnly(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t, true)
 	m := &Manager{RepoDir: repo, Target: "main"}
@@ -530,12 +540,43 @@ func TestHasWorkWhenTargetContainsBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(wt.Dir, "new.txt"), "x\n")
-	run(t, wt.Dir, "git", "add", "new.txt")
-	run(t, wt.Dir, "git", "commit", "-q", "-m", "add")
-	run(t, wt.Dir, "git", "update-ref", "refs/heads/main", "HEAD")
-	if has, err := m.HasWork(ctx, wt); err != nil || !has {
-		t.Fatalf("HasWork = %v, %v; want true", has, err)
+	write(t, filepath.Join(repo, "landed.txt"), "another task's\n")
+	run(t, repo, "git", "add", "landed.txt")
+	run(t, repo, "git", "commit", "-q", "-m", "another task landed")
+	run(t, wt.Dir, "git", "merge", "-q", "--ff-only", "main")
+	if head := run(t, wt.Dir, "git", "rev-parse", "HEAD"); head == wt.Head {
+		t.Fatal("the branch did not move")
+	}
+	w, err := m.OwnWork(ctx, wt)
+	if err != nil || !w.Empty() {
+		t.Fatalf("OwnWork = %+v, %v; want nothing of its own", w, err)
+	}
+	if slow, err := m.committedWorkGit(ctx, wt); err != nil || slow {
+		t.Fatalf("git: committed = %v, %v", slow, err)
+	}
+	// Its own commit on top counts.
+	write(t, filepath.Join(wt.Dir, "mine.txt"), "mine\n")
+	run(t, wt.Dir, "git", "add", "mine.txt")
+	run(t, wt.Dir, "git", "commit", "-q", "-m", "mine")
+	if w, err := m.OwnWork(ctx, wt); err != nil || !w.Committed {
+		t.Fatalf("OwnWork = %+v, %v; want committed", w, err)
+	}
+}
+
+func TestStatusPaths(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"?? a.txt\x00", []string{"a.txt"}},
+		{" M b\x00?? c d\x00", []string{"b", "c d"}},
+		{"R  new\x00old\x00?? x\x00", []string{"new", "x"}},
+		{"C  copy\x00orig\x00", []string{"copy"}},
+	} {
+		if got := statusPaths(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("statusPaths(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
 
