@@ -124,7 +124,8 @@ func (s *Service) resolve(ctx context.Context, it Item, tip, head string, files 
 		defer cancel(nil)
 		defer cancelT()
 		res, err := s.resolver.Resolve(jctx, ResolveRequest{TaskID: id, Agent: agent, Worktree: wt, Branch: branch,
-			Prompt: prompt, ConflictFiles: files, OwnAgent: own})
+			Prompt: prompt, ConflictFiles: files, OwnAgent: own,
+			Unfinished: func(ctx context.Context) string { return s.checkResolution(ctx, wt, tip) }})
 		s.mu.Lock()
 		stopped := job.stopped
 		s.mu.Unlock()
@@ -183,7 +184,9 @@ func (s *Service) finishResolve(ctx context.Context, job *resolveJob, res Resolv
 	if err != nil {
 		problem = "resolver failed: " + err.Error()
 	} else if res.Resolved {
-		problem = s.checkResolution(ctx, wt, tip)
+		if p := s.checkResolution(ctx, wt, tip); p != "" {
+			problem = "the agent said RESOLVED but " + p
+		}
 	}
 	if err == nil && !res.Resolved {
 		s.abortMerge(ctx, wt)
@@ -411,24 +414,25 @@ func (s *Service) abortMerge(ctx context.Context, wt string) {
 }
 
 // checkResolution verifies an agent's "RESOLVED": the merge is concluded,
-// nothing is unmerged, and the branch now contains the target tip.
+// nothing is unmerged, and the branch now contains the target tip. It
+// says what is missing, "" when nothing is.
 func (s *Service) checkResolution(ctx context.Context, wt, tip string) string {
 	gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return err.Error()
 	}
 	if op := opInProgress(gd); op != "" {
-		return "the agent said RESOLVED but left the merge unfinished (" + op + ")"
+		return "the merge is not concluded (" + op + " is still there: commit it)"
 	}
 	if u, _ := git(ctx, wt, "ls-files", "-u"); strings.TrimSpace(u) != "" {
-		return "the agent said RESOLVED but files are still unmerged"
+		return "files are still unmerged (git ls-files -u lists them)"
 	}
 	in, err := isAncestor(ctx, wt, tip, "HEAD")
 	if err != nil {
 		return err.Error()
 	}
 	if !in {
-		return "the agent said RESOLVED but its branch does not contain " + s.opt.Target
+		return "the branch does not contain " + s.opt.Target + " (the merge of " + s.opt.Target + " is not committed)"
 	}
 	return ""
 }

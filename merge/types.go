@@ -213,6 +213,10 @@ type ResolveRequest struct {
 	TaskID, Agent, Worktree, Branch, Prompt string
 	ConflictFiles                           []string
 	OwnAgent                                bool // the task's own agent in its own worktree
+	// Unfinished says what still stands between the worktree and a
+	// concluded, clean merge ("" when nothing does), so an agent that
+	// answers with another word than RESOLVED can be judged by its work.
+	Unfinished func(context.Context) string
 }
 
 // ResolveResult is the agent's answer.

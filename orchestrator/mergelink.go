@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
@@ -175,20 +176,31 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	if err != nil {
 		return merge.ResolveResult{}, err
 	}
-	defer r.stopProc(proc)
+	defer func() { r.stopProc(proc) }()
 	// A `chorus signal RESOLVED` run just before exiting may still be on its
 	// way through the signals directory: the exit waits exitGrace for it.
 	var exitWait <-chan time.Time
-	exitCode := 0
+	exitCode, gen, told := 0, 1, 0
+	retell := "" // for a headless resolver: its next run's addition to the prompt
 	for {
 		select {
 		case <-r.ctx.Done():
 			return merge.ResolveResult{}, context.Cause(r.ctx)
 		case <-exitWait:
-			return merge.ResolveResult{Explanation: fmt.Sprintf("the resolver agent exited (code %d) without answering", exitCode)}, nil
+			if retell == "" {
+				return merge.ResolveResult{Explanation: fmt.Sprintf("the resolver agent exited (code %d) without answering", exitCode)}, nil
+			}
+			// A headless resolver said COMPLETE: it runs again, told.
+			gen++
+			exitWait = nil
+			proc, err = r.spawn(t, wt, req.Prompt+"\n\n## Before you answer\n"+retell, 1, gen, det, func(*State, *AgentState) {})
+			retell = ""
+			if err != nil {
+				return merge.ResolveResult{}, err
+			}
 		case ev := <-r.events:
 			if ev.exited {
-				if exitWait == nil {
+				if exitWait == nil && ev.gen == gen {
 					exitCode, exitWait = ev.code, time.After(exitGrace)
 				}
 				continue
@@ -198,9 +210,60 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 				return merge.ResolveResult{Resolved: true, Explanation: ev.sig.Payload}, nil
 			case signal.NeedsHuman, signal.Blocked, signal.NeedsHelp:
 				return merge.ResolveResult{Explanation: ev.sig.Payload}, nil
+			case signal.Complete:
+				if res, done := r.resolverSaidComplete(req, proc, det, ev.sig.Payload, &told, &retell); done {
+					return res, nil
+				}
 			}
 		}
 	}
+}
+
+// resolverRetells bounds how often a resolver that says COMPLETE with its
+// merge unfinished is told to finish and say RESOLVED.
+const resolverRetells = 2
+
+// resolverSaidComplete handles a resolver's COMPLETE, the word of a task
+// and not of a resolution. A concluded, clean merge is taken as RESOLVED
+// (the merge service checks it again); otherwise the agent is told what is
+// unfinished and to say RESOLVED: typed into an interactive one, in the
+// next run's prompt for a headless one. done means the answer is res.
+func (r *agentRun) resolverSaidComplete(req merge.ResolveRequest, p *ptyproc.Proc, det *signal.Detector, payload string, told *int, retell *string) (res merge.ResolveResult, done bool) {
+	problem := "its merge could not be checked"
+	if req.Unfinished != nil {
+		problem = req.Unfinished(r.ctx)
+	}
+	if problem == "" {
+		r.event(EvAlert, "the resolver said COMPLETE and its merge is concluded and clean: taken as RESOLVED", map[string]any{"resolverComplete": true})
+		expl := strings.TrimSpace(payload)
+		if expl == "" {
+			expl = "the resolver said COMPLETE with a clean, concluded merge"
+		}
+		return merge.ResolveResult{Resolved: true, Explanation: expl}, true
+	}
+	if *told >= resolverRetells {
+		r.event(EvAlert, "the resolver said COMPLETE again with its merge unfinished: "+problem, map[string]any{"resolverComplete": true})
+		return merge.ResolveResult{Explanation: fmt.Sprintf("the resolver said COMPLETE %d times, not RESOLVED, and %s", *told+1, problem)}, true
+	}
+	*told++
+	text := resolverRetell(problem)
+	r.event(EvAlert, "the resolver said COMPLETE with its merge unfinished ("+problem+"): told to finish and say RESOLVED", map[string]any{"resolverComplete": true, "told": *told})
+	if p != nil && r.interactive() {
+		r.detect(func() { det.AddPrompt(text); det.Reset() })
+		if err := r.typeInto(p, text); err == nil {
+			return res, false
+		}
+		r.stopProc(p) // its exit brings the next run, told
+	}
+	*retell = text
+	return res, false
+}
+
+// resolverRetell is what a resolver that said COMPLETE is told.
+func resolverRetell(problem string) string {
+	return "You are resolving a merge conflict: COMPLETE does not apply here, RESOLVED does. Still to do: " + problem +
+		". Conclude the merge with git commit, run the quality commands, then run `chorus signal RESOLVED` " +
+		"(or `chorus signal NEEDS_HUMAN \"why\"` if you cannot resolve it)."
 }
 
 // rollback runs a rollback level off the loop and reopens what it reverted.
