@@ -209,7 +209,7 @@ func TestResolverFailsThreeTimes(t *testing.T) {
 	if it.Retries != 3 || agent.calls.Load() != 3 {
 		t.Fatalf("retries %d calls %d", it.Retries, agent.calls.Load())
 	}
-	if !strings.Contains(it.LastError, "unmerged") && !strings.Contains(it.LastError, "unfinished") {
+	if !strings.Contains(it.LastError, "unmerged") && !strings.Contains(it.LastError, "not concluded") {
 		t.Fatalf("last error %q", it.LastError)
 	}
 	// A person resolves on the branch and retries.
