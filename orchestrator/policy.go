@@ -24,8 +24,8 @@ const (
 	EndCrashed TurnEnd = "crashed"
 	// EndStartFailed: the agent process could not be started.
 	EndStartFailed TurnEnd = "start-failed"
-	// EndRefused: a COMPLETE that was not accepted (nothing to merge, the
-	// work could not be committed, a hook said not done).
+	// EndRefused: a COMPLETE that was not accepted (nothing to merge,
+	// files left uncommitted, a hook said not done).
 	EndRefused TurnEnd = "complete-refused"
 	// EndCheckFailed: a COMPLETE whose quality commands failed.
 	EndCheckFailed TurnEnd = "check-failed"
