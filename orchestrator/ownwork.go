@@ -51,7 +51,7 @@ func judgeComplete(w worktree.Work, s signal.Signal, branch string) completeVerd
 
 // onComplete acts on a COMPLETE signal.
 func (r *agentRun) onComplete(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, gen int, s signal.Signal) turnResult {
-	w, err := r.e.wt.OwnWork(r.ctx, wt)
+	w, err := r.e.wt.OwnWork(r.ctx, wt, r.e.verifiedTip())
 	if err != nil {
 		// The quality gate still stands between this and the target.
 		r.event(EvError, "looking for the agent's work: "+err.Error(), nil)
@@ -71,4 +71,13 @@ func (r *agentRun) onComplete(t beads.Task, wt worktree.Worktree, pp **ptyproc.P
 	r.event(EvAlert, v.alert, fields)
 	r.ledgerLine(t, v.alert)
 	return turnResult{failure: v.refuse, end: EndRefused}
+}
+
+// verifiedTip is the target tip the merge queue vouches for, "" without
+// the merge service.
+func (e *Engine) verifiedTip() string {
+	if e.merge == nil {
+		return ""
+	}
+	return e.merge.Snapshot().Stats.TargetTip
 }

@@ -58,15 +58,60 @@ type Work struct {
 // Empty reports whether there is nothing of the worktree's own at all.
 func (w Work) Empty() bool { return !w.Committed && len(w.Uncommitted) == 0 }
 
-// OwnWork reads what the worktree holds of its own (see Work).
-func (m *Manager) OwnWork(ctx context.Context, wt Worktree) (Work, error) {
+// OwnWork reads what the worktree holds of its own (see Work). verified,
+// when known, is the target tip the merge queue vouches for (it landed or
+// accepted it): a branch the target contains though that tip does not was
+// put on the target behind the queue's back (an agent moved the target
+// onto it), and its work is what it gained since its worktree was made,
+// still to be verified by the queue.
+func (m *Manager) OwnWork(ctx context.Context, wt Worktree, verified string) (Work, error) {
 	var w Work
 	var err error
 	if w.Committed, err = m.committedWork(ctx, wt); err != nil {
 		return w, err
 	}
+	if !w.Committed && verified != "" {
+		if w.Committed, err = m.movedOnto(ctx, wt, verified); err != nil {
+			return w, err
+		}
+	}
 	w.Uncommitted, err = m.uncommitted(ctx, wt)
 	return w, err
+}
+
+// movedOnto reports a branch that moved since its worktree was made, that
+// the target contains and the verified tip does not, with a change since
+// wt.Head: the target was moved onto it outside the merge queue. A branch
+// that only fast-forwarded along the queue's landings is in the verified
+// tip, and has nothing of its own.
+func (m *Manager) movedOnto(ctx context.Context, wt Worktree, verified string) (bool, error) {
+	head, err := m.HeadCommit(ctx, wt)
+	if err != nil || wt.Head == "" || head == wt.Head {
+		return false, err
+	}
+	for _, c := range []struct {
+		anc  string
+		want int
+	}{{m.Target, 0}, {verified, 1}} {
+		code, err := m.gitCode(ctx, wt.Dir, "merge-base", "--is-ancestor", head, c.anc)
+		if err != nil {
+			return false, err
+		}
+		if code > 1 {
+			return false, fmt.Errorf("git merge-base --is-ancestor %s %s: exit %d", head, c.anc, code)
+		}
+		if code != c.want {
+			return false, nil
+		}
+	}
+	code, err := m.gitCode(ctx, wt.Dir, "diff", "--quiet", wt.Head, head, "--", ".", ":(exclude)"+ScratchpadPath)
+	if err != nil {
+		return false, err
+	}
+	if code > 1 {
+		return false, fmt.Errorf("git diff %s %s: exit %d", wt.Head, head, code)
+	}
+	return code == 1, nil
 }
 
 // uncommitted lists the worktree's changed and untracked files (git

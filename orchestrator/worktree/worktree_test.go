@@ -486,7 +486,7 @@ func TestOwnWork(t *testing.T) {
 	}
 	has := func(committed bool, uncommitted []string, what string) {
 		t.Helper()
-		got, err := m.OwnWork(ctx, wt)
+		got, err := m.OwnWork(ctx, wt, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -547,18 +547,22 @@ func TestOwnWorkFastForwardOnly(t *testing.T) {
 	if head := run(t, wt.Dir, "git", "rev-parse", "HEAD"); head == wt.Head {
 		t.Fatal("the branch did not move")
 	}
-	w, err := m.OwnWork(ctx, wt)
+	w, err := m.OwnWork(ctx, wt, "")
 	if err != nil || !w.Empty() {
 		t.Fatalf("OwnWork = %+v, %v; want nothing of its own", w, err)
 	}
 	if slow, err := m.committedWorkGit(ctx, wt); err != nil || slow {
 		t.Fatalf("git: committed = %v, %v", slow, err)
 	}
+	// Following the queue's landings is not moving the target onto it.
+	if w, err := m.OwnWork(ctx, wt, run(t, repo, "git", "rev-parse", "main")); err != nil || !w.Empty() {
+		t.Fatalf("OwnWork with main verified = %+v, %v; want nothing of its own", w, err)
+	}
 	// Its own commit on top counts.
 	write(t, filepath.Join(wt.Dir, "mine.txt"), "mine\n")
 	run(t, wt.Dir, "git", "add", "mine.txt")
 	run(t, wt.Dir, "git", "commit", "-q", "-m", "mine")
-	if w, err := m.OwnWork(ctx, wt); err != nil || !w.Committed {
+	if w, err := m.OwnWork(ctx, wt, ""); err != nil || !w.Committed {
 		t.Fatalf("OwnWork = %+v, %v; want committed", w, err)
 	}
 }
@@ -617,5 +621,31 @@ func TestClearStaleLocksBranchRef(t *testing.T) {
 	// The main checkout's own locks are not the worktree's to clear.
 	if exists(filepath.Join(common, "index.lock")) {
 		t.Error("index.lock appeared in the main checkout")
+	}
+}
+
+// A branch the target contains because something moved the target onto
+// it outside the merge queue (an agent's update-ref) keeps the work it
+// gained since the worktree was made: the queue, held by the move, lands
+// it once a person accepts the target.
+func TestOwnWorkWhenTargetMovedOntoBranch(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	verified := run(t, repo, "git", "rev-parse", "main")
+	wt, err := m.Ensure(ctx, "claude", "ch-1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(wt.Dir, "new.txt"), "x\n")
+	run(t, wt.Dir, "git", "add", "new.txt")
+	run(t, wt.Dir, "git", "commit", "-q", "-m", "add")
+	run(t, wt.Dir, "git", "update-ref", "refs/heads/main", "HEAD")
+	if w, err := m.OwnWork(ctx, wt, verified); err != nil || !w.Committed {
+		t.Fatalf("OwnWork = %+v, %v; want committed", w, err)
+	}
+	// Judged against the target alone, it has nothing left to add.
+	if w, err := m.OwnWork(ctx, wt, ""); err != nil || w.Committed {
+		t.Fatalf("OwnWork without a verified tip = %+v, %v", w, err)
 	}
 }
