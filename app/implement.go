@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"time"
 
@@ -315,7 +316,10 @@ loop:
 		return withCode(ExitUnfinished, fmt.Errorf("the merge queue is held: %s", ms.PauseReason))
 	}
 	if snap.Paused && snap.Mode == config.ModeAutopilot {
-		return withCode(ExitUnfinished, errors.New("autopilot paused (repeated agent errors or a budget reached); see the events above, then run again"))
+		return withCode(ExitUnfinished, errors.New("autopilot paused (by hand or a budget reached); see the events above, then run again"))
+	}
+	if n := len(failedTasks(snap)); n > sum.failed {
+		sum.failed = n // FAILED in an earlier run (one a crash ended) counts too
 	}
 	if sum.failed+sum.blocked+sum.errors > 0 {
 		return withCode(ExitUnfinished, fmt.Errorf("%d task(s) failed, %d blocked or waiting for a human, %d error(s)", sum.failed, sum.blocked, sum.errors))
@@ -402,6 +406,18 @@ func (s *summary) add(ev orchestrator.Event) {
 	}
 }
 
+// failedTasks are the FAILED tasks the engine knows, sorted.
+func failedTasks(snap orchestrator.Snapshot) []string {
+	var ids []string
+	for id, tr := range snap.Tasks {
+		if tr.Failed != "" {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
 func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Duration) {
 	fmt.Fprintf(w, "summary: %d closed, %d failed, %d blocked, %d released, %d errors, %d merges, %d iterations, wall time %s\n",
 		s.closed, s.failed, s.blocked, s.released, s.errors, s.merges, s.iterations, wall.Round(time.Second))
@@ -414,6 +430,10 @@ func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Durat
 	for _, u := range s.uncommitted {
 		fmt.Fprintf(w, "  not committed: %s: its changes are still uncommitted files in %s (%s); nothing was deleted, the task's next run continues there; to keep them now: git -C %s add -A && git -C %s commit -m wip\n",
 			line(u.Task), u.Worktree, line(u.Why), u.Worktree, u.Worktree)
+	}
+	for _, id := range failedTasks(snap) {
+		fmt.Fprintf(w, "  failed: %s: %s (evidence: chorus task show %s; retry: chorus task label remove %s failed && chorus task reopen %s)\n",
+			line(id), line(snap.Tasks[id].Failed), line(id), line(id), line(id))
 	}
 	// What the agents reported spending: this session, then each task of
 	// it (its total over every run).

@@ -35,6 +35,9 @@ type statusReport struct {
 	Usage *usageReport `json:"usage,omitempty"`
 	// Questions are the agents' questions waiting for a person.
 	Questions []pendingQuestion `json:"questions"`
+	// Hold is why autopilot starts no agents now (an outage, a usage
+	// limit) and until when.
+	Hold *orchestrator.Hold `json:"hold,omitempty"`
 }
 
 // usageReport is what agents reported spending in the current (or last)
@@ -102,7 +105,7 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			r := statusReport{Root: p.root, Version: bi.Version, Backend: backendInfo{info.Name, info.Reason},
 				Tasks: map[string]int{}, Total: len(all), Ready: len(ready)}
 			for _, t := range all {
-				r.Tasks[t.Status]++
+				r.Tasks[taskStatus(t)]++
 			}
 			r.Config = configSummary{Initialised: p.loaded != nil, Mode: p.cfg.Mode, MaxParallel: p.cfg.Agents.MaxParallel,
 				DefaultAgent: p.cfg.Agents.Default, Agents: p.cfg.AgentNames(), QualityCommands: []string{},
@@ -112,6 +115,9 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			}
 			if p.loaded != nil {
 				r.Usage = readUsage(p.dir)
+				if st, err := orchestrator.LoadState(p.dir.State()); err == nil && st != nil {
+					r.Hold = st.Hold
+				}
 				r.Planning, _, _ = planningState(p.dir.PlanningState())
 				if st, err := p.dir.InspectLock(); err == nil && st.Held {
 					r.Running = &runningInfo{PID: st.Holder.PID, Host: st.Holder.Host}
@@ -169,6 +175,9 @@ func printStatus(w io.Writer, r statusReport) {
 	fmt.Fprintf(w, "Quality     %s\n", q)
 	if r.Planning != "" {
 		fmt.Fprintf(w, "Planning    %s\n", r.Planning)
+	}
+	if h := r.Hold; h != nil {
+		fmt.Fprintf(w, "Held        %s since %s: %s; next try %s\n", h.Kind, h.Since.Local().Format("15:04:05"), line(h.Cause), h.Until.Local().Format("15:04:05"))
 	}
 	for _, q := range r.Questions {
 		fmt.Fprintf(w, "Question    %s asks: %s\n", line(q.Task), line(q.Question))

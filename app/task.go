@@ -337,7 +337,7 @@ func printTasks(w io.Writer, ts []beads.Task) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tP\tSTATUS\tTITLE")
 	for _, t := range ts {
-		status := t.Status
+		status := taskStatus(t)
 		if t.HasLabel(beads.LabelDeferred) {
 			status += " (deferred)"
 		}
@@ -349,9 +349,18 @@ func printTasks(w io.Writer, ts []beads.Task) {
 	tw.Flush()
 }
 
+// taskStatus is a task's status as Chorus speaks of it: a blocked task
+// with the failed label is FAILED (see "When a task fails" in the README).
+func taskStatus(t beads.Task) string {
+	if t.Status == beads.StatusBlocked && t.HasLabel(beads.LabelFailed) {
+		return "failed"
+	}
+	return t.Status
+}
+
 func printTask(w io.Writer, t beads.Task) {
 	fmt.Fprintf(w, "%s  %s\n", line(t.ID), line(t.Title))
-	fmt.Fprintf(w, "status: %s   priority: P%d", t.Status, t.Priority)
+	fmt.Fprintf(w, "status: %s   priority: P%d", taskStatus(t), t.Priority)
 	if t.Assignee != "" {
 		fmt.Fprintf(w, "   assignee: %s", line(t.Assignee))
 	}

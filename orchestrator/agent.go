@@ -133,6 +133,11 @@ func (e *Engine) startTask(taskID, profile string) {
 	r.size.Store(uint64(cols)<<32 | uint64(rows))
 	r.screen = term.New(cols, rows, term.WithScrollback(5000), term.WithReplies(replyWriter{r}))
 	e.runs[r.id] = r
+	if e.st.Hold != nil {
+		// The run is held: this agent tries whether the cause has gone.
+		e.probe = taskID
+		e.emit(Event{Kind: EvProbe, Task: taskID, Text: "trying one agent: " + e.st.Hold.Cause})
+	}
 	e.st.Agents[r.id] = &AgentState{ID: r.id, Type: name, TaskID: taskID, Status: AgentStarting, StartedAt: time.Now().UTC()}
 	e.emit(Event{Kind: EvAssigned, Agent: r.id, Task: taskID, Fields: map[string]any{"profile": name}})
 	e.wg.Add(1)
@@ -281,6 +286,12 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 	}
 	lim := limitsFrom(cfg.Completion)
 	for {
+		if gen > 0 && p == nil {
+			if h := r.held(); h != "" {
+				// The run holds: no agent is started again until it clears.
+				return r.park(t, wt, nil, "autopilot holds: "+h)
+			}
+		}
 		if d, ok := Admit(run.counters(), lim); !ok {
 			return r.fail(t, wt, p, d.Reason)
 		}
@@ -344,6 +355,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 					}
 				})
 			}
+			if res.done.kind == outCompleted {
+				r.worked()
+			}
 			r.ledgerEnd(t, wt, base, string(res.done.kind)+" "+res.done.reason)
 			return *res.done
 		}
@@ -366,6 +380,19 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		r.led.mu.Unlock()
 		dec := Decide(c, lim, Turn{End: res.end, Alive: alive(p), Interactive: r.interactive(),
 			Committed: head != base, Continued: r.continued.Swap(false), Failure: res.failure})
+		if res.end == EndCrashed {
+			if h := r.outageCheck(res.failure); h != nil {
+				// Not this task's failure: its turn is given back, and it
+				// waits for the run's hold to clear.
+				r.update(func(s *State, a *AgentState) {
+					tr := s.run(t.ID)
+					tr.Iterations, tr.Open = c.Iterations, false
+				})
+				return r.park(t, wt, p, "autopilot holds: "+h.Cause)
+			}
+		} else if res.end != EndRedo {
+			r.worked()
+		}
 		run.apply(dec.Next)
 		pending = res.failure
 		changes = r.diffStat(wt, base)

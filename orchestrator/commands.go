@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -355,6 +356,11 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 		if tr.LastFailure != "" && o.kind == "failed" {
 			ev.Fields["lastFailure"] = tr.LastFailure // the why behind "reached maxIterations"
 		}
+		if o.kind == outFailed {
+			// The evidence, for the report and a person reading the log.
+			ev.Fields["output"] = tr.FailedOutput
+			ev.Fields["ledger"] = filepath.Join(".chorus", LedgersDir, worktree.Slug(r.taskID)+".md")
+		}
 	}
 	switch o.kind {
 	case "completed":
@@ -383,6 +389,9 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 	switch o.kind {
 	case outError, outStartFailed, outUnstartable:
 		e.startFailed(r, o)
+	}
+	if o.kind != outCompleted {
+		e.probeEnded(r.taskID)
 	}
 	e.emit(Event{Kind: EvFinished, Agent: r.id, Task: r.taskID, Text: string(o.kind)})
 }

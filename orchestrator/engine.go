@@ -39,6 +39,9 @@ type Options struct {
 	ChorusExe string
 	// Cols, Rows is the PTY size of a new agent until a front end resizes it.
 	Cols, Rows int
+	// HoldBackoff is the first wait before a held run probes again
+	// (outage.go); 0 means 30 s.
+	HoldBackoff time.Duration
 }
 
 // Event is one thing that happened, for front ends and the session log.
@@ -120,12 +123,15 @@ type Engine struct {
 	onPublish []func() // run after the next publish (Sync)
 	// Start failures (startfail.go): per task, in a row, and when a task
 	// may be tried again.
-	startFails       map[string]int
-	retryAt          map[string]time.Time
-	consecStartFails int
+	startFails map[string]int
+	retryAt    map[string]time.Time
 	// hookHeld: tasks a hook blocked, left alone until then (hooks.go).
 	hookHeld map[string]time.Time
 	hooks    *hooks.Runner
+	// streak and probe: agent failures in a row across tasks, and the task
+	// whose agent tries whether the run's hold has cleared (outage.go).
+	streak streak
+	probe  string
 
 	snapMu sync.Mutex
 	snap   Snapshot
@@ -400,6 +406,11 @@ func (e *Engine) idle() bool {
 	if len(e.runs) > 0 || e.fetching || e.waitingRetry() {
 		return false
 	}
+	if e.st.Hold != nil && e.st.Mode == config.ModeAutopilot && !e.st.Paused && !(e.noReady && !e.needReady) {
+		// A held run with work left resumes by itself: it is waiting,
+		// not done.
+		return false
+	}
 	// The merge service's published snapshot, never its lock: its worker
 	// may be waiting on this loop to persist.
 	if e.merge != nil && !e.merge.Snapshot().Idle {
@@ -417,7 +428,10 @@ func (e *Engine) schedule() {
 	if e.closing || e.st.Paused || e.sessionOver() != "" {
 		return
 	}
-	for len(e.wantTasks) > 0 && len(e.runs) < e.cfg.Agents.MaxParallel {
+	if e.holding() {
+		return
+	}
+	for len(e.wantTasks) > 0 && len(e.runs) < e.cfg.Agents.MaxParallel && !e.holding() {
 		id := e.wantTasks[0]
 		e.wantTasks = e.wantTasks[1:]
 		e.startTask(id, "")
@@ -456,7 +470,7 @@ func (e *Engine) assignReady(ts []beads.Task) {
 	})
 	started := 0
 	for _, t := range ts {
-		if len(e.runs) >= e.cfg.Agents.MaxParallel || e.st.Paused || e.st.Mode != config.ModeAutopilot {
+		if len(e.runs) >= e.cfg.Agents.MaxParallel || e.st.Paused || e.st.Mode != config.ModeAutopilot || e.holding() {
 			break
 		}
 		if e.taskRunning(t.ID) || t.HasLabel(beads.LabelFailed) || t.Assignee != "" || e.backingOff(t.ID) || e.hookHeldOff(t.ID) {

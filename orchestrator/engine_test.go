@@ -32,6 +32,8 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	log    []Event // what the events seen so far were, for assertions
+	// holdBackoff, if set, is the engine's first wait before a probe.
+	holdBackoff time.Duration
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -75,7 +77,7 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 
 func (h *harness) start() {
 	h.t.Helper()
-	eng, err := New(Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main", ChorusExe: testkit.Chorus(h.t), Cols: 100, Rows: 30})
+	eng, err := New(Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main", ChorusExe: testkit.Chorus(h.t), Cols: 100, Rows: 30, HoldBackoff: h.holdBackoff})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,8 +14,9 @@ import (
 // Start failures: a task whose agent cannot start (missing binary, a task
 // that cannot be read, a prompt the kernel refuses) must not be re-assigned
 // hot forever. Each failure backs the task off; after the limit it is
-// blocked with the reason; a missing agent command pauses autopilot, since
-// every task would fail the same way.
+// FAILED with the reason. A missing agent command, or different tasks
+// failing to start the same way, hold the run (outage.go): every task
+// would fail alike.
 
 const (
 	startBackoffBase = time.Second
@@ -68,18 +68,15 @@ func (e *Engine) startFailed(r *agentRun, o outcome) {
 		e.startFails, e.retryAt = map[string]int{}, map[string]time.Time{}
 	}
 	e.startFails[r.taskID]++
-	e.consecStartFails++
 	n := e.startFails[r.taskID]
 	limit := e.startLimit()
 	switch {
 	case o.kind == outUnstartable:
 		// Retrying cannot help until a person installs the command or
-		// changes the config; semi-auto has a person watching already.
+		// changes the config: every task would fail the same way. The
+		// run holds and probes (each probe is one look on PATH).
 		delete(e.retryAt, r.taskID)
-		if e.st.Mode == config.ModeAutopilot && !e.st.Paused {
-			e.st.Paused = true
-			e.emit(Event{Kind: EvPaused, Task: r.taskID, Text: "autopilot paused: " + o.reason})
-		}
+		e.holdRun(o.reason, r.taskID)
 		return
 	case n >= limit:
 		delete(e.retryAt, r.taskID)
@@ -88,13 +85,15 @@ func (e *Engine) startFailed(r *agentRun, o outcome) {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			if err := e.opt.Store.Block(context.Background(), id, reason); err != nil {
-				e.post(func() { e.emit(Event{Kind: EvError, Task: id, Text: "blocking the task: " + err.Error()}) })
+			if err := markFailed(e.opt.Store, id, reason); err != nil {
+				e.post(func() { e.emit(Event{Kind: EvError, Task: id, Text: "marking the task failed: " + err.Error()}) })
 				return
 			}
 			e.post(func() {
 				e.needReady = true
-				e.emit(Event{Kind: EvBlocked, Task: id, Text: reason})
+				e.st.run(id).setFailed(reason, "")
+				e.st.Stats.TasksFailed++
+				e.emit(Event{Kind: EvFailed, Task: id, Text: reason})
 			})
 		}()
 	default:
@@ -108,17 +107,32 @@ func (e *Engine) startFailed(r *agentRun, o outcome) {
 			}
 		})
 	}
-	if e.consecStartFails >= limit && e.st.Mode == config.ModeAutopilot && !e.st.Paused {
-		e.st.Paused = true
-		e.emit(Event{Kind: EvPaused, Text: fmt.Sprintf("autopilot paused: %d agents in a row could not start; last: %s", e.consecStartFails, o.reason)})
+	// Different tasks failing to start the same way: the run's cause.
+	if key, _ := failureCause(o.reason); e.st.Mode == config.ModeAutopilot && e.streak.failed(r.taskID, key, o.reason) {
+		e.holdRun(o.reason, r.taskID)
 	}
+}
+
+// holdRun holds the run for a cause every task shares, or renews the hold
+// after a probe that failed the same way. Loop only.
+func (e *Engine) holdRun(failure, task string) {
+	key, cause := failureCause(failure)
+	if h := e.st.Hold; h != nil && h.Key == key {
+		if e.probe == task || e.probe == "" {
+			e.setHold(holdFor(h, h.Kind, key, cause, time.Now(), e.holdBase()), task)
+		}
+		return
+	}
+	if key == cause { // a known cause: name it, then what was seen
+		cause += ": " + oneLine(failure, 300)
+	}
+	e.setHold(holdFor(nil, HoldOutage, key, cause, time.Now(), e.holdBase()), task)
 }
 
 // started clears a task's start failures once its agent runs. Loop only.
 func (e *Engine) started(taskID string) {
 	delete(e.startFails, taskID)
 	delete(e.retryAt, taskID)
-	e.consecStartFails = 0
 }
 
 // backingOff reports whether a task waits out a start failure. Loop only.

@@ -5,36 +5,48 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
-// An agent whose command does not exist claims nothing, is not retried hot,
-// and pauses autopilot with the reason.
-func TestMissingAgentCommandPausesAutopilot(t *testing.T) {
-	h := newHarness(t, "signal COMPLETE\n", func(c *config.Config) {
+// An agent whose command does not exist claims nothing, is not retried
+// hot, and holds autopilot naming the command; once the command exists
+// the next probe finds it and the run resumes by itself.
+func TestMissingAgentCommandHoldsAutopilot(t *testing.T) {
+	cmd := filepath.Join(t.TempDir(), "chorus-no-such-agent")
+	h := newHarness(t, "write f-$CHORUS_TASK_ID.txt x\ncommit \"feat: work\"\nsignal COMPLETE\n", func(c *config.Config) {
 		c.Mode = config.ModeAutopilot
-		c.Agents.Available["script"] = config.AgentProfile{Command: "chorus-no-such-agent", Prompt: config.PromptArg}
+		c.Agents.Available["script"] = config.AgentProfile{Command: cmd, Args: []string{"scripted-agent", "--script", "agent.script"}, Prompt: config.PromptArg}
 	})
+	h.holdBackoff = 50 * time.Millisecond
 	a := h.task("first", beads.CreateOptions{Priority: 1})
-	h.task("second", beads.CreateOptions{Priority: 1})
+	b := h.task("second", beads.CreateOptions{Priority: 1})
 	h.start()
-	ev := h.waitFor(kind(EvPaused, ""))
-	if !strings.Contains(ev.Text, "chorus-no-such-agent") || !strings.Contains(ev.Text, "not found") {
-		t.Fatalf("pause reason %q does not name the missing command", ev.Text)
+	ev := h.waitFor(kind(EvHeld, ""))
+	if !strings.Contains(ev.Text, "chorus-no-such-agent") || !strings.Contains(ev.Text, "the agent command is missing") {
+		t.Fatalf("hold reason %q does not name the missing command", ev.Text)
 	}
-	h.waitIdle()
-	if n := h.count(EvAssigned); n > 2 {
-		t.Fatalf("%d assignments for an agent that cannot start; want at most one per task\n%s", n, h.report())
-	}
+	h.waitFor(kind(EvProbe, "")) // a probe looks again, and finds nothing
+	h.sync()
 	if tk := h.get(a); tk.Status != beads.StatusOpen || tk.Assignee != "" {
 		t.Fatalf("task %s was claimed: status %s, assignee %q", a, tk.Status, tk.Assignee)
+	}
+	if err := os.Symlink(testkit.Chorus(t), cmd); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(kind(EvResumed, ""))
+	h.waitFor(kind(EvCompleted, a))
+	h.waitFor(kind(EvCompleted, b))
+	if n := h.count(EvFailed) + h.count(EvBlocked); n != 0 {
+		t.Fatalf("%d tasks failed or blocked\n%s", n, h.report())
 	}
 }
 
 // An agent that cannot be started (the kernel refuses its executable) is
-// retried with back-off, then its task is blocked with the reason.
+// retried with back-off, then its task is FAILED with the reason.
 func TestUnstartableAgentBlocksTaskAfterRetries(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "not-a-program")
 	// Executable bit, but no #! line and not a binary: exec fails.
@@ -48,7 +60,7 @@ func TestUnstartableAgentBlocksTaskAfterRetries(t *testing.T) {
 	})
 	a := h.task("doomed", beads.CreateOptions{Priority: 1})
 	h.start()
-	ev := h.waitFor(func(e Event) bool { return e.Kind == EvBlocked && e.Task == a })
+	ev := h.waitFor(func(e Event) bool { return e.Kind == EvFailed && e.Task == a })
 	if !strings.Contains(ev.Text, "cannot start") || !strings.Contains(ev.Text, "3 attempts") {
 		t.Fatalf("block reason %q", ev.Text)
 	}
@@ -56,8 +68,8 @@ func TestUnstartableAgentBlocksTaskAfterRetries(t *testing.T) {
 	if n := h.count(EvAssigned); n != 3 {
 		t.Fatalf("%d assignments, want 3 (one per allowed attempt)\n%s", n, h.report())
 	}
-	if tk := h.get(a); tk.Status != beads.StatusBlocked {
-		t.Fatalf("task status %s, want blocked", tk.Status)
+	if tk := h.get(a); tk.Status != beads.StatusBlocked || !tk.HasLabel(beads.LabelFailed) {
+		t.Fatalf("task status %s labels %v, want blocked and failed", tk.Status, tk.Labels)
 	}
 }
 

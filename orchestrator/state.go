@@ -39,7 +39,10 @@ type State struct {
 	MergeQueue []merge.Item           `json:"mergeQueue"`
 	MergeStats merge.Stats            `json:"mergeStats"`
 	Checkpoint string                 `json:"checkpoint,omitempty"`
-	Stats      Stats                  `json:"stats"`
+	// Hold, when set, is why autopilot starts no agents for now (an outage
+	// or a usage limit) and until when (outage.go).
+	Hold  *Hold `json:"hold,omitempty"`
+	Stats Stats `json:"stats"`
 	// Usage is what agents spent in this session (not carried over).
 	Usage Usage `json:"usage"`
 	// JournalGen names this snapshot's generation: the lines of
@@ -91,8 +94,14 @@ type TaskRun struct {
 	// yet. Found open at recovery, it ended with the engine: not counted.
 	Open bool `json:"open,omitempty"`
 	// Nudges: the times the agent was asked to confirm its COMPLETE.
-	Nudges    int  `json:"nudges,omitempty"`
-	Completed bool `json:"completed"` // quality passed; closing pending
+	Nudges int `json:"nudges,omitempty"`
+	// Failed is why the task is FAILED (empty unless it is), since when,
+	// and its evidence: the agent's last output lines. The task's ledger
+	// (LedgerPath) holds the rest. A retry clears it.
+	Failed       string    `json:"failed,omitempty"`
+	FailedAt     time.Time `json:"failedAt,omitempty"`
+	FailedOutput string    `json:"failedOutput,omitempty"`
+	Completed    bool      `json:"completed"` // quality passed; closing pending
 	// CompleteSignalled: the agent signalled COMPLETE and its quality
 	// check had not finished; recorded first, so a crash during the check
 	// leads to a re-check, not a lost COMPLETE and a spent iteration.
@@ -195,7 +204,16 @@ func (s *State) clone() State {
 		c.Tasks[k] = &t
 	}
 	c.MergeQueue = append([]merge.Item(nil), s.MergeQueue...)
+	if s.Hold != nil {
+		h := *s.Hold
+		c.Hold = &h
+	}
 	return c
+}
+
+// setFailed records the task FAILED with its reason and evidence.
+func (tr *TaskRun) setFailed(reason, output string) {
+	tr.Failed, tr.FailedAt, tr.FailedOutput = reason, time.Now().UTC(), output
 }
 
 // counters are what the supervisor's policy reads of a task run.

@@ -55,7 +55,13 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				if ev.reason != "" {
 					return turnResult{failure: fmt.Sprintf("The agent process exited with code %d: %s", ev.code, ev.reason), end: EndCrashed, exitCode: ev.code}
 				}
-				return turnResult{failure: fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code), end: EndCrashed, exitCode: ev.code}
+				msg := fmt.Sprintf("The agent process exited with code %d before finishing.", ev.code)
+				if last := oneLine(hooks.Tail(r.screen.Text(), 3), 300); last != "" {
+					// What it printed last names the cause (and lets the
+					// run tell an outage from this task's failure).
+					msg += " Its last output: " + last
+				}
+				return turnResult{failure: msg, end: EndCrashed, exitCode: ev.code}
 			}
 			return turnResult{failure: "The agent exited without signalling COMPLETE.", end: EndExited}
 		case <-ctx.Done():
@@ -247,18 +253,35 @@ func closeOnce(s beads.Store, id, reason string) error {
 	return s.Close(context.Background(), id, reason)
 }
 
-// fail ends a task as FAILED: blocked with the failed label and the reason.
+// fail ends a task as FAILED: the agent stopped, its work committed, the
+// task blocked with the failed label and the reason, the evidence (the
+// agent's last output lines) kept in the state and the event.
 func (r *agentRun) fail(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, reason string) outcome {
 	r.stopProc(p)
 	r.commitWIP(wt, "failed")
-	s := r.e.opt.Store
-	if err := s.Block(context.Background(), t.ID, "FAILED: "+reason); err != nil {
-		r.event(EvError, err.Error(), nil)
+	if err := markFailed(r.e.opt.Store, t.ID, reason); err != nil {
+		r.event(EvError, "marking the task failed: "+err.Error(), nil)
 	}
-	if err := s.AddLabel(context.Background(), t.ID, beads.LabelFailed); err != nil {
-		r.event(EvError, err.Error(), nil)
+	out := strings.TrimSpace(hooks.Tail(r.screen.Text(), failedOutputLines))
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).setFailed(reason, out) })
+	return outcome{kind: outFailed, reason: reason}
+}
+
+// failedOutputLines is how much of the agent's screen a FAILED task keeps.
+const failedOutputLines = 15
+
+// FailedNote starts the note of a FAILED task in the task store.
+const FailedNote = "FAILED: "
+
+// markFailed represents FAILED in the task store, so that `bd` users see
+// it too: the failed label first (a crash between the two leaves a
+// labelled task that autopilot skips, never a plain blocked one), then
+// status blocked with the reason.
+func markFailed(s beads.Store, id, reason string) error {
+	if err := s.AddLabel(context.Background(), id, beads.LabelFailed); err != nil {
+		return err
 	}
-	return outcome{kind: "failed", reason: reason}
+	return s.Block(context.Background(), id, FailedNote+reason)
 }
 
 // cancelled handles a run ended from outside: stop, keep the work, and

@@ -124,7 +124,7 @@ func defaultKeys() []keyAction {
 
 		{Keys: []string{"s"}, Group: groupAgent, Desc: "Spawn agent for task", Run: func(u *UI, _ *tcell.EventKey) { u.spawn() }},
 		{Keys: []string{"x"}, Group: groupAgent, Desc: "Stop selected agent", Dangerous: true, Run: func(u *UI, _ *tcell.EventKey) { u.stopAgent() }},
-		{Keys: []string{"r"}, Group: groupAgent, Desc: "Redirect agent", Run: func(u *UI, _ *tcell.EventKey) { u.redirect() }},
+		{Keys: []string{"r"}, Group: groupAgent, Desc: "Redirect agent (failed task: retry)", Run: func(u *UI, _ *tcell.EventKey) { u.redirectOrRetry() }},
 		{Keys: []string{"Enter"}, Group: groupAgent, Desc: "Assign task to agent", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.assign("") }},
 		{Keys: []string{"Ctrl-C"}, Group: groupAgent, Desc: "Kill all agents", Dangerous: true, Run: func(u *UI, _ *tcell.EventKey) { u.killAll() }},
 

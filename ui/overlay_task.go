@@ -26,6 +26,26 @@ func (u *UI) retryTask() {
 	u.send(orchestrator.Command{Kind: orchestrator.CmdRetry, TaskID: id}, id+" back to pending", nil)
 }
 
+// failedSelected reports whether the task panel's selection is a FAILED
+// task.
+func (u *UI) failedSelected() bool {
+	if u.focus != panelTasks || u.selTask == "" {
+		return false
+	}
+	r, ok := u.taskRow(u.selTask)
+	return ok && r.State == present.StateFailed
+}
+
+// redirectOrRetry is r: on a failed task in the task panel it sends the
+// task back to pending (worktree kept); elsewhere it redirects the agent.
+func (u *UI) redirectOrRetry() {
+	if u.failedSelected() {
+		u.retryTask()
+		return
+	}
+	u.redirect()
+}
+
 // taskEdit is what the task form gives back.
 type taskEdit struct {
 	title, desc, acc string
@@ -112,7 +132,12 @@ func (u *UI) editTask() {
 		if r, ok := u.taskRow(id); ok && r.State == present.StateRunning {
 			msg += "; its agent restarts with the new text"
 		}
-		u.send(c, msg, func() {
+		cmds := []orchestrator.Command{c}
+		if r, ok := u.taskRow(id); ok && r.State == present.StateFailed {
+			// e on a failed task: edit, then retry with the new text.
+			cmds, msg = append(cmds, orchestrator.Command{Kind: orchestrator.CmdRetry, TaskID: id}), msg+"; back to pending"
+		}
+		u.sendAll(cmds, msg, func() {
 			u.pushUndo(undoEntry{desc: "edit " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdEdit, TaskID: id, Title: &ot, Description: &od, Acceptance: &oa,
 				Priority: &op, Labels: &ol, Deps: &odeps}}})
 		})

@@ -401,6 +401,9 @@ func Header(version string, snap orchestrator.Snapshot, tasks int, passthrough, 
 	if snap.Paused {
 		l = append(l, Seg{" │ ", Dim}, Seg{"⏸ PAUSED", Warn})
 	}
+	if h := snap.Hold; h != nil {
+		l = append(l, Seg{" │ ", Dim}, Seg{HoldText(h), Warn})
+	}
 	if b := snap.Usage.Brief(); b != "" {
 		l = append(l, Seg{" │ ", Dim}, Seg{b, Normal})
 	}
@@ -478,6 +481,19 @@ func cut(l Line, w int) Line {
 		break
 	}
 	return out
+}
+
+// HoldText says why autopilot starts no agents and until when: the reset
+// time a usage limit gave, or the next probe of an outage.
+func HoldText(h *orchestrator.Hold) string {
+	at := h.Until.Local().Format("15:04")
+	if h.Kind == orchestrator.HoldUsage {
+		if h.ResetKnown {
+			return "⏳ usage limit · resets " + at
+		}
+		return "⏳ usage limit · retry " + at
+	}
+	return "⏳ HELD: " + Clean(h.Cause) + " · retry " + at
 }
 
 // Counts are the footer's per-state counts.
