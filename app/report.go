@@ -21,10 +21,13 @@ func newReportCmd(g *globals) *cobra.Command {
 	var asJSON, asMarkdown bool
 	c := &cobra.Command{
 		Use:   "report",
-		Short: "Summarise a run: what landed, what failed and why, what waits for you (with the command to run), cost, wall time",
+		Short: "Summarise the night: what landed, failed (and why), waits for you (with the command to run), pauses, conflicts, retries, cost and time",
 		Long: `Reads .chorus/session-log.jsonl, the merge history, state.json and the task
-store. Without --since it covers the last session. Autopilot writes the
-same report to .chorus/reports/ when it finishes.`,
+store. Without --since it covers the time since the last report you read
+with this command (its end is kept in .chorus/reports/last.json): the
+reports autopilot writes to .chorus/reports/ at the end of each run do not
+move it, so after a night of several runs (crashes, restarts) this shows
+them all. The first line says which period the report covers.`,
 		Example: `  chorus report
   chorus report --since 12h --json
   chorus report --since "2026-03-01 08:00"`,
@@ -54,13 +57,21 @@ same report to .chorus/reports/ when it finishes.`,
 				return withCode(ExitFailure, err)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), r)
+				err = writeJSON(cmd.OutOrStdout(), r)
+			} else {
+				_, err = fmt.Fprint(cmd.OutOrStdout(), r.Markdown())
 			}
-			fmt.Fprint(cmd.OutOrStdout(), r.Markdown())
+			if err != nil {
+				return withCode(ExitFailure, err)
+			}
+			// Shown: the next report starts where this one ends.
+			if err := report.Record(p.dir, r, true); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: where this report ends was not recorded (%v); the next one covers this period again\n", err)
+			}
 			return nil
 		},
 	}
-	c.Flags().StringVar(&since, "since", "", `start of the report: a time ("2006-01-02 15:04", RFC 3339) or a duration ago ("12h"); default: the last session's start`)
+	c.Flags().StringVar(&since, "since", "", `start of the report: a time ("2006-01-02 15:04", RFC 3339) or a duration ago ("12h"); default: the end of the last report read`)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.Flags().BoolVar(&asMarkdown, "markdown", false, "print Markdown (the default)")
 	return c
@@ -103,5 +114,9 @@ func writeRunReport(ctx context.Context, d chorusdir.Dir, s beads.Store) (string
 		return "", err
 	}
 	path := filepath.Join(dir, time.Now().Format("20060102-150405")+".md")
-	return path, chorusdir.WriteAtomic(path, []byte(r.Markdown()), chorusdir.FileMode)
+	if err := chorusdir.WriteAtomic(path, []byte(r.Markdown()), chorusdir.FileMode); err != nil {
+		return "", err
+	}
+	// Not shown to anyone yet: the next report covers this period again.
+	return path, report.Record(d, r, false)
 }

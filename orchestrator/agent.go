@@ -318,7 +318,11 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			tr.Iterations, tr.IterationBase, tr.Open = it, base, true
 			a.Iteration, a.Status = it, AgentRunning
 			s.Stats.Iterations++
-			r.e.emit(Event{Kind: EvIteration, Agent: r.id, Task: r.taskID, Fields: map[string]any{"iteration": it}})
+			fields := map[string]any{"iteration": it}
+			if it > 1 && pending != "" {
+				fields[FieldRetryAfter] = pending // why this iteration runs, for the morning report
+			}
+			r.e.emit(Event{Kind: EvIteration, Agent: r.id, Task: r.taskID, Fields: fields})
 		}
 		r.detect(det.Reset)
 		r.ledgerStart(t, it)

@@ -85,6 +85,10 @@ const (
 	EvRollback    EventKind = "rollback"
 )
 
+// FieldRetryAfter, on an EvIteration after the first, is the failure the
+// iteration retries (an exit code, a failed check, a refused COMPLETE).
+const FieldRetryAfter = "after"
+
 // FieldUncommitted, on an EvError, is the worktree whose work could not
 // be committed (a WIP commit failed: disk full, a broken index…).
 const FieldUncommitted = "uncommitted"

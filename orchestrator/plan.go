@@ -103,10 +103,15 @@ func (e *Engine) StartPlan(ctx context.Context, opt PlanOptions) (string, error)
 
 // planFinished removes the planning run. Loop only.
 func (e *Engine) planFinished(r *agentRun, reason string) {
+	// What planning cost goes with the event, for the morning report.
+	fields := map[string]any{"plan": true}
+	if a := e.st.Agents[r.id]; a != nil {
+		fields["usage"] = a.Usage
+	}
 	delete(e.runs, r.id)
 	delete(e.st.Agents, r.id)
 	delete(e.st.Tasks, planTaskID)
-	e.emit(Event{Kind: EvFinished, Agent: r.id, Text: reason})
+	e.emit(Event{Kind: EvFinished, Agent: r.id, Text: reason, Fields: fields})
 }
 
 // planWork runs the Plan Agent: a turn per prompt, each ending in a

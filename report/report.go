@@ -1,12 +1,14 @@
-// Package report is the morning report: what a run of Chorus did, built
+// Package report is the morning report: what a night of Chorus did, built
 // from the session log (.chorus/session-log.jsonl), the merge history, the
-// engine's state.json and the task store. It says what landed (with its
-// commit), what failed and why, what waits for a person with the exact
-// command that moves it on, what each task cost, and the wall time.
+// engine's state.json and the task store. It says which period it covers
+// (by default since the last report), what landed (with its commit), what
+// failed and why with the command that moves it on, what waits for a
+// person, when autopilot or the merge queue paused and why, the conflicts
+// agents resolved, the iterations retried and why, and what planning and
+// each task cost in money and time.
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -24,21 +26,31 @@ import (
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
-// SessionStarted is the session-log event a session begins with; a report
-// without --since covers the run since the last one.
+// SessionStarted is the session-log event a session begins with.
 const SessionStarted = "session_started"
 
-// Report is one run's summary.
+// Report is one period's summary.
 type Report struct {
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
-	// Wall is the time from the first to the last event of the run.
-	Wall    time.Duration      `json:"wallNanos"`
-	Landed  []Landed           `json:"landed"`
-	Failed  []Failed           `json:"failed"`
-	Waiting []Waiting          `json:"waiting"`
-	Tasks   []TaskCost         `json:"tasks"`
-	Total   orchestrator.Usage `json:"total"`
+	// From says where Since comes from (FromReport, FromUnread, FromLog,
+	// FromSince); LastReport is when the last report was produced.
+	From       string    `json:"from"`
+	LastReport time.Time `json:"lastReport,omitempty"`
+	// Wall is the time from the first to the last event of the period.
+	Wall      time.Duration      `json:"wallNanos"`
+	Sessions  int                `json:"sessions"` // Chorus starts in the period
+	Landed    []Landed           `json:"landed"`
+	Failed    []Failed           `json:"failed"`
+	Waiting   []Waiting          `json:"waiting"`
+	Pauses    []Pause            `json:"pauses"`
+	Conflicts []Conflict         `json:"conflicts"`
+	Retries   []Retry            `json:"retries"`
+	Tasks     []TaskCost         `json:"tasks"`
+	Planning  Planning           `json:"planning"`
+	Total     orchestrator.Usage `json:"total"` // tasks and planning
+
+	sinceOffset, logEnd int64 // the period in the session log, for Record
 }
 
 // Landed is a task whose work reached the target branch.
@@ -49,12 +61,14 @@ type Landed struct {
 	At     time.Time `json:"at"`
 }
 
-// Failed is a task that failed or was blocked in the run.
+// Failed is a task that failed or was blocked in the period.
 type Failed struct {
-	Task   string `json:"task"`
-	Title  string `json:"title"`
-	Kind   string `json:"kind"` // failed | blocked
-	Reason string `json:"reason"`
+	Task   string    `json:"task"`
+	Title  string    `json:"title"`
+	Kind   string    `json:"kind"` // failed | blocked
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+	Next   string    `json:"next"` // the command that moves it on
 }
 
 // Waiting is something only a person can move on, with the command that
@@ -65,105 +79,93 @@ type Waiting struct {
 	Next string `json:"next"`
 }
 
-// TaskCost is what one task of the run cost (over all its runs).
-type TaskCost struct {
-	Task    string             `json:"task"`
-	Title   string             `json:"title"`
-	Usage   orchestrator.Usage `json:"usage"`
-	Runtime time.Duration      `json:"runtimeNanos"`
+// Pause is a time autopilot or the merge queue stopped by itself.
+type Pause struct {
+	Scope string    `json:"scope"` // autopilot | merge queue
+	Cause string    `json:"cause"`
+	At    time.Time `json:"at"`
+	// Until is when it resumed (zero: still paused at the period's end);
+	// Resumed says how.
+	Until   time.Time `json:"until,omitempty"`
+	Resumed string    `json:"resumed,omitempty"`
 }
 
-// Build reads the run since since (zero: since the last session start)
-// until now.
+// Conflict is a merge that conflicted, and what came of it.
+type Conflict struct {
+	Task        string    `json:"task"`
+	Files       []string  `json:"files,omitempty"`
+	At          time.Time `json:"at"`
+	Outcome     string    `json:"outcome"` // resolved by an agent | waiting for a person | unresolved
+	Explanation string    `json:"explanation,omitempty"`
+}
+
+// Retry is an iteration after a task's first, and why it ran.
+type Retry struct {
+	Task      string    `json:"task"`
+	Iteration int       `json:"iteration"`
+	Why       string    `json:"why"`
+	At        time.Time `json:"at"`
+}
+
+// TaskCost is what one task of the period cost (over all its runs).
+type TaskCost struct {
+	Task       string             `json:"task"`
+	Title      string             `json:"title"`
+	Usage      orchestrator.Usage `json:"usage"`
+	Runtime    time.Duration      `json:"runtimeNanos"` // its agents' time
+	Iterations int                `json:"iterations"`
+	Outcome    string             `json:"outcome,omitempty"` // the last: completed, failed, blocked, released
+}
+
+// Planning is what the Plan Agent cost in the period.
+type Planning struct {
+	Runs  int                `json:"runs"`
+	Usage orchestrator.Usage `json:"usage"`
+}
+
+// Build reads the period from since (zero: since the last report, see
+// Record) until now.
 func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, error) {
-	entries, err := ReadLog(dir.SessionLog())
+	per := period{since: since, offset: -1, from: FromSince}
+	if since.IsZero() {
+		var err error
+		if per, err = defaultPeriod(dir); err != nil {
+			return Report{}, err
+		}
+	}
+	entries, end, byTime, err := readLogFrom(dir.SessionLog(), max(per.offset, 0))
 	if err != nil {
 		return Report{}, err
 	}
-	start := 0
-	if since.IsZero() {
-		// By position, not time: the log's times are whole seconds, and the
-		// session before may have ended within the same one.
-		for i, e := range entries {
-			if e.Event == SessionStarted {
-				start, since = i, e.TS
+	if per.offset < 0 {
+		byTime = true
+	}
+	r := Report{Since: per.since, Until: time.Now().UTC(), From: per.from, LastReport: per.last, sinceOffset: per.offset, logEnd: end}
+	if byTime {
+		r.sinceOffset = -1
+		// The log's times are whole seconds: the second of since counts.
+		cut := per.since.Truncate(time.Second)
+		kept := entries[:0]
+		for _, e := range entries {
+			if !e.TS.Before(cut) {
+				kept = append(kept, e)
 			}
 		}
+		entries = kept
 	}
-	entries = entries[start:]
-	r := Report{Since: since, Until: time.Now().UTC()}
 	title := map[string]string{}
 	for _, t := range tasks {
 		title[t.ID] = t.Title
 	}
-	var first, last time.Time
-	landed := map[string]int{}
-	failed := map[string]int{}
-	cost := map[string]int{}
-	seen := map[string]bool{}
+	n := newNight(title)
 	for _, e := range entries {
-		if e.Mode != "implementation" || start == 0 && e.TS.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		if first.IsZero() {
-			first = e.TS
-		}
-		last = e.TS
-		task, _ := e.Details["taskId"].(string)
-		text, _ := e.Details["text"].(string)
-		if task != "" {
-			seen[task] = true
-		}
-		switch orchestrator.EventKind(e.Event) {
-		case orchestrator.EventKind("merge_" + string(merge.EventLanded)):
-			commit, _ := e.Details["commit"].(string)
-			l := Landed{Task: task, Title: title[task], Commit: commit, At: e.TS}
-			if i, ok := landed[task]; ok {
-				r.Landed[i] = l
-			} else {
-				landed[task] = len(r.Landed)
-				r.Landed = append(r.Landed, l)
-			}
-		case orchestrator.EvFailed, orchestrator.EvBlocked:
-			kind := map[orchestrator.EventKind]string{orchestrator.EvFailed: "failed", orchestrator.EvBlocked: "blocked"}[orchestrator.EventKind(e.Event)]
-			f := Failed{Task: task, Title: title[task], Kind: kind, Reason: text}
-			if last, _ := e.Details["lastFailure"].(string); last != "" && !strings.Contains(text, last) {
-				f.Reason += "; last: " + last
-			}
-			if i, ok := failed[task]; ok {
-				r.Failed[i] = f
-			} else {
-				failed[task] = len(r.Failed)
-				r.Failed = append(r.Failed, f)
-			}
-		case orchestrator.EvCompleted:
-			// A task failed earlier in the run and completed later is no
-			// longer a failure.
-			if i, ok := failed[task]; ok {
-				r.Failed = append(r.Failed[:i], r.Failed[i+1:]...)
-				delete(failed, task)
-				for k, v := range failed {
-					if v > i {
-						failed[k] = v - 1
-					}
-				}
-			}
-		}
-		if u, ok := usageOf(e.Details["usage"]); ok && task != "" {
-			tc := TaskCost{Task: task, Title: title[task], Usage: u}
-			if s, ok := e.Details["runtime"].(float64); ok {
-				tc.Runtime = time.Duration(s) * time.Second
-			}
-			if i, ok := cost[task]; ok {
-				r.Tasks[i] = tc // the latest word: totals over every run
-			} else {
-				cost[task] = len(r.Tasks)
-				r.Tasks = append(r.Tasks, tc)
-			}
+		if e.Mode == "implementation" {
+			n.add(e)
 		}
 	}
-	if !first.IsZero() {
-		r.Wall = last.Sub(first)
+	n.finish(&r)
+	if r.Since.IsZero() && len(entries) > 0 {
+		r.Since = entries[0].TS
 	}
 	// The merge commit from the history when the log has none (a landing
 	// recorded after a crash).
@@ -171,8 +173,12 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 	if err != nil {
 		return Report{}, err
 	}
+	landed := map[string]int{}
+	for i, l := range r.Landed {
+		landed[l.Task] = i
+	}
 	for _, it := range hist {
-		if it.LandedAt.IsZero() || it.LandedAt.Before(since) {
+		if it.LandedAt.IsZero() || it.LandedAt.Before(r.Since.Truncate(time.Second)) {
 			continue
 		}
 		if i, ok := landed[it.TaskID]; ok {
@@ -184,19 +190,21 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 		landed[it.TaskID] = len(r.Landed)
 		r.Landed = append(r.Landed, Landed{Task: it.TaskID, Title: orDefault(title[it.TaskID], it.Title), Commit: it.MergeCommit, At: it.LandedAt})
 	}
-	for _, c := range r.Tasks {
-		r.Total = add(r.Total, c.Usage)
-	}
 	st, err := orchestrator.LoadState(dir.State())
 	if err != nil {
 		return Report{}, err
 	}
-	r.Waiting = waiting(dir, st, tasks, seen)
+	r.Waiting = append(waiting(dir, st, tasks, n.seen), r.Waiting...)
 	return r, nil
 }
 
+// retryCommand moves a failed or blocked task back to the ready work.
+func retryCommand(id string) string {
+	return fmt.Sprintf("chorus task show %s; then chorus task label remove %s failed && chorus task reopen %s", id, id, id)
+}
+
 // waiting lists what needs a person: merges the queue cannot move alone,
-// questions agents wait on (while Chorus runs) and the run's tasks left
+// questions agents wait on (while Chorus runs) and the period's tasks left
 // failed or blocked.
 func waiting(dir chorusdir.Dir, st *orchestrator.State, tasks []beads.Task, inRun map[string]bool) []Waiting {
 	var out []Waiting
@@ -237,13 +245,13 @@ func waiting(dir chorusdir.Dir, st *orchestrator.State, tasks []beads.Task, inRu
 		}
 	}
 	for _, t := range tasks {
-		if !inRun[t.ID] {
+		// A failure waits for a person until someone acts, however old.
+		if !inRun[t.ID] && !(t.HasLabel(beads.LabelFailed) && t.Status != beads.StatusClosed) {
 			continue
 		}
 		switch {
 		case t.HasLabel(beads.LabelFailed) && t.Status != beads.StatusClosed:
-			out = append(out, Waiting{Task: t.ID, What: "task failed",
-				Next: fmt.Sprintf("chorus task show %s; then chorus task label remove %s failed && chorus task reopen %s", t.ID, t.ID, t.ID)})
+			out = append(out, Waiting{Task: t.ID, What: "task failed", Next: retryCommand(t.ID)})
 		case t.Status == beads.StatusBlocked:
 			out = append(out, Waiting{Task: t.ID, What: "task blocked",
 				Next: fmt.Sprintf("chorus task show %s; once unblocked, chorus task reopen %s", t.ID, t.ID)})
@@ -266,29 +274,6 @@ func optionList(opts []string) string {
 	}
 	b.WriteString(")")
 	return b.String()
-}
-
-// ReadLog reads the session log; lines it cannot parse are skipped (the
-// log is appended by several processes and may end mid-line after a kill).
-func ReadLog(path string) ([]chorusdir.Entry, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []chorusdir.Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		var e chorusdir.Entry
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			out = append(out, e)
-		}
-	}
-	return out, sc.Err()
 }
 
 func readHistory(path string) ([]merge.Item, error) {
