@@ -19,6 +19,7 @@ import (
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/report"
 	"github.com/chorus-dev/chorus/ui"
+	"github.com/chorus-dev/chorus/ui/present"
 )
 
 // session is one running engine with what it needs around it.
@@ -419,8 +420,8 @@ func failedTasks(snap orchestrator.Snapshot) []string {
 }
 
 func (s *summary) print(w io.Writer, snap orchestrator.Snapshot, wall time.Duration) {
-	fmt.Fprintf(w, "summary: %d closed, %d failed, %d blocked, %d released, %d errors, %d merges, %d iterations, wall time %s\n",
-		s.closed, s.failed, s.blocked, s.released, s.errors, s.merges, s.iterations, wall.Round(time.Second))
+	fmt.Fprintf(w, "summary: %d closed, %d failed, %d blocked, %d released, %d errors, %d merges, %d iterations, wall time %s%s\n",
+		s.closed, s.failed, s.blocked, s.released, s.errors, s.merges, s.iterations, wall.Round(time.Second), present.Story(snap))
 	for _, e := range s.errorText {
 		fmt.Fprintf(w, "  error: %s\n", line(e))
 	}

@@ -152,7 +152,7 @@ func (r *agentRun) gate(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, g
 	// Durable before the check: a crash during it must not cost the agent
 	// its COMPLETE (the next run re-checks).
 	r.update(func(st *State, a *AgentState) { a.Status = AgentChecking; st.run(t.ID).CompleteSignalled = true })
-	ok, results := runQuality(ctx, wt.Dir, e.cfg.SortedQuality(), r.env(0))
+	ok, results := runQuality(ctx, wt.Dir, e.cfg.SortedQuality(), r.env(0), r.checkStarted)
 	r.qualityDone(t, ok, results)
 	if ctx.Err() != nil {
 		return turnResult{done: r.cancelled(t, wt, *pp)}

@@ -170,9 +170,35 @@ func (r *agentRun) qualityDone(t beads.Task, ok bool, results []QualityResult) {
 	}
 	key, n, text := r.led.failKey, r.led.failCount, r.led.failText
 	r.led.mu.Unlock()
-	r.update(func(s *State, _ *AgentState) {
+	failName, failTail := "", ""
+	for _, q := range results {
+		if !q.Passed && q.Required {
+			failName, failTail = q.Name, lastLines(q.Output, 3)
+		}
+	}
+	r.update(func(s *State, a *AgentState) {
 		tr := s.run(t.ID)
 		tr.FailKey, tr.FailStreak, tr.FailText = key, n, text
+		if a != nil {
+			a.Check, a.CheckStarted = "", time.Time{}
+		}
+		if ok {
+			tr.FailCheck, tr.FailTail = "", ""
+		} else if failName != "" && r.ctx.Err() == nil {
+			tr.FailCheck, tr.FailTail = failName, failTail
+			s.Stats.ChecksFailed++
+		}
+	})
+}
+
+// checkStarted shows which quality command runs for the agent, and since
+// when.
+func (r *agentRun) checkStarted(name string) {
+	now := time.Now().UTC()
+	r.update(func(_ *State, a *AgentState) {
+		if a != nil {
+			a.Check, a.CheckStarted = name, now
+		}
 	})
 }
 

@@ -140,6 +140,16 @@ hang
 	if tk.Status != beads.StatusBlocked || tk.HasLabel(beads.LabelFailed) || !strings.Contains(tk.Notes, "needs a person") {
 		t.Fatalf("task: %+v", tk)
 	}
+	// Front ends show which check failed and its last lines, and count
+	// the failed checks.
+	h.sync()
+	snap := h.eng.Snapshot()
+	if tr := snap.Tasks[id]; tr == nil || tr.FailCheck != "test" || tr.FailTail != "TestX failed after 0.01s" {
+		t.Fatalf("task run: %+v", tr)
+	}
+	if snap.Stats.ChecksFailed != 3 {
+		t.Fatalf("checks failed: %d, want 3", snap.Stats.ChecksFailed)
+	}
 }
 
 // The count of a repeating failure survives the agent being stopped and

@@ -24,10 +24,14 @@ type QualityResult struct {
 // runQuality runs every quality command in order in dir. Required ones
 // decide: the result is ok when all of them passed. Optional ones run and
 // are reported but never block. It stops at the first required failure,
-// since later commands usually fail for the same reason.
-func runQuality(ctx context.Context, dir string, cmds []config.QualityCommand, env []string) (ok bool, results []QualityResult) {
+// since later commands usually fail for the same reason. started, when
+// set, hears each command's name as it starts.
+func runQuality(ctx context.Context, dir string, cmds []config.QualityCommand, env []string, started func(name string)) (ok bool, results []QualityResult) {
 	ok = true
 	for _, c := range cmds {
+		if started != nil {
+			started(c.Name)
+		}
 		r, err := proc.Shell(ctx, c.Command, dir, env, c.Timeout())
 		res := QualityResult{Name: c.Name, Command: c.Command, Required: c.Required, ExitCode: r.ExitCode, Duration: r.Duration}
 		out := string(r.Stdout) + string(r.Stderr)
@@ -66,4 +70,16 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// lastLines is the last n non-empty lines of s.
+func lastLines(s string, n int) string {
+	var keep []string
+	lines := strings.Split(strings.TrimRight(s, "\n "), "\n")
+	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			keep = append([]string{l}, keep...)
+		}
+	}
+	return strings.Join(keep, "\n")
 }

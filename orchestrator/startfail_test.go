@@ -120,7 +120,8 @@ exit 1
 	h.start()
 	for {
 		h.sync()
-		if a := h.eng.Snapshot().Agents["script-"+id]; a != nil && a.Status == AgentChecking {
+		// The running check is named, with its start, for front ends.
+		if a := h.eng.Snapshot().Agents["script-"+id]; a != nil && a.Status == AgentChecking && a.Check == "gate" && !a.CheckStarted.IsZero() {
 			break
 		}
 		<-h.eng.Changed()

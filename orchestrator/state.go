@@ -74,6 +74,9 @@ type AgentState struct {
 	// alert while it lasts); empty when it does not.
 	Stuck string `json:"stuck,omitempty"`
 	Usage Usage  `json:"usage"`
+	// Check is the quality command running for it, since CheckStarted.
+	Check        string    `json:"check,omitempty"`
+	CheckStarted time.Time `json:"checkStarted,omitzero"`
 }
 
 // TaskRun is what Chorus remembers about a task across iterations and
@@ -83,6 +86,10 @@ type TaskRun struct {
 	NoCommitStreak int    `json:"noCommitStreak"`
 	Errors         int    `json:"consecutiveErrors"`
 	LastFailure    string `json:"lastFailure,omitempty"`
+	// FailCheck and FailTail are the last failed quality command and the
+	// last lines of its output, until a check passes.
+	FailCheck string `json:"failCheck,omitempty"`
+	FailTail  string `json:"failTail,omitempty"`
 	// FailKey, FailStreak and FailText are the quality failure repeating
 	// in a row (its fingerprint, count and evidence), kept across respawns,
 	// stops and restarts so "the same failure N times" counts them all.
@@ -126,6 +133,7 @@ type Stats struct {
 	MergesAuto     int   `json:"mergesAuto"`
 	MergesManual   int   `json:"mergesManual"`
 	TotalRuntime   int64 `json:"totalRuntime"` // seconds, across sessions
+	ChecksFailed   int   `json:"checksFailed,omitempty"` // quality checks that failed (each one a retry)
 }
 
 func newState(mode string) *State {

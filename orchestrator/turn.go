@@ -142,7 +142,7 @@ func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string
 	r.update(func(st *State, a *AgentState) {
 		a.Status, a.Title, a.Worktree, a.Branch = AgentChecking, t.Title, wt.Dir, wt.Branch
 	})
-	ok, results := runQuality(r.ctx, wt.Dir, r.e.cfg.SortedQuality(), r.env(0))
+	ok, results := runQuality(r.ctx, wt.Dir, r.e.cfg.SortedQuality(), r.env(0), r.checkStarted)
 	r.qualityDone(t, ok, results)
 	if r.ctx.Err() != nil {
 		return r.cancelled(t, wt, nil), ""

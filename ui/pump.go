@@ -222,7 +222,7 @@ func (u *UI) refresh(apply func(func())) {
 	// Say so when autopilot has run out of work, once per time it does.
 	if snap.Idle && !u.wasIdle && snap.Mode == config.ModeAutopilot && !snap.Paused {
 		st := snap.Stats
-		msg := fmt.Sprintf(autopilotDone+": %d closed, %d failed, %d blocked, %d merged — q quits", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual)
+		msg := fmt.Sprintf(autopilotDone+": %d closed, %d failed, %d blocked, %d merged%s — q quits", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual, present.Story(snap))
 		class := present.OK
 		if st.TasksFailed+st.TasksBlocked > 0 {
 			class = present.Warn
@@ -256,7 +256,7 @@ func (u *UI) model() func() {
 		vm.tiles[id] = t
 	}
 	for id, a := range u.snap.Agents {
-		vm.labels[id] = present.TileTitle(*a, u.o.Config.Completion.MaxIterations, now)
+		vm.labels[id] = present.TileLabel(u.snap, *a, u.o.Config.Completion.MaxIterations, now)
 	}
 	u.labels = vm.labels
 	vm.rows = present.TaskRows(u.tasks, u.snap, now)
@@ -273,7 +273,7 @@ func (u *UI) clockTick(apply func(func())) {
 	now := u.o.Now()
 	changed := false
 	for id, a := range u.snap.Agents {
-		if present.TileTitle(*a, u.o.Config.Completion.MaxIterations, now) != u.labels[id] {
+		if present.TileLabel(u.snap, *a, u.o.Config.Completion.MaxIterations, now) != u.labels[id] {
 			changed = true
 			break
 		}
@@ -306,6 +306,12 @@ func (u *UI) armClock() {
 	}
 	for _, a := range u.snap.Agents {
 		consider(a.StartedAt)
+		if a.Check != "" && !a.CheckStarted.IsZero() {
+			// A running check's time is shown to the second.
+			if at := now.Add(time.Second - now.Sub(a.CheckStarted)%time.Second); next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
 	}
 	if !next.IsZero() {
 		u.clock.Reset(next.Sub(now))

@@ -216,6 +216,11 @@ func taskRow(t beads.Task, st TaskState, a *orchestrator.AgentState, status map[
 		if a != nil {
 			r.Agent = a.ID
 			text := fmt.Sprintf("%s %s | iter %d", IconRunning, a.Type, a.Iteration)
+			if doing := Doing(snap, *a, now); doing != "" {
+				// The panel is narrow: what it is doing says more than the
+				// agent's name (its tile has both).
+				text = IconRunning + " " + doing
+			}
 			if a.Status == orchestrator.AgentNeedsHelp {
 				sub = Line{{text, Accent}, {" | NEEDS HELP", Err}}
 			} else if a.Stuck != "" {
@@ -593,10 +598,62 @@ func FooterBar(status Line, msg Seg, optional, pinned string, w int) Line {
 	return Fit(w, []Line{status, m, p, o}, Cut{3, 0}, Cut{1, 24}, Cut{0, 16}, Cut{1, 0})
 }
 
-// TileTitle is an agent tile's label: the agent and its task (a narrow
-// tile, cut at the end, still names them), what needs attention, then
-// iteration/max, elapsed and progress.
+// resolverPrefix starts the id of an agent resolving a merge conflict.
+const resolverPrefix = "resolver-"
+
+// Doing says in words what an agent is at, when it is more than working
+// on its task: resolving a merge conflict, running a quality check (with
+// its name and time), or retrying after a failed check (with the failing
+// command's last line).
+func Doing(snap orchestrator.Snapshot, a orchestrator.AgentState, now time.Time) string {
+	if strings.HasPrefix(a.ID, resolverPrefix) {
+		if it, ok := mergeItem(snap, a.TaskID); ok && len(it.ConflictFiles) > 0 {
+			return "resolving the conflict in " + Clean(strings.Join(it.ConflictFiles, ", "))
+		}
+		return "resolving a merge conflict"
+	}
+	if a.Status == orchestrator.AgentChecking && a.Check != "" {
+		return fmt.Sprintf("checking: %s (%s)", Clean(a.Check), CheckElapsed(now.Sub(a.CheckStarted)))
+	}
+	if tr := snap.Tasks[a.TaskID]; tr != nil && tr.FailCheck != "" && a.Status != orchestrator.AgentChecking {
+		s := "retry: " + Clean(tr.FailCheck) + " failed"
+		if last := lastLine(tr.FailTail); last != "" {
+			s += ": " + last
+		}
+		return s
+	}
+	return ""
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n ")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return Clean(strings.TrimSpace(s))
+}
+
+// CheckElapsed is a running check's time to the second: 12s, 1m12s, 1h02m.
+func CheckElapsed(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return Duration(d)
+}
+
+// TileTitle is TileLabel without what the snapshot adds.
 func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
+	return TileLabel(orchestrator.Snapshot{}, a, maxIter, now)
+}
+
+// TileLabel is an agent tile's label: the agent and its task (a narrow
+// tile, cut at the end, still names them), what needs attention or what
+// it is doing (Doing), then iteration/max, elapsed and progress.
+func TileLabel(snap orchestrator.Snapshot, a orchestrator.AgentState, maxIter int, now time.Time) string {
 	s := fmt.Sprintf("%s (%s) ", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID))
 	if a.Alert != "" {
 		s += "⚠ "
@@ -606,10 +663,13 @@ func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
 		s += "NEEDS HELP · "
 	case orchestrator.AgentNeedsHuman:
 		s += "NEEDS HUMAN: " + Clean(a.Stuck) + " · "
-	case orchestrator.AgentChecking:
-		s += "checking · "
 	case orchestrator.AgentStopping:
 		s += "stopping · "
+	}
+	if doing := Doing(snap, a, now); doing != "" {
+		s += doing + " · "
+	} else if a.Status == orchestrator.AgentChecking {
+		s += "checking · "
 	}
 	s += fmt.Sprintf("iter %d/%d | %s", a.Iteration, maxIter, Elapsed(now.Sub(a.StartedAt)))
 	if a.Progress > 0 {
@@ -642,4 +702,25 @@ func AgentIDs(snap orchestrator.Snapshot) []string {
 // help or raised an alert.
 func Attention(a orchestrator.AgentState) bool {
 	return a.Status == orchestrator.AgentNeedsHelp || a.Status == orchestrator.AgentNeedsHuman || a.Alert != ""
+}
+
+// Story is what the end of a run says beyond the counts: conflicts an
+// agent resolved and failed checks that were retried (", 1 conflict
+// resolved by an agent, 1 failed check retried"), or "".
+func Story(snap orchestrator.Snapshot) string {
+	var b strings.Builder
+	if n := snap.Merge.Stats.Resolved; n > 0 {
+		fmt.Fprintf(&b, ", %d %s resolved by an agent", n, plural(n, "conflict", "conflicts"))
+	}
+	if n := snap.Stats.ChecksFailed; n > 0 {
+		fmt.Fprintf(&b, ", %d failed %s retried", n, plural(n, "check", "checks"))
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -160,3 +160,31 @@ func TestLayoutEmptySlotsTakeNoSpace(t *testing.T) {
 		t.Errorf("fixed 2x2 with one agent of three: %+v", g)
 	}
 }
+
+// Doing names what an agent is at in words.
+func TestDoing(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	snap := orchestrator.Snapshot{State: orchestrator.State{Tasks: map[string]*orchestrator.TaskRun{
+		"t-2": {FailCheck: "tests", FailTail: "ok a\nFAIL b\nbye.sh printed: Bye"},
+	}}}
+	snap.Merge.Items = []merge.Item{{Request: merge.Request{TaskID: "t-3"}, Status: merge.StatusResolving, ConflictFiles: []string{"greet.sh"}}}
+	for _, c := range []struct {
+		a    orchestrator.AgentState
+		want string
+	}{
+		{orchestrator.AgentState{ID: "a-1", TaskID: "t-1", Status: orchestrator.AgentChecking, Check: "lint", CheckStarted: now.Add(-72 * time.Second)}, "checking: lint (1m12s)"},
+		{orchestrator.AgentState{ID: "a-1", TaskID: "t-1", Status: orchestrator.AgentChecking}, ""},
+		{orchestrator.AgentState{ID: "a-2", TaskID: "t-2", Status: orchestrator.AgentRunning}, "retry: tests failed: bye.sh printed: Bye"},
+		{orchestrator.AgentState{ID: "a-2", TaskID: "t-2", Status: orchestrator.AgentChecking, Check: "tests", CheckStarted: now}, "checking: tests (0s)"},
+		{orchestrator.AgentState{ID: "resolver-t-3", TaskID: "t-3", Status: orchestrator.AgentRunning}, "resolving the conflict in greet.sh"},
+		{orchestrator.AgentState{ID: "resolver-t-9", TaskID: "t-9", Status: orchestrator.AgentRunning}, "resolving a merge conflict"},
+		{orchestrator.AgentState{ID: "a-4", TaskID: "t-4", Status: orchestrator.AgentRunning}, ""},
+	} {
+		if got := Doing(snap, c.a, now); got != c.want {
+			t.Errorf("%s: Doing = %q, want %q", c.a.ID, got, c.want)
+		}
+	}
+	if got := Story(orchestrator.Snapshot{State: orchestrator.State{Stats: orchestrator.Stats{ChecksFailed: 1}}, Merge: merge.Snapshot{Stats: merge.Stats{Resolved: 2}}}); got != ", 2 conflicts resolved by an agent, 1 failed check retried" {
+		t.Errorf("Story = %q", got)
+	}
+}
