@@ -132,7 +132,7 @@ type Stats struct {
 	Iterations     int   `json:"iterations"`
 	MergesAuto     int   `json:"mergesAuto"`
 	MergesManual   int   `json:"mergesManual"`
-	TotalRuntime   int64 `json:"totalRuntime"` // seconds, across sessions
+	TotalRuntime   int64 `json:"totalRuntime"`           // seconds, across sessions
 	ChecksFailed   int   `json:"checksFailed,omitempty"` // quality checks that failed (each one a retry)
 }
 
