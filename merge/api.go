@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/merge/queue"
 )
 
 // What callers ask of the queue: restore, enqueue, snapshots, and the
@@ -43,12 +44,10 @@ func (s *Service) Enqueue(r Request) error {
 	defer s.mu.Unlock()
 	now := s.opt.Now()
 	if old := s.findLocked(r.TaskID); old != nil {
-		switch old.Status {
-		case StatusLanded, StatusReverted, StatusFailed:
-			s.removeLocked(r.TaskID)
-		default:
+		if !queue.Requeueable(old.Status) {
 			return fmt.Errorf("merge: task %s is already queued (%s)", r.TaskID, old.Status)
 		}
+		s.removeLocked(r.TaskID)
 	}
 	it := &Item{Request: r, Status: StatusPending, EnqueuedAt: now, UpdatedAt: now, Seq: s.stats.NextSeq}
 	it.DependsOn = append([]string(nil), r.DependsOn...)
@@ -147,40 +146,12 @@ func (s *Service) waitingLocked() []Item {
 	return out
 }
 
-// Approve lets an item that waits for approval land.
-func (s *Service) Approve(taskID string) error {
-	return s.human(taskID, func(it *Item) error {
-		if it.Status != StatusWaitingApproval {
-			return fmt.Errorf("%w: %s is %s", ErrBadState, taskID, it.Status)
-		}
-		it.Approved = true
-		it.Status = StatusPending
-		it.Action = ""
-		return nil
-	})
-}
+// Approve lets an item that waits for approval land (queue.Approve).
+func (s *Service) Approve(taskID string) error { return s.human(taskID, queue.Approve) }
 
-// Retry puts an item that waits for a person (or failed) back in the queue,
-// with a fresh attempt count; a held item keeps its tested candidate.
-func (s *Service) Retry(taskID string) error {
-	return s.human(taskID, func(it *Item) error {
-		switch it.Status {
-		case StatusWaitingHuman, StatusHeld, StatusFailed, StatusConflict, StatusWaitingApproval:
-		default:
-			return fmt.Errorf("%w: %s is %s", ErrBadState, taskID, it.Status)
-		}
-		if it.Status != StatusHeld {
-			// The person fixed the task branch; a resolver's branch is stale.
-			it.MergeRef, it.ResolvedFrom = "", ""
-			it.Candidate, it.Tested = "", false
-		}
-		it.Status = StatusPending
-		it.Retries = 0
-		it.Recoveries = 0
-		it.Action = ""
-		return nil
-	})
-}
+// Retry puts an item that waits for a person (or failed) back in the queue
+// with a fresh attempt count (queue.Retry).
+func (s *Service) Retry(taskID string) error { return s.human(taskID, queue.Retry) }
 
 func (s *Service) human(taskID string, f func(*Item) error) error {
 	s.mu.Lock()
@@ -194,6 +165,11 @@ func (s *Service) human(taskID string, f func(*Item) error) error {
 	}
 	old := *it
 	if err := f(it); err != nil {
+		return err
+	}
+	if err := queue.Check(old.Status, it.Status); err != nil {
+		*it = old
+		s.refusedLocked(taskID, err)
 		return err
 	}
 	it.Human = true
@@ -215,7 +191,7 @@ func (s *Service) Drop(taskID string) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	if s.current == taskID || s.inBatchLocked(taskID) || it.Status == StatusLanding || s.jobs[taskID] != nil {
+	if s.current == taskID || s.inBatchLocked(taskID) || !queue.Droppable(it) || s.jobs[taskID] != nil {
 		s.mu.Unlock()
 		return ErrBusy
 	}

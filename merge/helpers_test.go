@@ -30,7 +30,12 @@ func TestMain(m *testing.M) {
 	if phase := os.Getenv("CHORUS_MERGE_CRASH"); phase != "" {
 		os.Exit(crashChild(phase))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if n := refusedTransitions.Load(); n > 0 && code == 0 {
+		fmt.Fprintf(os.Stderr, "the merge service attempted %d status changes the transition table refuses\n", n)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 func driverCommand() string {

@@ -1,20 +1,15 @@
 package merge
 
 import (
-	"sort"
+	"sync/atomic"
+
+	"github.com/chorus-dev/chorus/merge/queue"
 )
 
 // Queue bookkeeping: finding, ordering and changing items, publishing
 // and saving the queue (the Locked functions: callers hold mu).
 
-func (s *Service) findLocked(id string) *Item {
-	for _, it := range s.items {
-		if it.TaskID == id {
-			return it
-		}
-	}
-	return nil
-}
+func (s *Service) findLocked(id string) *Item { return queue.Find(s.items, id) }
 
 func (s *Service) removeLocked(id string) {
 	out := s.items[:0:0]
@@ -26,48 +21,16 @@ func (s *Service) removeLocked(id string) {
 	s.items = out
 }
 
-// boost implements the priority boost of the ordering rules: P0/P1 +100,
-// P2 +50 (Beads priorities, 0 is the most urgent).
-func boost(p int) int {
-	switch {
-	case p <= 1:
-		return 100
-	case p == 2:
-		return 50
-	}
-	return 0
-}
-
 // blockedLocked names an unmerged dependency still in the queue, if any.
-// Dependencies not in the queue are taken as merged earlier.
-func (s *Service) blockedLocked(it *Item) string {
-	for _, d := range it.DependsOn {
-		if dep := s.findLocked(d); dep != nil && dep.Status != StatusLanded {
-			return d
-		}
-	}
-	return ""
-}
+func (s *Service) blockedLocked(it *Item) string { return queue.Blocked(s.items, it) }
 
-// runnableLocked returns pending items whose dependencies have landed:
-// dependencies first, then priority boost, then FIFO (Seq).
+// runnableLocked returns the items the worker may take, in its order
+// (queue.Runnable); none while the queue is paused.
 func (s *Service) runnableLocked() []*Item {
 	if s.stats.Paused {
 		return nil
 	}
-	var r []*Item
-	for _, it := range s.items {
-		if it.Status == StatusPending && s.blockedLocked(it) == "" {
-			r = append(r, it)
-		}
-	}
-	sort.SliceStable(r, func(i, j int) bool {
-		if bi, bj := boost(r[i].Priority), boost(r[j].Priority); bi != bj {
-			return bi > bj
-		}
-		return r[i].Seq < r[j].Seq
-	})
-	return r
+	return queue.Runnable(s.items)
 }
 
 // nextCleanups lists the landed items not cleaned up yet (at most a
@@ -75,16 +38,7 @@ func (s *Service) runnableLocked() []*Item {
 func (s *Service) nextCleanups() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ids []string
-	for _, it := range s.items {
-		if it.Status == StatusLanded && !it.Cleaned {
-			ids = append(ids, it.TaskID)
-			if len(ids) == maxCleanupBatch {
-				break
-			}
-		}
-	}
-	return ids
+	return queue.Cleanups(s.items, maxCleanupBatch)
 }
 
 // maxCleanupBatch bounds one clean-up pass, so a long backlog (after a
@@ -120,29 +74,13 @@ func (s *Service) markCleaned(items []Item) {
 	}
 }
 
-var statusRank = map[Status]int{StatusLanding: 0, StatusMerging: 0, StatusTesting: 0, StatusResolving: 0, StatusConflict: 0,
-	StatusPending: 1, StatusWaitingApproval: 2, StatusHeld: 2, StatusWaitingHuman: 2, StatusFailed: 3,
-	StatusLanded: 4, StatusReverted: 4}
-
 // publishLocked refreshes the lock-free snapshot and signals Changed.
 func (s *Service) publishLocked() {
 	items := make([]Item, 0, len(s.items))
 	for _, it := range s.items {
 		items = append(items, *it)
 	}
-	sort.SliceStable(items, func(i, j int) bool {
-		ri, rj := statusRank[items[i].Status], statusRank[items[j].Status]
-		if ri != rj {
-			return ri < rj
-		}
-		if ri == 4 {
-			return items[i].LandedAt.Before(items[j].LandedAt)
-		}
-		if bi, bj := boost(items[i].Priority), boost(items[j].Priority); bi != bj && ri == 1 {
-			return bi > bj
-		}
-		return items[i].Seq < items[j].Seq
-	})
+	queue.SortForDisplay(items)
 	st := s.stats
 	st.Lost = append([]string(nil), st.Lost...)
 	st.Reverted = append([]string(nil), st.Reverted...)
@@ -185,6 +123,11 @@ func (s *Service) stepWhen(id string, ok func(*Item) bool, f func(it *Item, st *
 	}
 	old, oldStats := *it, s.stats
 	f(it, &s.stats)
+	if err := queue.Check(old.Status, it.Status); err != nil {
+		*it, s.stats = old, oldStats
+		s.refusedLocked(id, err)
+		return false
+	}
 	it.UpdatedAt = s.opt.Now()
 	if err := s.saveLocked(); err != nil {
 		*it, s.stats = old, oldStats
@@ -203,11 +146,31 @@ func (s *Service) stepWhen(id string, ok func(*Item) bool, f func(it *Item, st *
 func (s *Service) mark(id string, st Status) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if it := s.findLocked(id); it != nil && !s.fencedLocked(it) {
-		it.Status = st
+	if it := s.findLocked(id); it != nil && !s.fencedLocked(it) && s.moveLocked(it, st) {
 		it.UpdatedAt = s.opt.Now()
 		s.publishLocked()
 	}
+}
+
+// moveLocked changes it's status when the transition table allows it.
+func (s *Service) moveLocked(it *Item, to Status) bool {
+	if err := queue.Check(it.Status, to); err != nil {
+		s.refusedLocked(it.TaskID, err)
+		return false
+	}
+	it.Status = to
+	return true
+}
+
+// refusedTransitions counts status changes the table refused: each is a
+// fault in the service (the merge tests fail on any).
+var refusedTransitions atomic.Int64
+
+// refusedLocked reports a status change the table refused; the item keeps
+// its status.
+func (s *Service) refusedLocked(id string, err error) {
+	refusedTransitions.Add(1)
+	s.emit(Event{Kind: EventFailed, TaskID: id, Message: err.Error()})
 }
 
 // fencedLocked reports that the worker's item was fenced off (its resolver

@@ -3,6 +3,8 @@ package merge
 import (
 	"context"
 	"fmt"
+
+	"github.com/chorus-dev/chorus/merge/queue"
 )
 
 // Outcomes other than landing: held, failed, waiting for a person.
@@ -59,7 +61,7 @@ func (s *Service) attemptFailedWhen(ctx context.Context, id string, ok func(*Ite
 		s.stepWhen(id, ok, func(it *Item, _ *Stats) { it.Status = StatusPending })
 		return
 	}
-	if it.Retries+1 >= s.maxTries {
+	if queue.GiveUp(it.Retries, s.maxTries) {
 		s.stepWhen(id, ok, func(it *Item, _ *Stats) { it.Retries++ })
 		s.waitHumanWhen(id, ok, why, "", s.manualAction(it), nil)
 		return

@@ -20,7 +20,7 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 		case StatusLanding:
 			landing = append(landing, *it)
 		case StatusMerging, StatusTesting, StatusResolving, StatusConflict:
-			it.Status = StatusPending
+			s.moveLocked(it, StatusPending)
 		}
 	}
 	s.mu.Unlock()

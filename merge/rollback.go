@@ -317,8 +317,7 @@ func (s *Service) RollbackWithDependents(ctx context.Context, taskIDs []string) 
 func (s *Service) afterRollback(ids []string, tip string, revert bool) {
 	s.mu.Lock()
 	for _, id := range ids {
-		if it := s.findLocked(id); it != nil && (it.Status == StatusLanded || it.Status == StatusReverted) {
-			it.Status = StatusReverted
+		if it := s.findLocked(id); it != nil && (it.Status == StatusLanded || it.Status == StatusReverted) && s.moveLocked(it, StatusReverted) {
 			it.UpdatedAt = s.opt.Now()
 		}
 		if revert && !has(s.stats.Reverted, id) {
