@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,14 +63,27 @@ func notifyMessage(ev orchestrator.Event) (notify.Message, bool) {
 	case ev.Kind == orchestrator.EvFailed:
 		m.Title, m.Text, m.Tags = ev.Task+" failed", fmt.Sprintf("%s failed: %s", ev.Task, orDash(ev.Text)), []string{"x"}
 	case ev.Kind == orchestrator.EvPaused:
-		m.Title, m.Text, m.Tags = "autopilot paused", "autopilot paused: "+orDash(ev.Text), []string{"pause_button"}
+		m.Title, m.Text, m.Tags = "autopilot paused", prefixed("autopilot paused: ", ev.Text), []string{"pause_button"}
+	case ev.Kind == orchestrator.EvHeld:
+		// An outage several tasks share, or the account's usage window:
+		// nothing starts until it clears (by itself).
+		m.Title, m.Text, m.Tags = "autopilot holds", prefixed("autopilot holds: ", ev.Text), []string{"pause_button"}
 	case ev.Kind == orchestrator.EvResumed:
-		m.Title, m.Text, m.Tags, m.Priority = "autopilot resumed", "autopilot resumed: "+orDash(ev.Text), []string{"arrow_forward"}, 3
+		m.Title, m.Text, m.Tags, m.Priority = "autopilot resumed", prefixed("autopilot resumed: ", ev.Text), []string{"arrow_forward"}, 3
 	default:
 		return m, false
 	}
 	m.Title, m.Text = line(m.Title), line(m.Text)
 	return m, true
+}
+
+// prefixed is text after prefix, unless the engine's text already says
+// what happened ("autopilot paused: …").
+func prefixed(prefix, text string) string {
+	if strings.HasPrefix(text, "autopilot ") {
+		return text
+	}
+	return prefix + orDash(text)
 }
 
 func orDash(s string) string {

@@ -185,6 +185,10 @@ func TestNotifyMessage(t *testing.T) {
 		{orchestrator.Event{Kind: orchestrator.EvFailed, Task: "t-2", Text: "exit code 3, 2 times\x1b[2J"}, true, "t-2 failed: exit code 3, 2 times", 4},
 		{orchestrator.Event{Kind: orchestrator.EvPaused, Text: "the agent CLI is missing"}, true, "autopilot paused: the agent CLI is missing", 4},
 		{orchestrator.Event{Kind: orchestrator.EvResumed, Text: "the CLI is back"}, true, "autopilot resumed: the CLI is back", 3},
+		{orchestrator.Event{Kind: orchestrator.EvPaused, Text: "autopilot paused: 3 agents in a row could not start"}, true, "autopilot paused: 3 agents in a row could not start", 4},
+		{orchestrator.Event{Kind: orchestrator.EvHeld, Text: "autopilot holds: usage limit until 04:00"}, true, "autopilot holds: usage limit until 04:00", 4},
+		{orchestrator.Event{Kind: orchestrator.EvResumed, Text: "autopilot resumes: a turn passed (held since 03:00: usage limit)"}, true, "autopilot resumes: a turn passed (held since 03:00: usage limit)", 3},
+		{orchestrator.Event{Kind: orchestrator.EvProbe, Text: "trying one agent"}, false, "", 0},
 		{orchestrator.Event{Kind: orchestrator.EvCompleted, Task: "t-3"}, false, "", 0},
 	} {
 		m, ok := notifyMessage(c.ev)

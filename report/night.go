@@ -105,6 +105,11 @@ func (n *night) add(e chorusdir.Entry) {
 			n.lastWhy[task] = "COMPLETE refused: " + text
 		}
 	case orchestrator.EvAlert:
+		if i, ok := n.open["autopilot"]; ok && str(d, "hold") != "" {
+			// A hold renewed after a probe that failed: its new reset time.
+			n.pauses[i].ResetAt, _ = time.Parse(time.RFC3339Nano, str(d, "until"))
+			break
+		}
 		if text != "" && n.lastWhy[task] == "" { // a cause said before it explains more
 			n.lastWhy[task] = text
 		}
@@ -136,6 +141,7 @@ func (n *night) add(e chorusdir.Entry) {
 		if last := str(d, "lastFailure"); last != "" && !strings.Contains(text, last) {
 			f.Reason += "; last: " + last
 		}
+		f.Output, f.Ledger = str(d, "output"), str(d, "ledger")
 		if i, ok := n.failedAt[task]; ok {
 			n.failed[i] = f
 		} else {
@@ -153,6 +159,23 @@ func (n *night) add(e chorusdir.Entry) {
 					n.failedAt[k] = v - 1
 				}
 			}
+		}
+	case orchestrator.EvHeld:
+		// The run holds (an outage, a usage window); a renewed hold after a
+		// failed probe is an alert, and the hold stays the same one.
+		i, ok := n.open["autopilot"]
+		if !ok {
+			i = len(n.pauses)
+			n.open["autopilot"] = i
+			n.pauses = append(n.pauses, Pause{Scope: "autopilot", At: e.TS})
+		}
+		p := &n.pauses[i]
+		p.Hold, p.Cause = str(d, "hold"), orDefault(str(d, "cause"), text)
+		p.ResetAt, _ = time.Parse(time.RFC3339Nano, str(d, "until"))
+		p.ResetKnown, _ = d["resetKnown"].(bool)
+	case orchestrator.EvProbe:
+		if i, ok := n.open["autopilot"]; ok {
+			n.pauses[i].Probes++
 		}
 	case orchestrator.EvPaused, orchestrator.EvResumed, mergeKind(merge.EventPaused), mergeKind(merge.EventResumed):
 		scope := "autopilot"

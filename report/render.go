@@ -51,6 +51,12 @@ func (r Report) Markdown() string {
 	}
 	for _, f := range r.Failed {
 		fmt.Fprintf(&b, "- `%s` %s — %s: %s (%s)\n  next: `%s`\n", clean(f.Task), clean(f.Title), f.Kind, orNone(clean(f.Reason)), clock(f.At), clean(f.Next))
+		if f.Output != "" {
+			fmt.Fprintf(&b, "  last output: %s\n", clean(lastLines(f.Output, 3)))
+		}
+		if f.Ledger != "" {
+			fmt.Fprintf(&b, "  ledger: `%s`\n", clean(f.Ledger))
+		}
 	}
 	b.WriteString("\n## Pauses\n\n")
 	if len(r.Pauses) == 0 {
@@ -61,7 +67,21 @@ func (r Report) Markdown() string {
 		if !p.Until.IsZero() {
 			until = fmt.Sprintf("resumed %s after %s: %s", clock(p.Until), p.Until.Sub(p.At).Round(time.Second), clean(p.Resumed))
 		}
-		fmt.Fprintf(&b, "- %s paused %s: %s — %s\n", p.Scope, clock(p.At), orNone(clean(p.Cause)), until)
+		what := "paused"
+		switch p.Hold {
+		case "usage-limit":
+			what = "held for the account's usage limit"
+		case "outage":
+			what = "held for an outage"
+		}
+		window := ""
+		if !p.ResetAt.IsZero() {
+			window = fmt.Sprintf(" (reset at %s, %s)", clock(p.ResetAt), map[bool]string{true: "as the CLI said", false: "estimated: backoff"}[p.ResetKnown])
+		}
+		if p.Probes > 0 {
+			window += fmt.Sprintf(", %d probe(s)", p.Probes)
+		}
+		fmt.Fprintf(&b, "- %s %s %s: %s%s — %s\n", p.Scope, what, clock(p.At), orNone(clean(p.Cause)), window, until)
 	}
 	b.WriteString("\n## Landed\n\n")
 	if len(r.Landed) == 0 {
@@ -135,4 +155,18 @@ func orNone(s string) string {
 		return "no reason given"
 	}
 	return s
+}
+
+// lastLines keeps the last n non-empty lines of s, joined with " / ".
+func lastLines(s string, n int) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return strings.Join(out, " / ")
 }

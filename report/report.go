@@ -69,6 +69,10 @@ type Failed struct {
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
 	Next   string    `json:"next"` // the command that moves it on
+	// Output is the agent's last lines, Ledger the task's ledger: the
+	// evidence behind a FAILED.
+	Output string `json:"output,omitempty"`
+	Ledger string `json:"ledger,omitempty"`
 }
 
 // Waiting is something only a person can move on, with the command that
@@ -81,9 +85,18 @@ type Waiting struct {
 
 // Pause is a time autopilot or the merge queue stopped by itself.
 type Pause struct {
-	Scope string    `json:"scope"` // autopilot | merge queue
+	Scope string `json:"scope"` // autopilot | merge queue
+	// Hold is why a run held: outage (several tasks failing the same way)
+	// or usage-limit (the account's rate or plan window); "" for a pause.
+	Hold  string    `json:"hold,omitempty"`
 	Cause string    `json:"cause"`
 	At    time.Time `json:"at"`
+	// ResetAt is when a hold expected its cause gone (a usage window's
+	// reset, ResetKnown when the CLI or API gave it); Probes the agents
+	// started to test it.
+	ResetAt    time.Time `json:"resetAt,omitempty"`
+	ResetKnown bool      `json:"resetKnown,omitempty"`
+	Probes     int       `json:"probes,omitempty"`
 	// Until is when it resumed (zero: still paused at the period's end);
 	// Resumed says how.
 	Until   time.Time `json:"until,omitempty"`

@@ -43,7 +43,13 @@ func TestNight(t *testing.T) {
 	log("iteration_started", map[string]any{"taskId": "t-1", "iteration": 2})
 	log("paused", map[string]any{"text": "autopilot paused: the agent CLI is missing"})
 	log("resumed", map[string]any{"text": "claude is back"})
-	log("task_failed", map[string]any{"taskId": "t-2", "text": "the agent failed 2 times in a row", "usage": map[string]any{"input": 10, "output": 5, "costUsd": 0.5}, "runtime": 30})
+	reset := time.Now().Add(time.Hour).UTC()
+	log("run_held", map[string]any{"taskId": "t-3", "text": "autopilot holds: usage limit", "hold": "usage-limit", "cause": "Claude usage limit reached", "until": reset.Add(-time.Minute), "resetKnown": true})
+	log("run_probe", map[string]any{"taskId": "t-3", "text": "trying one agent"})
+	log("alert", map[string]any{"taskId": "t-3", "text": "autopilot holds: usage limit", "hold": "usage-limit", "until": reset, "resetKnown": true})
+	log("resumed", map[string]any{"text": "autopilot resumes: a turn passed", "hold": "usage-limit"})
+	log("task_failed", map[string]any{"taskId": "t-2", "text": "the agent failed 2 times in a row", "usage": map[string]any{"input": 10, "output": 5, "costUsd": 0.5}, "runtime": 30,
+		"output": "line one\nline two\n\nPanic: boom\n", "ledger": ".chorus/ledgers/t-2.md"})
 	log("task_blocked", map[string]any{"taskId": "t-4", "text": "needs a human: which database?"})
 	log("task_completed", map[string]any{"taskId": "t-1", "usage": map[string]any{"input": 20, "output": 10, "costUsd": 1.0}, "runtime": 90})
 	log("merge_conflict", map[string]any{"taskId": "t-1", "text": "conflict in 2 file(s) [a.go, b.go]"})
@@ -66,9 +72,16 @@ func TestNight(t *testing.T) {
 	if len(r.Failed) != 2 || r.Failed[0].Task != "t-2" || !strings.Contains(r.Failed[0].Next, "chorus task reopen t-2") || r.Failed[1].Kind != "blocked" {
 		t.Errorf("failed %+v", r.Failed)
 	}
-	if len(r.Pauses) != 2 || r.Pauses[0].Scope != "autopilot" || r.Pauses[0].Cause != "autopilot paused: the agent CLI is missing" ||
-		r.Pauses[0].Until.IsZero() || r.Pauses[0].Resumed != "claude is back" || r.Pauses[1].Scope != "merge queue" || !r.Pauses[1].Until.IsZero() {
+	if len(r.Pauses) != 3 || r.Pauses[0].Scope != "autopilot" || r.Pauses[0].Cause != "autopilot paused: the agent CLI is missing" ||
+		r.Pauses[0].Until.IsZero() || r.Pauses[0].Resumed != "claude is back" || r.Pauses[2].Scope != "merge queue" || !r.Pauses[2].Until.IsZero() {
 		t.Errorf("pauses %+v", r.Pauses)
+	}
+	if w := r.Pauses[1]; w.Hold != "usage-limit" || w.Cause != "Claude usage limit reached" || !w.ResetAt.Equal(reset) || !w.ResetKnown || w.Probes != 1 ||
+		w.Until.IsZero() || w.Resumed != "autopilot resumes: a turn passed" {
+		t.Errorf("the usage window %+v", w)
+	}
+	if f := r.Failed[0]; f.Ledger != ".chorus/ledgers/t-2.md" || !strings.Contains(f.Output, "Panic: boom") {
+		t.Errorf("failure evidence %+v", f)
 	}
 	if len(r.Conflicts) != 1 || r.Conflicts[0].Outcome != "resolved by an agent" || strings.Join(r.Conflicts[0].Files, ",") != "a.go,b.go" || r.Conflicts[0].Explanation != "kept both changes" {
 		t.Errorf("conflicts %+v", r.Conflicts)
@@ -106,7 +119,9 @@ func TestNight(t *testing.T) {
 	}
 	md := r.Markdown()
 	for _, want := range []string{"(no report was produced before: everything in the log)", "2 start(s) of Chorus",
-		"1 landed, 2 failed or blocked, 2 waiting for you, 2 pause(s), 3 iteration(s) retried, 1 conflict(s)",
+		"1 landed, 2 failed or blocked, 2 waiting for you, 3 pause(s), 3 iteration(s) retried, 1 conflict(s)",
+		"held for the account's usage limit", "Claude usage limit reached (reset at " + reset.Local().Format("15:04:05") + ", as the CLI said), 1 probe(s)",
+		"last output: line one / line two / Panic: boom", "ledger: `.chorus/ledgers/t-2.md`",
 		"autopilot paused", "resumed", "merge queue paused", "still paused at the end",
 		"`t-1` in a.go, b.go", "resolved by an agent: kept both changes",
 		"`t-2` iteration 2", "quality check test failed",
