@@ -1,13 +1,19 @@
 package app
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
+	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/report"
 )
 
 // initialTarget is the branch `chorus init` records as merge.targetBranch:
@@ -50,9 +56,20 @@ func recordTarget(ctx context.Context, p *project, w io.Writer) (string, error) 
 	if t := p.cfg.Merge.TargetBranch; t != "" {
 		return t, nil
 	}
-	b, err := gitx.CurrentBranch(ctx, p.root)
-	if err != nil || b == "" {
-		return b, err
+	// The branch earlier sessions merged into, when the log names one that
+	// still exists: the user may have checked out their own branch since.
+	b, why := lastSessionTarget(p.dir), "the branch Chorus merged into last time"
+	if b != "" {
+		if _, err := gitx.Git(ctx, p.root, "rev-parse", "--verify", "--quiet", "refs/heads/"+b); err != nil {
+			b = ""
+		}
+	}
+	if b == "" {
+		var err error
+		if b, err = gitx.CurrentBranch(ctx, p.root); err != nil || b == "" {
+			return b, err
+		}
+		why = "the branch checked out now"
 	}
 	p.cfg.Merge.TargetBranch = b
 	if p.loaded == nil || p.loaded.Path == "" {
@@ -62,7 +79,33 @@ func recordTarget(ctx context.Context, p *project, w io.Writer) (string, error) 
 		fmt.Fprintf(w, "warning: merge.targetBranch is empty and recording %q in %s failed: %v; this run merges into %s, and the next one into whatever branch is checked out then: set merge.targetBranch yourself\n", b, p.loaded.Path, err, b)
 		return b, nil
 	}
-	fmt.Fprintf(w, "chorus: merge.targetBranch was empty: recorded %q, the branch checked out now, in %s; agents' work lands on %s from now on, whichever branch you check out (change merge.targetBranch to move it)\n", b, p.loaded.Path, b)
+	fmt.Fprintf(w, "chorus: merge.targetBranch was empty: recorded %q, %s, in %s; agents' work lands on %s from now on, whichever branch you check out (change merge.targetBranch to move it)\n", b, why, p.loaded.Path, b)
 	_ = p.dir.AppendLog("implementation", "target_recorded", map[string]any{"target": b, "config": p.loaded.Path})
 	return b, nil
+}
+
+// lastSessionTarget is the target the last session recorded in the session
+// log ("" when none did).
+func lastSessionTarget(d chorusdir.Dir) string {
+	f, err := os.Open(d.SessionLog())
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	target := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	needle := []byte(`"event":"` + report.SessionStarted + `"`)
+	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), needle) {
+			continue
+		}
+		var e chorusdir.Entry
+		if json.Unmarshal(sc.Bytes(), &e) == nil {
+			if t, _ := e.Details["target"].(string); t != "" {
+				target = t
+			}
+		}
+	}
+	return target
 }

@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/report"
 )
 
 func configTarget(t *testing.T, dir string) (string, bool) {
@@ -177,5 +180,29 @@ func TestAcceptTargetNamesBranch(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "target accepted: the tip of branch main (merge.targetBranch)") {
 		t.Errorf("accept-target does not name main:\n%s", r.stderr)
+	}
+}
+
+// A config left empty by an older init, in a repository where Chorus
+// merged into main before and the user has since checked out their own
+// branch: the first start records main (from the session log), not the
+// user's branch, and accept-target then names main.
+func TestEmptyTargetTakesTheLastSessions(t *testing.T) {
+	dir := scriptedProject(t, "signal COMPLETE\n", func(cfg map[string]any) {
+		cfg["merge"].(map[string]any)["targetBranch"] = ""
+	})
+	if err := chorusdir.At(dir).AppendLog("implementation", report.SessionStarted, map[string]any{"target": "main"}); err != nil {
+		t.Fatal(err)
+	}
+	gitOut(t, dir, "checkout", "-q", "-b", "mine")
+	r := chorus(t, dir, "merge", "accept-target")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if got, _ := configTarget(t, dir); got != "main" {
+		t.Errorf("recorded %q, want main\n%s", got, r.stderr)
+	}
+	if !strings.Contains(r.stderr, `recorded "main", the branch Chorus merged into last time`) || !strings.Contains(r.stderr, "the tip of branch main") {
+		t.Errorf("messages:\n%s", r.stderr)
 	}
 }
