@@ -51,6 +51,9 @@ type Service struct {
 	// lastCommit/lastTree: the last candidate made and its tree (tips).
 	lastCommit, lastTree string
 
+	// The locks below and mu above are taken in the order locks.go gives
+	// (TestLockOrder holds it).
+	//
 	// opMu serialises everything that moves the target: the worker's item
 	// processing and rollbacks.
 	opMu sync.Mutex

@@ -1,0 +1,17 @@
+package merge
+
+// Lock order. A goroutine that holds more than one of the service's locks
+// took them in this order, never the other way round, and takes none of
+// them again while holding it (Go's mutexes are not reentrant):
+//
+//	opMu             everything that moves the target: the worker's item,
+//	                 rollbacks, accepting the target, the idle watch
+//	fenceMu          a landing against a resolver's stop
+//	mu               the queue: items, stats, the worker's current item
+//	wtMu             the worktrees' git dirs as last read (git.go)
+//	gitx.WorktreeMu  git's worktree registry, shared with the engine's
+//	                 worktree manager
+//
+// TestLockOrder reads this package's source and fails when a function, or
+// a method of Service it calls, takes them out of this order.
+var lockOrder = []string{"opMu", "fenceMu", "mu", "wtMu", "WorktreeMu"}
