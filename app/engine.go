@@ -338,11 +338,15 @@ for the next run. With --wait it returns once the engine has finished.`,
 				return err
 			}
 			defer c.Close()
+			stopAt := time.Now()
 			if err := c.Stop(ctx, wait); err != nil {
 				return withCode(ExitFailure, err)
 			}
 			if wait {
 				fmt.Fprintf(cmd.ErrOrStderr(), "chorus: the engine (pid %d) stopped\n", c.PID())
+				if lost := uncommittedSince(p.dir, stopAt); len(lost) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "chorus: the work of %d task(s) could not be committed: %s\n", len(lost), uncommittedText(lost))
+				}
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "chorus: the engine (pid %d) is stopping (its agents' work is committed first)\n", c.PID())
 			}

@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,5 +273,66 @@ func TestStoppedLine(t *testing.T) {
 	if strings.Contains(got, "work committed") || !strings.Contains(got, "the work of 1 could not be committed") ||
 		!strings.Contains(got, "t-1's changes are still uncommitted files in /r/.worktrees/t-1 (committing work in progress: No space left on device)") {
 		t.Errorf("one failed: %q", got)
+	}
+}
+
+// TestStopWaitSaysWhatWasNotCommitted: `chorus stop --wait` on a
+// background engine whose WIP commit fails (disk full) says which task's
+// work stays uncommitted and where, instead of nothing.
+func TestStopWaitSaysWhatWasNotCommitted(t *testing.T) {
+	dir := scriptedProject(t, `
+write wip.txt "work the disk had no room to commit"
+signal PROGRESS 10
+hang
+`, nil)
+	r := chorus(t, dir, "task", "create", "caught by a full disk")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := t.TempDir()
+	script := "#!/bin/sh\ncase \" $* \" in *\" commit \"*\"--no-verify\"*) echo 'fatal: No space left on device' >&2; exit 128;; esac\nexec " + realGit + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(shim, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := exec.Command(chorusBinary(t), "-C", dir, "engine", "--mode", "autopilot", "--ready-fd", "3")
+	eng.Env = append(os.Environ(), "PATH="+shim+string(os.PathListSeparator)+os.Getenv("PATH"))
+	eng.ExtraFiles = []*os.File{pw}
+	var engOut strings.Builder
+	eng.Stdout, eng.Stderr = &engOut, &engOut
+	if err := eng.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	defer eng.Process.Kill()
+	ev := exec.Command(chorusBinary(t), "-C", dir, "events")
+	out, err := ev.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(pr); strings.TrimSpace(string(b)) != "ok" {
+		t.Fatalf("engine: %q\n%s", b, engOut.String())
+	}
+	if err := ev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && !strings.Contains(sc.Text(), "PROGRESS") {
+	}
+	r = chorus(t, dir, "stop", "--wait")
+	go io.Copy(io.Discard, out)
+	_ = ev.Wait()
+	_ = eng.Wait()
+	if r.code != 0 || !strings.Contains(r.stderr, "the work of 1 task(s) could not be committed") ||
+		!strings.Contains(r.stderr, id+"'s changes are still uncommitted files in "+filepath.Join(dir, ".worktrees")) {
+		t.Fatalf("stop --wait: %d\n%s\nengine:\n%s", r.code, r.stderr, engOut.String())
 	}
 }
