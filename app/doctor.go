@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chorus-dev/chorus/agent/claudetrust"
 	"io"
 	"os"
 	"os/exec"
@@ -150,6 +151,7 @@ func diagnose(ctx context.Context, g *globals) doctorReport {
 	}
 	checkTasks(ctx, &r, root, cfg)
 	checkAgents(&r, cfg)
+	checkClaudeTrust(&r, cfg, root)
 	return r
 }
 
@@ -229,6 +231,22 @@ func checkAgents(r *doctorReport, cfg config.Config) {
 			r.add("agent "+n, levelFail, "%s not found on PATH, and it is agents.default; install it or set agents.default to an agent you have", p.Command)
 		default:
 			r.add("agent "+n, levelWarn, "%s not found on PATH (tasks that ask for %s cannot start)", p.Command, n)
+		}
+	}
+}
+
+// checkClaudeTrust warns about interactive Claude Code agents that would
+// stop at Claude Code's trust dialog in every new worktree.
+func checkClaudeTrust(r *doctorReport, cfg config.Config, root string) {
+	for _, n := range cfg.AgentNames() {
+		p := cfg.Agents.Available[n]
+		switch msg := claudetrust.Problem(n, p, root); {
+		case msg != "":
+			r.add("agent "+n+" trust", levelWarn, "%s", msg)
+		case p.TranscriptKind() == config.TranscriptClaude && p.TrustWorktrees:
+			r.add("agent "+n+" trust", levelOK, "worktrees trusted in Claude Code (trustWorktrees)")
+		case p.TranscriptKind() == config.TranscriptClaude:
+			r.add("agent "+n+" trust", levelOK, "%s is trusted in Claude Code; its worktrees are trusted for each run", root)
 		}
 	}
 }

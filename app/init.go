@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chorus-dev/chorus/agent/claudetrust"
 	"io"
 	"os"
 	"os/exec"
@@ -235,6 +236,11 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 		fmt.Fprintln(stderr, "Chorus was already set up here; existing files were left as they are.")
 	}
 	commitAdvice(ctx, stderr, root, append(append([]string{}, res.Created...), res.Existing...))
+	if p, ok := cfg.Profile(cfg.Agents.Default); ok {
+		if msg := claudetrust.Problem(cfg.Agents.Default, p, root); msg != "" {
+			fmt.Fprintln(stderr, "Note: "+msg+".")
+		}
+	}
 	if !wizard {
 		fmt.Fprintln(stderr, "Next: create tasks with `chorus task create \"title\"`, then run `chorus`.")
 	}

@@ -156,6 +156,9 @@ type AgentProfile struct {
 	// TrustWorktrees: before an interactive Claude Code agent starts, its
 	// worktree (exactly that path) is marked trusted in Claude Code's config,
 	// so its first-run trust dialog, whose default answer exits, is not shown.
+	// Without it, worktrees inherit the trust the user gave the repository
+	// itself in Claude Code; a repository never trusted is reported once per
+	// run, and autopilot starts no such agent.
 	// An interactive Codex agent is told on its command line instead (-c
 	// projects=…, the worktree and the repository, for that run only).
 	TrustWorktrees bool `json:"trustWorktrees,omitempty"`

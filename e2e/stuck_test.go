@@ -107,6 +107,53 @@ func TestClaudeTrustWorktreesSkipsDialog(t *testing.T) {
 	}
 }
 
+// With default config (no trustWorktrees) in a repository the user trusted
+// in Claude Code, autopilot's interactive Claude works in its new worktree
+// with no dialog: the repository's trust is carried to the worktree.
+func TestClaudeRepositoryTrustInherited(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.QualityCommands = quality
+		c.Mode = config.ModeAutopilot
+	})
+	h.untrusted = true
+	h.trustClaude(h.root)
+	id := h.task("say hello", beads.CreateOptions{})
+	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: []modelserver.Turn{
+		{Tools: []modelserver.Tool{modelserver.Bash("echo hello > hello.txt && " + commit("feat: hello", id) + " && chorus signal COMPLETE")}},
+		{Text: "Done."},
+	}})
+	h.start()
+	h.waitFor(kind(orchestrator.EvCompleted, id))
+	for _, ev := range h.log {
+		if ev.Kind == orchestrator.EvNeedsHuman || ev.Kind == orchestrator.EvAlert && ev.Fields["trust"] != nil {
+			t.Fatalf("%s: %s\n%s", ev.Kind, ev.Text, h.report())
+		}
+	}
+	if !claudetrust.Trusted(filepath.Join(h.home, ".claude.json"), h.worktree("claude", id)) {
+		t.Fatal("the worktree was not trusted")
+	}
+}
+
+// In a repository Claude Code never trusted, autopilot says so once with
+// the fix and starts no interactive Claude into the dialog.
+func TestClaudeUntrustedRepositoryPreflight(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) { c.Mode = config.ModeAutopilot })
+	h.untrusted = true
+	id := h.task("say hello", beads.CreateOptions{})
+	h.start()
+	ev := h.waitFor(func(e orchestrator.Event) bool { return e.Kind == orchestrator.EvAlert && e.Fields["trust"] != nil })
+	if !strings.Contains(ev.Text, "trustWorktrees") {
+		t.Fatalf("alert %q", ev.Text)
+	}
+	h.waitSnap("idle", func(s orchestrator.Snapshot) bool { return s.Idle })
+	if n := h.count(orchestrator.EvAssigned); n != 0 {
+		t.Fatalf("%d agents started into the dialog\n%s", n, h.report())
+	}
+	if tk, err := h.store.Get(t.Context(), id); err != nil || tk.Status != beads.StatusOpen {
+		t.Fatalf("task %+v %v", tk, err)
+	}
+}
+
 // The model server answers 500 until told otherwise: NEEDS_HUMAN names the
 // status within seconds; once the server recovers, Claude Code's retry
 // succeeds, the verdict clears and the task completes.

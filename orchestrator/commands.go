@@ -131,10 +131,16 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 			return e.merge.Drop(c.TaskID)
 		}
 	case CmdBlock:
-		if err := e.stopTaskAgent(ctx, c.TaskID, errStopped); err != nil {
+		// The supervisor blocks the task as it stops (blockCause): released
+		// first, autopilot could claim it again before the block below.
+		reason := orDefault(c.Text, "blocked by the user")
+		if err := e.stopTaskAgent(ctx, c.TaskID, blockCause{reason}); err != nil {
 			return err
 		}
-		return e.opt.Store.Block(ctx, c.TaskID, orDefault(c.Text, "blocked by the user"))
+		if t, err := e.opt.Store.Get(ctx, c.TaskID); err == nil && t.Status == beads.StatusBlocked {
+			return nil
+		}
+		return e.opt.Store.Block(ctx, c.TaskID, reason)
 	case CmdRetry:
 		t, err := e.opt.Store.Get(ctx, c.TaskID)
 		if err != nil {

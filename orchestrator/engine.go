@@ -118,10 +118,11 @@ type Engine struct {
 	stw       *stateWriter         // writes st: snapshot + journal
 	runs      map[string]*agentRun // by agent id
 	fetching  bool
-	needReady bool            // something changed that may make tasks ready
-	noReady   bool            // the last fetch found nothing assignable
-	badIDs    map[string]bool // ready tasks refused for their id (reported once)
-	wantTasks []string        // semi-auto headless: tasks to run
+	needReady bool              // something changed that may make tasks ready
+	noReady   bool              // the last fetch found nothing assignable
+	badIDs    map[string]bool   // ready tasks refused for their id (reported once)
+	trust     map[string]string // profile → why it would stop at Claude Code's trust dialog (trust.go)
+	wantTasks []string          // semi-auto headless: tasks to run
 	closing   bool
 	dirty     bool     // the current message changed State
 	onPublish []func() // run after the next publish (Sync)
@@ -276,6 +277,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
 	e.watchAnswers(mctx)
+	e.preflightTrust()
 	e.needReady = true
 	e.schedule()
 	for {
@@ -494,6 +496,9 @@ func (e *Engine) assignReady(ts []beads.Task) {
 			}
 			continue
 		}
+		if name, p, err := e.profileFor(t, ""); err == nil && e.trustProblem(name, p) != "" {
+			continue // said once: its agent would only wait at the trust dialog
+		}
 		e.startTask(t.ID, "")
 		started++
 	}
@@ -578,6 +583,13 @@ func (e *Engine) profileFor(t beads.Task, override string) (string, config.Agent
 	}
 	return name, p, nil
 }
+
+// blockCause stops an agent whose task a person (or a front end for
+// one) blocks: the supervisor blocks the task as it ends, so it is never
+// open, for autopilot to claim again, in between.
+type blockCause struct{ reason string }
+
+func (b blockCause) Error() string { return b.reason }
 
 var (
 	errStopped  = errors.New("stopped by the user")

@@ -151,13 +151,18 @@ func tomlString(s string) (string, bool) {
 }
 
 // trustWorktree marks an interactive Claude Code agent's worktree, exactly
-// that path, trusted in the CLI's config when its profile asks for it, so
-// the first-run trust dialog does not stop it. env is the agent's.
+// that path, trusted in the CLI's config when its profile asks for it or
+// the user trusted the repository itself there (inherited), so the
+// first-run trust dialog does not stop it. env is the agent's.
 func (r *agentRun) trustWorktree(dir string, env []string) {
-	if !r.profile.TrustWorktrees || r.profile.TranscriptKind() != config.TranscriptClaude || dir == "" {
+	if r.profile.TranscriptKind() != config.TranscriptClaude || dir == "" {
 		return
 	}
-	if err := claudetrust.Trust(claudetrust.ConfigFile(env), dir); err != nil {
+	file := claudetrust.ConfigFile(env)
+	if !r.profile.TrustWorktrees && !claudetrust.RepoTrusted(file, r.e.opt.Dir.Root) {
+		return // the run said so at its start (trust.go)
+	}
+	if err := claudetrust.Trust(file, dir); err != nil {
 		r.event(EvAlert, "could not mark the worktree trusted for Claude Code: "+err.Error(), nil)
 	}
 }

@@ -295,7 +295,8 @@ func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc
 	}
 	r.stopProc(p)
 	r.commitWIP(wt, cause.Error())
-	if errors.Is(cause, errBudget) {
+	var bc blockCause
+	if errors.Is(cause, errBudget) || errors.As(cause, &bc) {
 		reason := cause.Error()
 		_ = r.e.opt.Store.Block(context.Background(), t.ID, reason)
 		return &outcome{kind: "blocked", reason: reason}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
 )
 
 // ConfigFile is the Claude Code config file an agent with environment env
@@ -123,4 +124,37 @@ func Trusted(file, dir string) bool {
 		} `json:"projects"`
 	}
 	return json.Unmarshal(b, &c) == nil && c.Projects[filepath.Clean(dir)].Trusted
+}
+
+// RepoTrusted reports whether the user trusted the repository itself in
+// Claude Code (its path as given or with symlinks resolved): Chorus then
+// carries that trust to the repository's worktrees for the run.
+func RepoTrusted(file, repo string) bool {
+	if Trusted(file, repo) {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(repo)
+	return err == nil && real != repo && Trusted(file, real)
+}
+
+// TrustsWorktrees reports whether an agent profile's worktrees are marked
+// trusted before it starts: an interactive Claude Code profile whose
+// trustWorktrees is on, or whose repository the user trusted (inherited).
+func TrustsWorktrees(p config.AgentProfile, repo string) bool {
+	if p.TranscriptKind() != config.TranscriptClaude {
+		return false
+	}
+	return p.TrustWorktrees || RepoTrusted(ConfigFile(p.Env), repo)
+}
+
+// Problem says why the interactive Claude Code profile name would stop at
+// Claude Code's trust dialog in every new Chorus worktree, and how to fix
+// it; "" when it would not (not such a profile, or trusted either way).
+func Problem(name string, p config.AgentProfile, repo string) string {
+	if p.TranscriptKind() != config.TranscriptClaude || TrustsWorktrees(p, repo) {
+		return ""
+	}
+	return fmt.Sprintf("Claude Code has not trusted %s, so agent %q would stop at its trust dialog in every new worktree. "+
+		"Run `claude` once in %s and answer \"Yes, I trust this folder\" (Chorus then trusts its worktrees for the run), "+
+		"or set agents.available.%s.trustWorktrees to true in .chorus/config.json", repo, name, repo, name)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/chorus-dev/chorus/config"
 )
 
 // Every other key and every other field of the entry survive; only the
@@ -101,5 +103,50 @@ func TestConfigFile(t *testing.T) {
 	}
 	if got := ConfigFile([]string{"HOME=/h", "CLAUDE_CONFIG_DIR=/c"}); got != "/c/.claude.json" {
 		t.Fatal(got)
+	}
+}
+
+// The repository's own trust is what worktrees inherit: the path as given
+// or with symlinks resolved; trustWorktrees trusts regardless; only an
+// interactive Claude Code profile has a problem to report.
+func TestRepoTrustInherited(t *testing.T) {
+	home := t.TempDir()
+	real := filepath.Join(t.TempDir(), "repo")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(home, ".claude.json")
+	claude := config.AgentProfile{Command: "claude", Format: config.FormatTerminal, Env: []string{"HOME=" + home}}
+	headless := claude
+	headless.Format = "stream-json"
+	if RepoTrusted(file, link) || TrustsWorktrees(claude, link) {
+		t.Fatal("trusted with no file")
+	}
+	msg := Problem("claude", claude, link)
+	for _, want := range []string{"has not trusted " + link, "Run `claude` once in " + link, "agents.available.claude.trustWorktrees"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("problem lacks %q: %s", want, msg)
+		}
+	}
+	if Problem("h", headless, link) != "" {
+		t.Error("a headless profile meets no dialog")
+	}
+	explicit := claude
+	explicit.TrustWorktrees = true
+	if !TrustsWorktrees(explicit, link) || Problem("claude", explicit, link) != "" {
+		t.Error("trustWorktrees is the explicit switch")
+	}
+	if err := Trust(file, real); err != nil {
+		t.Fatal(err)
+	}
+	if !RepoTrusted(file, link) || !TrustsWorktrees(claude, link) || Problem("claude", claude, link) != "" {
+		t.Fatal("the repository's trust, through its symlink, is not inherited")
+	}
+	if TrustsWorktrees(headless, link) {
+		t.Error("a headless profile has no worktrees to trust")
 	}
 }
