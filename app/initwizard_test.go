@@ -41,7 +41,7 @@ func TestInitWizard(t *testing.T) {
 		r.sc.InjectKey(tcell.KeyEnter, 0, 0)
 	}
 	txt := r.wait("Step 1/4")
-	for _, want := range []string{"CHORUS INIT", "git repository at " + dir, "git: git ", "All prerequisites met"} {
+	for _, want := range []string{"CHORUS INIT", "git repository at " + dir, "git: git ", "target branch: main", "All prerequisites met"} {
 		if !strings.Contains(txt, want) {
 			t.Fatalf("prerequisites lack %q:\n%s", want, txt)
 		}
@@ -123,6 +123,9 @@ func TestInitWizard(t *testing.T) {
 	}
 	if cfg.Project.TaskIDPrefix != "wg" || cfg.Project.Name != "widget" || cfg.Agents.MaxParallel != 5 || !reflect.DeepEqual(cfg.QualityCommands, want) {
 		t.Fatalf("config: %+v %+v", cfg.Project, cfg.QualityCommands)
+	}
+	if cfg.Merge.TargetBranch != "main" {
+		t.Fatalf("the wizard recorded target %q, want main", cfg.Merge.TargetBranch)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, ".chorus", "task-rules.md"))
 	if err != nil {
