@@ -59,8 +59,7 @@ func rank(l string) int { return slices.Index(lockOrder, l) }
 func walk(fset *token.FileSet, body ast.Node, f *lockFacts, lits *[]*ast.FuncLit) {
 	var held []string
 	var stmts func(list []ast.Stmt)
-	var visit func(n ast.Node)
-	visit = func(n ast.Node) {
+	visit := func(n ast.Node) {
 		ast.Inspect(n, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.FuncLit:
