@@ -28,7 +28,12 @@ type notifier struct {
 	remote *notify.Dispatcher             // nil without notify URLs
 	repo   string
 
+	deskOnce sync.Once
+	deskQ    chan string // desktop notifications waiting, in order
+	deskDone chan struct{}
+
 	mu       sync.Mutex
+	closed   bool
 	wasIdle  bool
 	notified map[string]bool // per task and kind: once until it changes
 }
@@ -145,9 +150,28 @@ func (n *notifier) finished(s orchestrator.Snapshot) {
 
 func (n *notifier) deliver(m notify.Message) {
 	if n.send != nil {
-		if err := n.send("Chorus", m.Text); err != nil {
-			n.log.Warn("desktop notification not sent", "err", err)
+		// notify-send may take seconds: its own goroutine, in order, so the
+		// events' reader never waits for it.
+		n.deskOnce.Do(func() {
+			n.deskQ, n.deskDone = make(chan string, 64), make(chan struct{})
+			go func() {
+				defer close(n.deskDone)
+				for text := range n.deskQ {
+					if err := n.send("Chorus", text); err != nil {
+						n.log.Warn("desktop notification not sent", "err", err)
+					}
+				}
+			}()
+		})
+		n.mu.Lock()
+		if !n.closed {
+			select {
+			case n.deskQ <- m.Text:
+			default:
+				n.log.Warn("desktop notification dropped: too many waiting", "text", m.Text)
+			}
 		}
+		n.mu.Unlock()
 	}
 	if n.remote != nil {
 		m.Repo = n.repo
@@ -164,14 +188,28 @@ func (n *notifier) deliver(m notify.Message) {
 // ntfy to take what is still queued (the run's last word among it).
 const notifyFlush = 15 * time.Second
 
-// close delivers what is still queued for the webhook and ntfy, for at
-// most limit, then stops their workers.
+// close delivers what is still queued (desktop, webhook, ntfy), for at
+// most limit, then stops the workers. Nothing is sent after it.
 func (n *notifier) close(limit time.Duration) {
-	if n == nil || n.remote == nil {
+	if n == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	n.deskOnce.Do(func() {}) // none started from now on
+	if n.deskQ != nil {
+		close(n.deskQ)
+		select {
+		case <-n.deskDone:
+		case <-ctx.Done():
+		}
+	}
+	if n.remote == nil {
+		return
+	}
 	if err := n.remote.Flush(ctx); err != nil {
 		n.log.Warn("notifications still queued when the run ended were dropped", "err", err)
 	}

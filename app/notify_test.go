@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/notify"
@@ -41,6 +42,7 @@ func TestNotifierDesktop(t *testing.T) {
 	snap.Stats.TasksCompleted = 3
 	n.changed(snap)
 	n.changed(snap) // still idle: no second notice
+	n.close(time.Minute)
 	b, err := os.ReadFile(got)
 	if err != nil {
 		t.Fatal(err)
