@@ -209,7 +209,7 @@ func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bo
 	s.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
 	s.runHook(ctx, hooks.PostMerge, id)
 	if !cleaned {
-		s.pokeCleaner()
+		s.clean.poke()
 	} else {
 		s.packRefs(ctx, 1)
 	}

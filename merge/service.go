@@ -65,10 +65,10 @@ type Service struct {
 	// bg counts resolver goroutines and stop clean-ups; Run waits for them.
 	bg sync.WaitGroup
 
-	wake      chan struct{}
-	cleanWake chan struct{} // wakes the cleaner
-	changed   chan struct{}
-	events    chan Event
+	wake    chan struct{}
+	clean   *cleaner // cleans up after landings, on a goroutine of its own
+	changed chan struct{}
+	events  chan Event
 
 	// wtMu guards wtCache, the worktrees' git dirs as last read (git.go).
 	wtMu    sync.Mutex
@@ -147,15 +147,16 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	objs.SetDurable(!opt.NoFsync)
 	s := &Service{
 		opt: opt, persist: persist, resolver: resolver, commonDir: common,
-		integ:     filepath.Join(opt.WorktreesDir, "_integration"),
-		refs:      gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
-		objs:      objs,
-		wake:      make(chan struct{}, 1),
-		cleanWake: make(chan struct{}, 1),
-		changed:   make(chan struct{}, 1),
-		events:    make(chan Event, 256),
-		jobs:      map[string]*resolveJob{},
+		integ:   filepath.Join(opt.WorktreesDir, "_integration"),
+		refs:    gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
+		objs:    objs,
+		wake:    make(chan struct{}, 1),
+		changed: make(chan struct{}, 1),
+		events:  make(chan Event, 256),
+		jobs:    map[string]*resolveJob{},
 	}
+	// poke after each batch: Run decides whether the queue is idle now.
+	s.clean = newCleaner(s.nextCleanups, s.cleanup, s.poke)
 	s.maxTries = opt.Merge.MaxAttempts
 	if s.maxTries <= 0 {
 		s.maxTries = 3
@@ -202,7 +203,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		s.cleaner(ctx, stop)
+		s.clean.run(ctx, stop)
 	}()
 	watch := time.NewTicker(s.opt.WatchInterval)
 	defer watch.Stop()
@@ -277,39 +278,6 @@ func (s *Service) Run(ctx context.Context) error {
 			s.watchTarget(ctx)
 			s.opMu.Unlock()
 		}
-	}
-}
-
-// cleaner removes landed items' worktrees and branches, one at a time,
-// until stop (Run returns only once nothing is left to clean, or ctx ends).
-func (s *Service) cleaner(ctx context.Context, stop <-chan struct{}) {
-	last := ""
-	for {
-		ids := s.nextCleanups()
-		key := strings.Join(ids, " ")
-		if len(ids) == 0 || key == last {
-			// Nothing to do, or the last clean-up could not finish (its
-			// state was not saved): wait for news before trying again.
-			last = ""
-			select {
-			case <-ctx.Done():
-				return
-			case <-stop:
-				return
-			case <-s.cleanWake:
-			}
-			continue
-		}
-		s.cleanup(ctx, ids)
-		last = key
-		s.poke() // Run decides whether the queue is idle now
-	}
-}
-
-func (s *Service) pokeCleaner() {
-	select {
-	case s.cleanWake <- struct{}{}:
-	default:
 	}
 }
 
