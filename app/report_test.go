@@ -83,7 +83,7 @@ signal COMPLETE
 		waits = append(waits, w.Task+": "+w.What+" → "+w.Next)
 	}
 	all := strings.Join(waits, "\n")
-	if !strings.Contains(all, ids["asks-a-person"]+": task blocked → chorus task show "+ids["asks-a-person"]) {
+	if !strings.Contains(all, ids["asks-a-person"]+": task blocked: needs a human: which database should I use? → chorus task show "+ids["asks-a-person"]) {
 		t.Errorf("the task waiting for a person is not told:\n%s", all)
 	}
 	var why []string
@@ -108,7 +108,7 @@ signal COMPLETE
 
 	// Read once, the night is told: the next report starts after it.
 	code, md := runBinary(t, dir, "report")
-	if code != 0 || !strings.Contains(md, "since the last report, produced") || !strings.Contains(md, "0 landed, 0 failed or blocked, 1 waiting for you") {
+	if code != 0 || !strings.Contains(md, "since the last report, produced") || !strings.Contains(md, "0 landed, 0 failed, 2 waiting for you") {
 		t.Errorf("the report after the morning's:\n%s", md)
 	}
 }

@@ -14,7 +14,6 @@ import (
 // night folds the period's session-log entries into the report's lists.
 type night struct {
 	title map[string]string
-	seen  map[string]bool // tasks the period touched
 
 	first, last time.Time
 	sessions    int
@@ -38,7 +37,7 @@ type night struct {
 }
 
 func newNight(title map[string]string) *night {
-	return &night{title: title, seen: map[string]bool{}, landedAt: map[string]int{}, failedAt: map[string]int{},
+	return &night{title: title, landedAt: map[string]int{}, failedAt: map[string]int{},
 		open: map[string]int{}, conflictAt: map[string]int{}, lastWhy: map[string]string{}, running: map[string]bool{},
 		costAt: map[string]int{}, iterations: map[string]int{}, outcome: map[string]string{}, uncommitted: map[string]string{}}
 }
@@ -65,9 +64,6 @@ func (n *night) add(e chorusdir.Entry) {
 	n.last = e.TS
 	d := e.Details
 	task, text := str(d, "taskId"), str(d, "text")
-	if task != "" {
-		n.seen[task] = true
-	}
 	switch kind := orchestrator.EventKind(e.Event); kind {
 	case SessionStarted:
 		n.sessions++

@@ -35,8 +35,14 @@ func (r Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Chorus report\n\n")
 	fmt.Fprintf(&b, "%s; wall time %s, %d start(s) of Chorus.\n\n", r.Period(), r.Wall.Round(time.Second), r.Sessions)
-	fmt.Fprintf(&b, "**%d landed, %d failed or blocked, %d waiting for you, %d pause(s), %d iteration(s) retried, %d conflict(s).**\n\n",
-		len(r.Landed), len(r.Failed), len(r.Waiting), len(r.Pauses), len(r.Retries), len(r.Conflicts))
+	var failed []Failed // blocked tasks are told under Waiting, with their reason
+	for _, f := range r.Failed {
+		if f.Kind == "failed" {
+			failed = append(failed, f)
+		}
+	}
+	fmt.Fprintf(&b, "**%d landed, %d failed, %d waiting for you, %d pause(s), %d iteration(s) retried, %d conflict(s).**\n\n",
+		len(r.Landed), len(failed), len(r.Waiting), len(r.Pauses), len(r.Retries), len(r.Conflicts))
 
 	b.WriteString("## Waiting for you\n\n")
 	if len(r.Waiting) == 0 {
@@ -46,12 +52,12 @@ func (r Report) Markdown() string {
 		fmt.Fprintf(&b, "- `%s` %s\n  next: `%s`\n", clean(w.Task), clean(w.What), clean(w.Next))
 	}
 	b.WriteString("\n## Failed\n\n")
-	if len(r.Failed) == 0 {
+	if len(failed) == 0 {
 		b.WriteString("Nothing failed.\n")
 	}
-	for _, f := range r.Failed {
+	for _, f := range failed {
 		fmt.Fprintf(&b, "- `%s` %s — %s: %s (%s)\n  next: `%s`\n", clean(f.Task), clean(f.Title), f.Kind, orNone(clean(f.Reason)), clock(f.At), clean(f.Next))
-		if f.Output != "" {
+		if f.Output != "" && !strings.Contains(f.Reason, "last output") {
 			fmt.Fprintf(&b, "  last output: %s\n", clean(lastLines(f.Output, 3)))
 		}
 		if f.Ledger != "" {

@@ -207,7 +207,11 @@ func Build(dir chorusdir.Dir, tasks []beads.Task, since time.Time) (Report, erro
 	if err != nil {
 		return Report{}, err
 	}
-	r.Waiting = append(waiting(dir, st, tasks, n.seen), r.Waiting...)
+	inPeriod := map[string]Failed{}
+	for _, f := range r.Failed {
+		inPeriod[f.Task] = f
+	}
+	r.Waiting = append(waiting(dir, st, tasks, inPeriod), r.Waiting...)
 	return r, nil
 }
 
@@ -217,9 +221,10 @@ func retryCommand(id string) string {
 }
 
 // waiting lists what needs a person: merges the queue cannot move alone,
-// questions agents wait on (while Chorus runs) and the period's tasks left
-// failed or blocked.
-func waiting(dir chorusdir.Dir, st *orchestrator.State, tasks []beads.Task, inRun map[string]bool) []Waiting {
+// questions agents wait on (while Chorus runs), tasks blocked (with the
+// period's reason) and tasks that failed before the period (the period's
+// failures are under Failed, with their command).
+func waiting(dir chorusdir.Dir, st *orchestrator.State, tasks []beads.Task, inPeriod map[string]Failed) []Waiting {
 	var out []Waiting
 	if st != nil {
 		for _, it := range st.MergeQueue {
@@ -258,16 +263,25 @@ func waiting(dir chorusdir.Dir, st *orchestrator.State, tasks []beads.Task, inRu
 		}
 	}
 	for _, t := range tasks {
-		// A failure waits for a person until someone acts, however old.
-		if !inRun[t.ID] && !(t.HasLabel(beads.LabelFailed) && t.Status != beads.StatusClosed) {
-			continue
-		}
+		// A failed or blocked task waits for a person until someone acts,
+		// however old: every one is listed.
+		f, told := inPeriod[t.ID]
 		switch {
 		case t.HasLabel(beads.LabelFailed) && t.Status != beads.StatusClosed:
-			out = append(out, Waiting{Task: t.ID, What: "task failed", Next: retryCommand(t.ID)})
+			// One that failed in the period is under Failed with its command.
+			if !told || f.Kind != "failed" {
+				out = append(out, Waiting{Task: t.ID, What: "task failed before this period, still failed", Next: retryCommand(t.ID)})
+			}
 		case t.Status == beads.StatusBlocked:
-			out = append(out, Waiting{Task: t.ID, What: "task blocked",
-				Next: fmt.Sprintf("chorus task show %s; once unblocked, chorus task reopen %s", t.ID, t.ID)})
+			what := "task blocked"
+			if told && f.Reason != "" {
+				what += ": " + f.Reason
+			}
+			if !told {
+				what += " (before this period)"
+			}
+			out = append(out, Waiting{Task: t.ID, What: what,
+				Next: fmt.Sprintf("chorus task show %s; once what it waits for is done, chorus task reopen %s", t.ID, t.ID)})
 		}
 	}
 	return out

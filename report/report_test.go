@@ -114,12 +114,12 @@ func TestNight(t *testing.T) {
 	for _, w := range r.Waiting {
 		waits = append(waits, w.Task+": "+w.What)
 	}
-	if strings.Join(waits, "|") != "t-2: task failed|t-4: task blocked" {
+	if strings.Join(waits, "|") != "t-4: task blocked: needs a human: which database?" {
 		t.Errorf("waiting %v", waits)
 	}
 	md := r.Markdown()
 	for _, want := range []string{"(no report was produced before: everything in the log)", "2 start(s) of Chorus",
-		"1 landed, 2 failed or blocked, 2 waiting for you, 3 pause(s), 3 iteration(s) retried, 1 conflict(s)",
+		"1 landed, 1 failed, 1 waiting for you, 3 pause(s), 3 iteration(s) retried, 1 conflict(s)",
 		"held for the account's usage limit", "Claude usage limit reached (reset at " + reset.Local().Format("15:04:05") + ", as the CLI said), 1 probe(s)",
 		"last output: line one / line two / Panic: boom", "ledger: `.chorus/ledgers/t-2.md`",
 		"autopilot paused", "resumed", "merge queue paused", "still paused at the end",
