@@ -1,12 +1,14 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -198,4 +200,58 @@ func TestNotifyMessage(t *testing.T) {
 			t.Errorf("%s: %v %+v, want %v %q priority %d", c.ev.Kind, ok, m, c.ok, c.text, c.priority)
 		}
 	}
+}
+
+// TestBackgroundEngineNotifies: the engine a TUI attaches to (chorus
+// engine) sends the same notifications: its autopilot running out of work
+// reaches the webhook.
+func TestBackgroundEngineNotifies(t *testing.T) {
+	hits := make(chan notify.Message, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m notify.Message
+		if err := json.NewDecoder(r.Body).Decode(&m); err == nil {
+			hits <- m
+		}
+	}))
+	defer srv.Close()
+	dir := scriptedProject(t, `
+write done.txt "done"
+commit "feat: done"
+signal COMPLETE
+`, func(cfg map[string]any) {
+		cfg["notify"] = map[string]any{"webhook": srv.URL}
+	})
+	if r := chorus(t, dir, "task", "create", "lands"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := exec.Command(chorusBinary(t), "-C", dir, "engine", "--mode", "autopilot", "--ready-fd", "3")
+	eng.ExtraFiles = []*os.File{pw}
+	var engOut strings.Builder
+	eng.Stdout, eng.Stderr = &engOut, &engOut
+	if err := eng.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	defer eng.Process.Kill()
+	if b, _ := io.ReadAll(pr); strings.TrimSpace(string(b)) != "ok" {
+		t.Fatalf("engine: %q\n%s", b, engOut.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	select {
+	case m := <-hits:
+		if m.Kind != "finished" || !strings.Contains(m.Text, "autopilot finished: 1 closed") {
+			t.Errorf("the webhook got %+v", m)
+		}
+	case <-ctx.Done():
+		t.Fatalf("no notification from the background engine:\n%s", engOut.String())
+	}
+	if r := chorus(t, dir, "stop", "--wait"); r.code != 0 {
+		t.Fatalf("stop: %d %s", r.code, r.stderr)
+	}
+	_ = eng.Wait()
 }
