@@ -206,7 +206,7 @@ func (s *Service) Drop(taskID string) error {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 	defer cancel()
-	_ = s.refTxn(ctx, "delete "+candidateRef(taskID))
+	_ = s.in.refTxn(ctx, "delete "+candidateRef(taskID))
 	return nil
 }
 
@@ -248,4 +248,4 @@ func (s *Service) AcceptTarget(tip string) error {
 
 // Objects shares the service's object store with another user of the
 // repository (one cat-file for both), who closes it when done.
-func (s *Service) Objects() *gitx.ObjectStore { return s.objs.Share() }
+func (s *Service) Objects() *gitx.ObjectStore { return s.in.objs.Share() }

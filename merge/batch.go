@@ -80,7 +80,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 		s.holdTarget(ctx, ids[0], prev, tip)
 		return
 	}
-	base, baseTree := tip, s.treeOf(tip)
+	base, baseTree := tip, s.in.treeOf(tip)
 	if baseTree == "" {
 		if baseTree, err = git(ctx, s.opt.RepoDir, "rev-parse", tip+"^{tree}"); err != nil {
 			return
@@ -96,7 +96,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 		}
 		s.mark(id, StatusMerging)
 		head, ok := "", false
-		if h, exists, known := s.refValue("refs/heads/" + it.Branch); known && exists {
+		if h, exists, known := s.in.refValue("refs/heads/" + it.Branch); known && exists {
 			head, ok = h, true
 		} else if h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", "refs/heads/"+it.Branch+"^{commit}"); err == nil {
 			head, ok = h, true
@@ -110,12 +110,12 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 				head = nh
 			}
 		}
-		mt, err := s.mergeTree(ctx, base, head)
+		mt, err := s.in.mergeTree(ctx, base, head)
 		if err != nil || !mt.clean {
 			s.soloLater(id) // a conflict goes to its agent from the single path
 			continue
 		}
-		c, err := s.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
+		c, err := s.in.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
 		if err != nil {
 			s.soloLater(id)
 			continue
@@ -136,7 +136,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 	for _, l := range chain {
 		txn.WriteString("update " + candidateRef(l.id) + " " + l.cand + "\n" + s.checkpointTxn(l.id, tip))
 	}
-	if err := s.refTxn(ctx, txn.String()); err != nil {
+	if err := s.in.refTxn(ctx, txn.String()); err != nil {
 		return
 	}
 	for _, l := range chain {
@@ -156,7 +156,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 		if err := s.checkoutInteg(ctx, chain[k-1].cand); err != nil {
 			return false, err
 		}
-		_, _, err := s.quality(ctx, s.integ, chain[k-1].id, chain[k-1].cand)
+		_, _, err := s.quality(ctx, s.in.integ, chain[k-1].id, chain[k-1].cand)
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -189,7 +189,7 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 		s.step(l.id, func(it *Item, _ *Stats) {
 			it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusPending, "", "", "", false
 		})
-		_ = s.refTxn(ctx, "delete "+candidateRef(l.id))
+		_ = s.in.refTxn(ctx, "delete "+candidateRef(l.id))
 	}
 	if good > 0 {
 		s.landBatch(ctx, tip, chain[:good])
@@ -246,7 +246,7 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 		for _, l := range chain {
 			txn.WriteString("update " + mergedRef(l.id) + " " + l.cand + "\n" + "delete " + candidateRef(l.id) + "\n")
 		}
-		r, err := run(ctx, s.opt.RepoDir, txn.String(), s.durable("update-ref", "-m", "chorus: merge batch of "+fmt.Sprint(len(chain)), "--stdin")...)
+		r, err := run(ctx, s.opt.RepoDir, txn.String(), s.in.durable("update-ref", "-m", "chorus: merge batch of "+fmt.Sprint(len(chain)), "--stdin")...)
 		moved = err == nil && r.rc == 0
 	} else if cur, err := s.readTarget(); err == nil && cur == tip {
 		r, err := run(ctx, co.worktree, "", "merge", "--ff-only", "-q", last.cand)
@@ -277,7 +277,7 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 		landed[i] = s.recordLanded(l.id, l.cand, false)
 	}
 	s.fenceMu.Unlock()
-	s.rememberTree(last.cand, last.tree)
+	s.in.rememberTree(last.cand, last.tree)
 	for i, l := range chain {
 		if landed[i] {
 			s.afterLanded(ctx, l.id, l.cand, false)

@@ -30,12 +30,12 @@ func (s *Service) cleanup(ctx context.Context, ids []string) {
 	tip, _ := s.readTarget()
 	reachable := make([]func(string) bool, len(items))
 	for i, it := range items {
-		landedHere := it.MergeCommit != "" && it.Head != "" && s.onChain(it.MergeCommit, tip)
+		landedHere := it.MergeCommit != "" && it.Head != "" && s.in.onChain(it.MergeCommit, tip)
 		reachable[i] = func(h string) bool {
 			if landedHere && h == it.Head {
 				return true // the landed merge's second parent
 			}
-			in, _ := s.ancestor(ctx, h, target)
+			in, _ := s.in.ancestor(ctx, h, target)
 			return in
 		}
 	}
@@ -70,10 +70,10 @@ func (s *Service) cleanup(ctx context.Context, ids []string) {
 		dels = append(dels, s.cleanupRefs(ctx, it, reachable[i], dels)...)
 	}
 	if len(dels) > 0 {
-		if err := s.refs.Apply(ctx, dels); err != nil {
+		if err := s.in.refs.Apply(ctx, dels); err != nil {
 			// One of them moved meanwhile: apply the others one by one.
 			for _, d := range dels {
-				_ = s.refs.Apply(ctx, []string{d})
+				_ = s.in.refs.Apply(ctx, []string{d})
 			}
 		}
 	}
@@ -88,7 +88,7 @@ func (s *Service) cleanup(ctx context.Context, ids []string) {
 func (s *Service) cleanupRefs(ctx context.Context, it Item, reachable func(string) bool, have []string) []string {
 	id := it.TaskID
 	readRef := func(ref string) (string, bool) {
-		if h, exists, known := s.refValue(ref); known {
+		if h, exists, known := s.in.refValue(ref); known {
 			return h, exists
 		}
 		h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)

@@ -31,7 +31,7 @@ func (s *Service) afterCandidate(ctx context.Context, id string) {
 			}
 			it, _ = s.get(id)
 		}
-		if name, out, err := s.quality(ctx, s.integ, it.TaskID, it.Candidate); err != nil {
+		if name, out, err := s.quality(ctx, s.in.integ, it.TaskID, it.Candidate); err != nil {
 			if ctx.Err() != nil {
 				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
 				return
@@ -93,15 +93,15 @@ func (s *Service) regenerateLockfiles(ctx context.Context, id string) error {
 	if err != nil || strings.TrimSpace(out) == "" {
 		return err
 	}
-	r, err := proc.Shell(ctx, s.opt.Merge.LockfileCommand, s.integ, nil, gitTimeout)
+	r, err := proc.Shell(ctx, s.opt.Merge.LockfileCommand, s.in.integ, nil, gitTimeout)
 	if err != nil || r.ExitCode != 0 {
 		return fmt.Errorf("lock file command failed: %s", tail(string(r.Stderr)+string(r.Stdout), 2000))
 	}
 	files := strings.Fields(out)
-	if _, err := git(ctx, s.integ, append([]string{"add", "-A", "--"}, files...)...); err != nil {
+	if _, err := git(ctx, s.in.integ, append([]string{"add", "-A", "--"}, files...)...); err != nil {
 		return err
 	}
-	tree, err := git(ctx, s.integ, "write-tree")
+	tree, err := git(ctx, s.in.integ, "write-tree")
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/proc"
 	"github.com/chorus-dev/chorus/taskid"
 )
@@ -73,29 +72,6 @@ func firstLines(s string, n int) string {
 		ls = append(ls[:n], "…")
 	}
 	return strings.Join(ls, "\n")
-}
-
-// ancestor reports whether a is an ancestor of (or equal to) b in the
-// service's repository: in-process for commit ids and plainly stored refs,
-// git otherwise.
-func (s *Service) ancestor(ctx context.Context, a, b string) (bool, error) {
-	resolve := func(x string) string {
-		if gitx.IsHash(x) {
-			return x
-		}
-		if strings.HasPrefix(x, "refs/") {
-			if h, ok, known := s.refValue(x); ok && known {
-				return h
-			}
-		}
-		return ""
-	}
-	if ha, hb := resolve(a), resolve(b); ha != "" && hb != "" {
-		if in, err := s.objs.IsAncestor(ctx, ha, hb); err == nil {
-			return in, nil
-		}
-	}
-	return isAncestor(ctx, s.opt.RepoDir, a, b)
 }
 
 // isAncestor reports whether a is an ancestor of (or equal to) b.
@@ -289,45 +265,9 @@ func opInProgress(gitDir string) string {
 	return ""
 }
 
-// durable prefixes git args so the objects and refs that land work are
-// fsynced (git's default syncs neither loose objects nor refs), unless the
-// options turn that off. Batch mode flushes a merge's many tree objects
-// with one disk barrier instead of one each: half the cost of a merge.
-func (s *Service) durable(args ...string) []string {
-	return append(fsyncConfig(s.opt.NoFsync), args...)
-}
-
 func fsyncConfig(off bool) []string {
 	if off {
 		return nil
 	}
 	return []string{"-c", "core.fsync=loose-object,reference", "-c", "core.fsyncMethod=batch"}
-}
-
-// commitTree writes a commit like `git commit-tree TREE -p P… -m M…`,
-// in-process where the repository allows it (gitx.ObjectStore.WriteCommit:
-// the same bytes, so the same id), with git otherwise (signed commits,
-// other object formats).
-func (s *Service) commitTree(ctx context.Context, tree string, parents []string, msgs ...string) (string, error) {
-	if author, committer, err := s.objs.Ident(ctx); err == nil {
-		c, err := s.objs.WriteCommit(ctx, gitx.NewCommit{Tree: tree, Parents: parents, Messages: msgs,
-			Author: author, Committer: committer, Durable: !s.opt.NoFsync})
-		if err == nil || !errors.Is(err, gitx.ErrUnsupported) {
-			return c, err
-		}
-	}
-	args := []string{"commit-tree", tree}
-	for _, p := range parents {
-		args = append(args, "-p", p)
-	}
-	for _, m := range msgs {
-		args = append(args, "-m", m)
-	}
-	return git(ctx, s.opt.RepoDir, s.durable(args...)...)
-}
-
-// refTxn applies update-ref --stdin lines (one per line of txn) as one
-// transaction through the service's long-lived git.
-func (s *Service) refTxn(ctx context.Context, txn string) error {
-	return s.refs.Apply(ctx, strings.Split(strings.TrimRight(txn, "\n"), "\n"))
 }

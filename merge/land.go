@@ -49,9 +49,9 @@ func (s *Service) land(ctx context.Context, id string) {
 			// update, only if it still points at what landed.
 			extra = "delete refs/heads/" + it.Branch + " " + it.Head + "\n"
 		}
-		r, err := run(ctx, s.opt.RepoDir, txn+extra, s.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
+		r, err := run(ctx, s.opt.RepoDir, txn+extra, s.in.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
 		if err == nil && r.rc != 0 && extra != "" {
-			r, err = run(ctx, s.opt.RepoDir, txn, s.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
+			r, err = run(ctx, s.opt.RepoDir, txn, s.in.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
 		} else if err == nil && r.rc == 0 && extra != "" {
 			cleaned = true
 		}
@@ -107,7 +107,7 @@ func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg str
 	cur, err := s.readTarget()
 	s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
 	if err == nil && cur != it.Base {
-		if in, _ := s.ancestor(ctx, it.Candidate, cur); in {
+		if in, _ := s.in.ancestor(ctx, it.Candidate, cur); in {
 			s.finishLanded(ctx, id, it.Candidate, false)
 			return
 		}
@@ -167,7 +167,7 @@ func (s *Service) lostTasks(ctx context.Context, tip string) []string {
 	s.mu.Unlock()
 	var lost []string
 	for _, it := range landed {
-		if in, err := s.ancestor(ctx, it.MergeCommit, tip); err == nil && !in {
+		if in, err := s.in.ancestor(ctx, it.MergeCommit, tip); err == nil && !in {
 			lost = append(lost, it.TaskID)
 		}
 	}
@@ -190,7 +190,7 @@ func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
 		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
 		if commit != "" {
 			st.TargetTip = commit
-			s.extendChain(it.Base, commit)
+			s.in.extendChain(it.Base, commit)
 		}
 		if manual {
 			st.MergesManual++

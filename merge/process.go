@@ -26,7 +26,7 @@ func (s *Service) process(ctx context.Context, id string) {
 	if mergeRef == "" {
 		mergeRef = it.Branch
 	}
-	tip, tipTree, head, err := s.tips(ctx, mergeRef)
+	tip, tipTree, head, err := s.in.tips(ctx, mergeRef)
 	if err != nil {
 		if errors.Is(err, errNoTarget) {
 			s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
@@ -37,7 +37,7 @@ func (s *Service) process(ctx context.Context, id string) {
 		return
 	}
 	if it.Candidate != "" && it.Base != tip {
-		if in, _ := s.ancestor(ctx, it.Candidate, tip); in {
+		if in, _ := s.in.ancestor(ctx, it.Candidate, tip); in {
 			// Someone fast-forwarded to it (the user, after a hold).
 			s.finishLanded(ctx, id, it.Candidate, false)
 			return
@@ -79,7 +79,7 @@ func (s *Service) process(ctx context.Context, id string) {
 		}
 		base = b
 	}
-	mt, err := s.mergeTree(ctx, base, head)
+	mt, err := s.in.mergeTree(ctx, base, head)
 	if err != nil {
 		s.attemptFailed(ctx, id, err.Error())
 		return
@@ -93,19 +93,19 @@ func (s *Service) process(ctx context.Context, id string) {
 		s.finishLanded(ctx, id, "", true)
 		return
 	}
-	c, err := s.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
+	c, err := s.in.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
 	if err != nil {
 		s.attemptFailed(ctx, id, err.Error())
 		return
 	}
-	s.rememberTree(c, mt.tree)
+	s.in.rememberTree(c, mt.tree)
 	// With nothing to run the candidate is as tested as it gets and lands
 	// right away: its ref and the pre-merge checkpoint go into the landing
 	// transaction instead of a separate update.
 	tested := len(s.required) == 0 && s.opt.Merge.LockfileCommand == ""
 	if !tested {
 		txn := "update " + candidateRef(id) + " " + c + "\n" + s.checkpointTxn(id, tip)
-		if err := s.refTxn(ctx, txn); err != nil {
+		if err := s.in.refTxn(ctx, txn); err != nil {
 			s.attemptFailed(ctx, id, err.Error())
 			return
 		}
@@ -131,77 +131,6 @@ func (s *Service) checkpointTxn(id, tip string) string {
 
 var errNoTarget = errors.New("target branch not found")
 
-// extendChain records a landing from base to commit. The chain holds the
-// merges this service landed one on another: while the target is still at
-// the chain's tip, each of them is reachable from it without asking git.
-// Callers hold mu.
-func (s *Service) extendChain(base, commit string) {
-	if s.chain == nil || s.chainTip != base {
-		s.chain = map[string]bool{}
-	}
-	s.chain[commit] = true
-	s.chainTip = commit
-}
-
-// onChain reports that commit is known to be reachable from tip.
-func (s *Service) onChain(commit, tip string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return tip != "" && tip == s.chainTip && s.chain[commit]
-}
-
-// rememberTree notes the tree of a commit this service made: after it
-// lands, the next merge needs the target's tree without asking git.
-func (s *Service) rememberTree(commit, tree string) {
-	s.mu.Lock()
-	s.lastCommit, s.lastTree = commit, tree
-	s.mu.Unlock()
-}
-
-func (s *Service) treeOf(commit string) string {
-	s.mu.Lock()
-	if commit == s.lastCommit {
-		defer s.mu.Unlock()
-		return s.lastTree
-	}
-	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
-	if c, err := s.objs.Commit(ctx, commit); err == nil {
-		return c.Tree
-	}
-	return ""
-}
-
-// tips resolves the target tip, its tree and the branch tip in one call.
-func (s *Service) tips(ctx context.Context, mergeRef string) (tip, tipTree, head string, err error) {
-	ref := mergeRef
-	if !strings.HasPrefix(ref, "refs/") {
-		ref = "refs/heads/" + ref
-	}
-	t := "refs/heads/" + s.opt.Target
-	// In-process when both refs read plainly (the tree from the object
-	// store, or remembered when this service made the commit).
-	if tip, ok, known := s.refValue(t); known && ok {
-		if tree := s.treeOf(tip); tree != "" {
-			if h, ok, known := s.refValue(ref); known && ok {
-				return tip, tree, h, nil
-			}
-		}
-	}
-	out, e := git(ctx, s.opt.RepoDir, "rev-parse", t, t+"^{tree}", ref+"^{commit}")
-	if e == nil {
-		f := strings.Fields(out)
-		if len(f) == 3 {
-			return f[0], f[1], f[2], nil
-		}
-	}
-	if _, e2 := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", t); e2 != nil {
-		return "", "", "", fmt.Errorf("%w: %s", errNoTarget, s.opt.Target)
-	}
-	return "", "", "", fmt.Errorf("branch %s not found", mergeRef)
-}
-
 type mergeResult struct {
 	clean     bool
 	tree      string
@@ -209,26 +138,6 @@ type mergeResult struct {
 	types     []string // stable conflict types, e.g. "CONFLICT (contents)"
 	messages  []string
 	structure bool // a conflict other than content
-}
-
-// mergeTree computes the merge in the integration worktree (the drivers'
-// temp files go there) without touching any index or file.
-func (s *Service) mergeTree(ctx context.Context, base, head string) (mergeResult, error) {
-	// Branches that change different paths merge in-process (the same
-	// tree git would write); anything else asks git.
-	if mb, err := s.objs.MergeBase(ctx, base, head); err == nil {
-		if tree, ok, err := s.objs.MergeTrees(ctx, mb, base, head); err == nil && ok {
-			return mergeResult{tree: tree, clean: true}, nil
-		}
-	}
-	r, err := run(ctx, s.integ, "", "merge-tree", "--write-tree", "-z", "--name-only", base, head)
-	if err != nil {
-		return mergeResult{}, err
-	}
-	if r.rc != 0 && r.rc != 1 {
-		return mergeResult{}, fmt.Errorf("git merge-tree: exit %d: %s", r.rc, firstLines(r.err, 4))
-	}
-	return parseMergeTree(r.out, r.rc == 0), nil
 }
 
 // parseMergeTree reads `merge-tree --write-tree -z --name-only` output:

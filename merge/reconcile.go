@@ -28,7 +28,7 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 	for _, it := range landing {
 		in := false
 		if it.Candidate != "" {
-			in, err = s.ancestor(ctx, it.Candidate, tip)
+			in, err = s.in.ancestor(ctx, it.Candidate, tip)
 			if err != nil {
 				return err
 			}

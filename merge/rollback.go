@@ -41,7 +41,7 @@ func (s *Service) checkpoint(ctx context.Context, reason string) (string, error)
 	for i := 2; ; i++ {
 		// Create-only: never overwrite a checkpoint. (Refs outside
 		// refs/heads keep no reflog, so no message is lost.)
-		if err = s.refs.Apply(ctx, []string{"create " + ref + " " + tip}); err == nil {
+		if err = s.in.refs.Apply(ctx, []string{"create " + ref + " " + tip}); err == nil {
 			break
 		}
 		if i > 20 {
@@ -188,18 +188,18 @@ func (s *Service) reapply(ctx context.Context, it Item, tip, head string) (strin
 		if gone[i].merge {
 			args = append(args, "-m", "1")
 		}
-		if _, err := git(ctx, s.integ, append(args, gone[i].hash)...); err != nil {
+		if _, err := git(ctx, s.in.integ, append(args, gone[i].hash)...); err != nil {
 			s.clearIntegration(ctx)
-			_, _ = run(ctx, s.integ, "", "cherry-pick", "--quit")
-			_, _ = run(ctx, s.integ, "", "reset", "-q", "--hard")
+			_, _ = run(ctx, s.in.integ, "", "cherry-pick", "--quit")
+			_, _ = run(ctx, s.in.integ, "", "reset", "-q", "--hard")
 			return "", fmt.Errorf("re-applying %s after its rollback conflicts: %w", it.TaskID, err)
 		}
 	}
-	if _, err := git(ctx, s.integ, s.durable("commit", "-q", "--no-verify", "--allow-empty",
+	if _, err := git(ctx, s.in.integ, s.in.durable("commit", "-q", "--no-verify", "--allow-empty",
 		"-m", "Reapply "+it.TaskID+" (undo its rollback)", "-m", "Chorus-Reapply: "+it.TaskID)...); err != nil {
 		return "", err
 	}
-	return git(ctx, s.integ, "rev-parse", "HEAD")
+	return git(ctx, s.in.integ, "rev-parse", "HEAD")
 }
 
 // DependentsError says a task cannot be rolled back alone: later merges
@@ -279,31 +279,31 @@ func (s *Service) RollbackWithDependents(ctx context.Context, taskIDs []string) 
 		if c.merge {
 			args = append(args, "-m", "1")
 		}
-		if r, err := run(ctx, s.integ, "", append(args, c.hash)...); err != nil || r.rc != 0 {
+		if r, err := run(ctx, s.in.integ, "", append(args, c.hash)...); err != nil || r.rc != 0 {
 			msg := ""
 			if err != nil {
 				msg = err.Error()
 			} else {
 				msg = firstLines(r.err+r.out, 6)
 			}
-			_, _ = run(ctx, s.integ, "", "revert", "--abort")
+			_, _ = run(ctx, s.in.integ, "", "revert", "--abort")
 			s.clearIntegration(ctx)
-			_, _ = run(ctx, s.integ, "", "reset", "-q", "--hard")
+			_, _ = run(ctx, s.in.integ, "", "reset", "-q", "--hard")
 			return nil, &revertConflict{msg: msg}
 		}
 	}
 	sorted := append([]string(nil), ids...)
 	sort.Strings(sorted)
-	if _, err := git(ctx, s.integ, s.durable("commit", "-q", "--no-verify",
+	if _, err := git(ctx, s.in.integ, s.in.durable("commit", "-q", "--no-verify",
 		"-m", "Revert "+strings.Join(ids, ", "), "-m", "Chorus-Revert: "+strings.Join(sorted, " "))...); err != nil {
 		s.clearIntegration(ctx)
 		return nil, err
 	}
-	r, err := git(ctx, s.integ, "rev-parse", "HEAD")
+	r, err := git(ctx, s.in.integ, "rev-parse", "HEAD")
 	if err != nil {
 		return nil, err
 	}
-	if name, out, err := s.quality(ctx, s.integ, strings.Join(ids, ","), r); err != nil {
+	if name, out, err := s.quality(ctx, s.in.integ, strings.Join(ids, ","), r); err != nil {
 		return nil, fmt.Errorf("rollback of %s fails %s; %s not changed:\n%s", strings.Join(ids, ", "), name, s.opt.Target, out)
 	}
 	if err := s.moveTarget(ctx, tip, r, "chorus: revert "+strings.Join(ids, " "), false); err != nil {
@@ -344,7 +344,7 @@ func (s *Service) moveTarget(ctx context.Context, old, next, msg string, reset b
 		return fmt.Errorf("%s; finish or abort it first", co.busy)
 	}
 	if co.worktree == "" {
-		_, err := git(ctx, s.opt.RepoDir, s.durable("update-ref", "-m", msg, "refs/heads/"+s.opt.Target, next, old)...)
+		_, err := git(ctx, s.opt.RepoDir, s.in.durable("update-ref", "-m", msg, "refs/heads/"+s.opt.Target, next, old)...)
 		return err
 	}
 	cur, err := git(ctx, co.worktree, "rev-parse", "HEAD")
@@ -388,7 +388,7 @@ func (s *Service) RollbackToCheckpoint(ctx context.Context, ref string) ([]strin
 	if err := s.checkoutInteg(ctx, ck); err != nil {
 		return nil, err
 	}
-	if name, out, err := s.quality(ctx, s.integ, "checkpoint", ck); err != nil {
+	if name, out, err := s.quality(ctx, s.in.integ, "checkpoint", ck); err != nil {
 		return nil, fmt.Errorf("checkpoint %s fails %s; %s not changed:\n%s", ref, name, s.opt.Target, out)
 	}
 	backup := "refs/chorus/backup/" + s.opt.Now().UTC().Format("20060102T150405.000000000Z")

@@ -23,13 +23,8 @@ type Service struct {
 	persist   Persist
 	resolver  Resolver
 	commonDir string
-	integ     string // Chorus's detached integration worktree
-	// refs applies the queue's own ref transactions (candidates, merged
-	// refs, landed branches' deletion) through one git process.
-	refs *gitx.RefUpdater
-	// objs reads commits and trees and writes merge commits (and the
-	// trees of merges that touch different files) in-process.
-	objs     *gitx.ObjectStore
+	// in does the work on the repository: objects, refs, candidates.
+	in       *integrator
 	required []config.QualityCommand
 	maxTries int
 
@@ -45,11 +40,6 @@ type Service struct {
 	sincePack int             // landings since the refs were last packed
 	batch     map[string]bool // the items of the batch the worker holds
 	solo      map[string]bool // items to be processed alone (batch.go)
-	// chain: merges landed one on another, ending at chainTip (extendChain).
-	chain    map[string]bool
-	chainTip string
-	// lastCommit/lastTree: the last candidate made and its tree (tips).
-	lastCommit, lastTree string
 
 	// The locks below and mu above are taken in the order locks.go gives
 	// (TestLockOrder holds it).
@@ -147,9 +137,10 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	objs.SetDurable(!opt.NoFsync)
 	s := &Service{
 		opt: opt, persist: persist, resolver: resolver, commonDir: common,
-		integ:   filepath.Join(opt.WorktreesDir, "_integration"),
-		refs:    gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
-		objs:    objs,
+		in: &integrator{repoDir: root, commonDir: common, target: opt.Target, noFsync: opt.NoFsync,
+			integ: filepath.Join(opt.WorktreesDir, "_integration"),
+			refs:  gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
+			objs:  objs},
 		wake:    make(chan struct{}, 1),
 		changed: make(chan struct{}, 1),
 		events:  make(chan Event, 256),
@@ -190,8 +181,8 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.ensureIntegration(ctx); err != nil {
 		return err
 	}
-	defer s.refs.Close()
-	defer s.objs.Close()
+	defer s.in.refs.Close()
+	defer s.in.objs.Close()
 	// Resolver goroutines end with ctx; their clean-up runs before Run
 	// returns, so nothing touches the repository afterwards.
 	defer s.bg.Wait()

@@ -107,19 +107,19 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // merge-tree runs (so driver temp files land there, not in the user's
 // checkout) and where candidates are tested. It is reused for every merge.
 func (s *Service) ensureIntegration(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(s.integ, ".git")); err == nil {
+	if _, err := os.Stat(filepath.Join(s.in.integ, ".git")); err == nil {
 		s.clearIntegration(ctx)
 		return nil
 	}
 	gitx.WorktreeMu.Lock()
 	_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "prune")
 	gitx.WorktreeMu.Unlock()
-	_ = os.RemoveAll(s.integ)
-	if err := os.MkdirAll(filepath.Dir(s.integ), 0o755); err != nil {
+	_ = os.RemoveAll(s.in.integ)
+	if err := os.MkdirAll(filepath.Dir(s.in.integ), 0o755); err != nil {
 		return err
 	}
 	gitx.WorktreeMu.Lock()
-	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "--detach", "--lock", "--reason", "chorus integration worktree", s.integ, "refs/heads/"+s.opt.Target)
+	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "--detach", "--lock", "--reason", "chorus integration worktree", s.in.integ, "refs/heads/"+s.opt.Target)
 	gitx.WorktreeMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("merge: create integration worktree: %w", err)
@@ -129,7 +129,7 @@ func (s *Service) ensureIntegration(ctx context.Context) error {
 
 // integGitDir is the integration worktree's private git dir.
 func (s *Service) integGitDir() string {
-	b, err := os.ReadFile(filepath.Join(s.integ, ".git"))
+	b, err := os.ReadFile(filepath.Join(s.in.integ, ".git"))
 	if err != nil {
 		return ""
 	}
@@ -149,13 +149,13 @@ func (s *Service) clearIntegration(ctx context.Context) {
 	}
 	if opInProgress(gd) != "" || dirExists(filepath.Join(gd, "sequencer")) {
 		for _, op := range []string{"revert", "cherry-pick"} {
-			_, _ = run(ctx, s.integ, "", op, "--quit")
+			_, _ = run(ctx, s.in.integ, "", op, "--quit")
 		}
-		_, _ = run(ctx, s.integ, "", "merge", "--quit")
+		_, _ = run(ctx, s.in.integ, "", "merge", "--quit")
 		for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD"} {
 			_ = os.Remove(filepath.Join(gd, f))
 		}
-		_, _ = run(ctx, s.integ, "", "reset", "-q", "--hard")
+		_, _ = run(ctx, s.in.integ, "", "reset", "-q", "--hard")
 	}
 }
 
@@ -168,9 +168,9 @@ func dirExists(p string) bool {
 // whatever the previous candidate's tests left (ignored files, such as
 // build caches, are kept).
 func (s *Service) checkoutInteg(ctx context.Context, c string) error {
-	if _, err := git(ctx, s.integ, "checkout", "-q", "--detach", "-f", c); err != nil {
+	if _, err := git(ctx, s.in.integ, "checkout", "-q", "--detach", "-f", c); err != nil {
 		return err
 	}
-	_, err := git(ctx, s.integ, "clean", "-q", "-f", "-d")
+	_, err := git(ctx, s.in.integ, "clean", "-q", "-f", "-d")
 	return err
 }

@@ -2,43 +2,15 @@ package merge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/chorus-dev/chorus/gitx"
 )
 
-// readTarget returns the target's tip. It reads the loose ref file or
-// packed-refs in-process — the idle watch calls it every few seconds and a
-// git process per check would cost more than the check — and falls back to
-// git for anything unusual (a symbolic ref, another ref storage).
-func (s *Service) readTarget() (string, error) {
-	name := "refs/heads/" + s.opt.Target
-	if b, err := os.ReadFile(filepath.Join(s.commonDir, filepath.FromSlash(name))); err == nil {
-		if h := strings.TrimSpace(string(b)); isHash(h) {
-			return h, nil
-		}
-	} else if errors.Is(err, os.ErrNotExist) {
-		if h, ok := packedRef(filepath.Join(s.commonDir, "packed-refs"), name); ok {
-			return h, nil
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
-	h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", name)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", errNoTarget, s.opt.Target)
-	}
-	return h, nil
-}
-
-// refValue reads a ref of the common git dir in-process (see gitx.ReadRef).
-func (s *Service) refValue(name string) (hash string, exists, known bool) {
-	return gitx.ReadRef(s.commonDir, name)
-}
+// readTarget returns the target's tip (integrator.readTarget).
+func (s *Service) readTarget() (string, error) { return s.in.readTarget() }
 
 func isHash(h string) bool { return gitx.IsHash(h) }
 
@@ -104,7 +76,7 @@ func (s *Service) watchTarget(ctx context.Context) {
 // on an unverified tip. The event says what happened and how to restore or
 // accept.
 func (s *Service) holdTarget(ctx context.Context, taskID, prev, tip string) {
-	ff, err := s.ancestor(ctx, prev, tip)
+	ff, err := s.in.ancestor(ctx, prev, tip)
 	if err != nil {
 		ff = false
 	}
