@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chorus-dev/chorus/planning"
+	"github.com/chorus-dev/chorus/report"
 )
 
 const planScript = `
@@ -68,6 +69,14 @@ func TestPlanHeadless(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, ".chorus", "planning-state.json"))
 	if !strings.Contains(string(b), `"chosenMode": null`) {
 		t.Fatalf("chosenMode before a choice: %s", b)
+	}
+	// The morning report counts planning on a row of its own.
+	var rep report.Report
+	if r := chorus(t, dir, "report", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil || rep.Planning.Runs < 1 {
+		t.Errorf("report after planning: %+v\n%s%s", rep.Planning, r.stdout, r.stderr)
+	}
+	if r := chorus(t, dir, "report", "--since", "1h"); !strings.Contains(r.stdout, "| planning | ") {
+		t.Errorf("no planning row:\n%s", r.stdout)
 	}
 }
 
