@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/internal/testkit"
+	"github.com/chorus-dev/chorus/report"
 )
 
 // chorusBinary is the real command, built once per test run.
@@ -235,6 +236,22 @@ func TestDemoHeadless(t *testing.T) {
 	}
 	if b, _ := exec.Command("sh", filepath.Join(dir, "greet.sh"), "-f", "Ada").Output(); strings.TrimSpace(string(b)) != "Bonjour, Ada." {
 		t.Fatalf("both sides of the conflict not kept: %q", b)
+	}
+	// The morning report tells the conflict the agent resolved and the
+	// iteration retried, with why.
+	code, js := runBinary(t, dir, "report", "--json")
+	var rep report.Report
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil {
+		t.Fatalf("report: %d\n%s", code, js)
+	}
+	if len(rep.Conflicts) != 1 || rep.Conflicts[0].Outcome != "resolved by an agent" || len(rep.Conflicts[0].Files) == 0 {
+		t.Errorf("conflicts: %+v", rep.Conflicts)
+	}
+	if len(rep.Retries) != 1 || !strings.Contains(rep.Retries[0].Why, "tests") {
+		t.Errorf("retries: %+v", rep.Retries)
+	}
+	if len(rep.Landed) != 8 || len(rep.Tasks) != 8 {
+		t.Errorf("%d landed, %d task rows", len(rep.Landed), len(rep.Tasks))
 	}
 }
 
