@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -194,40 +193,6 @@ func Start(spec Spec) (*Proc, error) {
 	go p.readLoop()
 	go p.waitLoop()
 	return p, nil
-}
-
-func buildEnv(parent, add, unset []string) []string {
-	drop := map[string]bool{}
-	for _, k := range unset {
-		drop[k] = true
-	}
-	for _, kv := range add {
-		k, _, _ := strings.Cut(kv, "=")
-		drop[k] = true
-	}
-	env := make([]string, 0, len(parent)+len(add))
-	for _, kv := range parent {
-		k, _, _ := strings.Cut(kv, "=")
-		if !drop[k] {
-			env = append(env, kv)
-		}
-	}
-	for _, kv := range add {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slicesContains(unset, k) {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func (p *Proc) readLoop() {
