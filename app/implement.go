@@ -78,7 +78,9 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 		stopEvents()
 		return fail(withCode(ExitSetup, err))
 	}
+	engineHere.Store(true)
 	release := func() {
+		engineHere.Store(false)
 		stopEvents()
 		log.Info("session ended")
 		closeLog()

@@ -25,6 +25,9 @@ var (
 	// (nanoseconds); set from completion.shutdownGraceSeconds once the
 	// project's config is loaded.
 	shutdownGrace atomic.Int64
+	// engineHere says an engine runs in this process (a session is open):
+	// a stop signal then stops its agents.
+	engineHere atomic.Bool
 	// shutdownDump is the .chorus directory where the goroutine dump of a
 	// shutdown that overran goes ("" before a project is known).
 	shutdownDump atomic.Value
@@ -82,7 +85,11 @@ func watchStopSignals(stderr io.Writer, exit func(int)) (context.Context, func()
 		at := time.Now()
 		cancel(errStopSignal)
 		grace := graceNow()
-		fmt.Fprintf(stderr, "chorus: %v: stopping: agents are stopped, their work committed and their tasks released (at most %s); a second stop signal exits at once\n", first, grace)
+		if engineHere.Load() {
+			// Only an engine in this process has agents to stop; `chorus
+			// events` or a TUI attached elsewhere just ends.
+			fmt.Fprintf(stderr, "chorus: %v: stopping: agents are stopped, their work committed and their tasks released (at most %s); a second stop signal exits at once\n", first, grace)
+		}
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		var why string
