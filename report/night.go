@@ -73,10 +73,13 @@ func (n *night) add(e chorusdir.Entry) {
 		}
 	case orchestrator.EvIteration:
 		it, _ := num(d, "iteration")
+		// An iteration a crash or a stop interrupted is given back: it runs
+		// again under the same number, and that is a retry too.
+		again := it <= n.iterations[task]
 		if it > n.iterations[task] {
 			n.iterations[task] = it
 		}
-		if it > 1 {
+		if it > 1 || again {
 			why := str(d, orchestrator.FieldRetryAfter)
 			if why == "" {
 				why = n.lastWhy[task]
