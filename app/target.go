@@ -48,10 +48,11 @@ func defaultBranch(ctx context.Context, root string) string {
 }
 
 // recordTarget returns the branch agents' work lands on. A config without
-// merge.targetBranch (one written before init recorded it) gets the
-// branch checked out now, written into the config file once and said on w:
-// from then on the target stays put whichever branch the user checks out.
-// "" means a detached HEAD with nothing configured.
+// merge.targetBranch (one written before init recorded it) gets the branch
+// the last session merged into (from the session log), or else the one
+// checked out now, written into the config file once and said on w: from
+// then on the target stays put whichever branch the user checks out. ""
+// means a detached HEAD with nothing configured or logged.
 func recordTarget(ctx context.Context, p *project, w io.Writer) (string, error) {
 	if t := p.cfg.Merge.TargetBranch; t != "" {
 		return t, nil
@@ -76,7 +77,7 @@ func recordTarget(ctx context.Context, p *project, w io.Writer) (string, error) 
 		return b, nil
 	}
 	if err := config.SetKey(p.loaded.Path, "merge.targetBranch", b); err != nil {
-		fmt.Fprintf(w, "warning: merge.targetBranch is empty and recording %q in %s failed: %v; this run merges into %s, and the next one into whatever branch is checked out then: set merge.targetBranch yourself\n", b, p.loaded.Path, err, b)
+		fmt.Fprintf(w, "warning: merge.targetBranch is empty and recording %q in %s failed: %v; this run merges into %s and the next start tries again; set merge.targetBranch yourself to be sure\n", b, p.loaded.Path, err, b)
 		return b, nil
 	}
 	fmt.Fprintf(w, "chorus: merge.targetBranch was empty: recorded %q, %s, in %s; agents' work lands on %s from now on, whichever branch you check out (change merge.targetBranch to move it)\n", b, why, p.loaded.Path, b)
