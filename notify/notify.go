@@ -61,6 +61,9 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	stop    chan struct{}
 	once    sync.Once
+	// ctx ends with Close: a request in flight then is given up.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // target is one destination with its own queue and worker.
@@ -99,6 +102,7 @@ func New(o Options) *Dispatcher {
 		o.Queue = 64
 	}
 	d := &Dispatcher{opt: o, stop: make(chan struct{})}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 	if o.Webhook != "" {
 		u := o.Webhook
 		d.targets = append(d.targets, &target{name: "webhook", build: func(m Message) (*http.Request, error) { return WebhookRequest(u, m) }})
@@ -176,7 +180,10 @@ func (d *Dispatcher) Close() {
 	if d == nil {
 		return
 	}
-	d.once.Do(func() { close(d.stop) })
+	d.once.Do(func() {
+		close(d.stop)
+		d.cancel()
+	})
 	d.wg.Wait()
 }
 
@@ -239,7 +246,7 @@ func (d *Dispatcher) post(t *target, m Message) (retry bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	resp, err := d.opt.Client.Do(req)
+	resp, err := d.opt.Client.Do(req.WithContext(d.ctx))
 	if err != nil {
 		return true, err
 	}

@@ -150,3 +150,21 @@ func TestNothingConfigured(t *testing.T) {
 	d.Send(Message{Text: "x"}) // nil-safe
 	d.Close()
 }
+
+// Close gives up a request the server does not answer, at once.
+func TestCloseEndsInFlight(t *testing.T) {
+	rec := &recorder{gate: make(chan struct{}), arrived: make(chan struct{}, 4)}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	defer close(rec.gate)
+	d := New(Options{Webhook: srv.URL, Client: &http.Client{}}) // no timeout of its own
+	d.Send(Message{Kind: "finished", Text: "done"})
+	<-rec.arrived
+	done := make(chan struct{})
+	go func() { d.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for a server that never answers")
+	}
+}
