@@ -201,7 +201,12 @@ type Completion struct {
 	RepeatedFailures int `json:"repeatedFailures"`
 	// StuckAlerts: this many stuckIterations alerts in a row (no commit in
 	// between) hand the task to a person; 0 turns it off.
-	StuckAlerts      int `json:"stuckAlerts"`
+	StuckAlerts int `json:"stuckAlerts"`
+	// MaxNudges bounds the questions Chorus asks a task's agent whose turn
+	// ended on a tag that did not count, or idle with no signal ("run
+	// chorus signal COMPLETE if done, or keep working"); past it the task
+	// goes to a person with the evidence. 0 means the default, 3.
+	MaxNudges        int `json:"maxNudges"`
 	MaxAgentErrors   int `json:"maxConsecutiveErrors"`
 	StopGraceSeconds int `json:"stopGraceSeconds"`
 	// ShutdownGraceSeconds bounds the whole shutdown after SIGINT or
@@ -310,7 +315,7 @@ func Default() Config {
 		},
 		Completion: Completion{
 			Signal: "<chorus>COMPLETE</chorus>", MaxIterations: 50, TaskTimeout: 30,
-			StuckIterations: 5, RepeatedFailures: 3, StuckAlerts: 2, MaxAgentErrors: 3, StopGraceSeconds: 10, ShutdownGraceSeconds: 60,
+			StuckIterations: 5, RepeatedFailures: 3, StuckAlerts: 2, MaxNudges: 3, MaxAgentErrors: 3, StopGraceSeconds: 10, ShutdownGraceSeconds: 60,
 		},
 		Merge:       Merge{TargetBranch: "", AutoResolve: true, AgentResolve: true, MaxAttempts: 3, ResolverTimeoutMinutes: 10},
 		Worktree:    Worktree{Copy: []string{}, Setup: []string{}},
@@ -480,6 +485,9 @@ func (c Config) Validate() error {
 	}
 	if c.Completion.RepeatedFailures < 0 {
 		add("completion.repeatedFailures", c.Completion.RepeatedFailures, "0 (off) or more: the same quality failure this many times in a row goes to a person")
+	}
+	if c.Completion.MaxNudges < 0 {
+		add("completion.maxNudges", c.Completion.MaxNudges, "0 (the default, 3) or more: questions asked of an agent whose turn ended without a signal that counts, before its task goes to a person")
 	}
 	if c.Completion.StuckAlerts < 0 {
 		add("completion.stuckAlerts", c.Completion.StuckAlerts, "0 (off) or more: this many stuck alerts in a row go to a person")

@@ -51,6 +51,10 @@ type agentRun struct {
 	sawBusy atomic.Bool
 	// continued: a person answered a stuck alert with Continue (CmdContinue).
 	continued atomic.Bool
+	// turnFrom (unix ns) is when the agent was last given input (spawn,
+	// typed feedback or question): a near miss or turn end read before it
+	// belongs to a turn already judged.
+	turnFrom atomic.Int64
 	// meters are the transcript readers of this run's processes; their
 	// last reading is booked before the run finishes.
 	meters sync.WaitGroup
@@ -79,6 +83,11 @@ type turnEvent struct {
 	gen    int // process generation, so a stale exit is ignored
 	source string
 	reason string // with exited: the CLI's own failure report, if any
+	// miss: the turn ended on a tag that did not count (a near miss).
+	miss *signal.Verdict
+	// turnEnded: the agent's record shows a turn ended (signal or not).
+	turnEnded bool
+	at        time.Time // when a miss or turnEnded was read
 }
 
 // outcomeKind says how a run ended.
@@ -419,6 +428,11 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			return r.park(t, wt, p, dec.Reason)
 		case ActNudge:
 			pending = orText(res.failure, confirmText)
+			channel := "handover"
+			if p != nil && alive(p) && r.interactive() {
+				channel = "typed"
+			}
+			r.nudged(t, next.Nudges, pending, channel)
 		}
 		if p != nil && !alive(p) {
 			p = nil // it exited right after signalling; respawn with the handover
@@ -438,10 +452,14 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 		if p != nil && res.typed == "" && (dec.Action == ActFeedback || dec.Action == ActNudge) {
 			// A live interactive agent gets the failure typed in.
 			text := feedback(pending)
+			if dec.Action == ActNudge {
+				text = oneLine(pending, 1500) // a question, not a failure
+			}
 			// The next turn starts as the text goes in, not when typing
 			// returns: a quick agent may answer, and signal again, before
 			// the input is confirmed.
 			r.detect(func() { det.AddPrompt(text); det.Reset() })
+			r.turnFrom.Store(time.Now().UnixNano())
 			if err := r.typeInto(p, text); err != nil {
 				r.event(EvAlert, "could not deliver feedback, restarting the agent: "+err.Error(), nil)
 				r.stopProc(p)

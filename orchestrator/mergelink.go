@@ -205,6 +205,9 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 				}
 				continue
 			}
+			if ev.sig == nil {
+				continue // a near miss or a turn's end: a resolver is judged by its merge
+			}
 			switch ev.sig.Type {
 			case signal.Resolved:
 				return merge.ResolveResult{Resolved: true, Explanation: ev.sig.Payload}, nil

@@ -193,6 +193,9 @@ func (r *agentRun) planWork(prompt string) string {
 				}
 				continue
 			}
+			if ev.sig == nil {
+				continue // a near miss or a turn's end: the Plan Agent is not asked
+			}
 			s := *ev.sig
 			r.event(EvSignal, s.String(), map[string]any{"type": string(s.Type), "source": ev.source})
 			if ended {

@@ -70,7 +70,7 @@ type Counters struct {
 }
 
 // Limits are the configured bounds; 0 means none (MaxAgentErrors and
-// MaxStartFails fall back to 3, MaxNudges to 2).
+// MaxStartFails fall back to 3, MaxNudges to 3).
 type Limits struct {
 	MaxIterations    int
 	MaxAgentErrors   int
@@ -84,7 +84,7 @@ type Limits struct {
 // limitsFrom reads the policy's bounds from the config.
 func limitsFrom(c config.Completion) Limits {
 	return Limits{MaxIterations: c.MaxIterations, MaxAgentErrors: c.MaxAgentErrors, StuckIterations: c.StuckIterations,
-		StuckAlerts: c.StuckAlerts, RepeatedFailures: c.RepeatedFailures}
+		StuckAlerts: c.StuckAlerts, RepeatedFailures: c.RepeatedFailures, MaxNudges: c.MaxNudges}
 }
 
 // Turn is how a turn ended, with what the supervisor saw.
@@ -195,7 +195,7 @@ func Decide(c Counters, l Limits, t Turn) Decision {
 	}
 	if t.End == EndUnconfirmed {
 		d.Next.Nudges++
-		if d.Next.Nudges > orN(l.MaxNudges, 2) {
+		if d.Next.Nudges > orN(l.MaxNudges, 3) {
 			d.Action = ActNeedsPerson
 			d.Reason = fmt.Sprintf("needs a person: the agent did not confirm its COMPLETE after %d questions. %s", d.Next.Nudges-1, oneLine(t.Failure, 1500))
 			return d

@@ -236,7 +236,10 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 						r.send(turnEvent{sig: &s, gen: gen, source: "transcript"})
 					}
 					for _, v := range u.NearMisses {
-						r.nearMiss(v, "transcript")
+						r.nearMiss(v, "transcript", gen)
+					}
+					if u.TurnsEnded > 0 && len(u.Signals) == 0 && len(u.NearMisses) == 0 {
+						r.send(turnEvent{turnEnded: true, gen: gen, source: "transcript", at: time.Now()})
 					}
 				})
 			}()
@@ -297,7 +300,7 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 			r.send(turnEvent{sig: &s, gen: gen, source: "events"})
 		}
 		for _, v := range events.nearMisses() {
-			r.nearMiss(v, "events")
+			r.nearMiss(v, "events", gen)
 		}
 	}
 	write := func(b []byte) {

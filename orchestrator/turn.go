@@ -41,14 +41,30 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 	// deciding the agent exited without one.
 	var exitEv *turnEvent
 	var exitWait <-chan time.Time
+	// A turn that ended on a near miss, or with nothing while the agent
+	// sits idle, becomes a question to the agent (EndUnconfirmed) once a
+	// counting signal had its moment to arrive.
+	var ask string
+	var askWait <-chan time.Time
 	for {
 		select {
+		case <-askWait:
+			if ask == idleText && *pp != nil && busyShown(r.screen.Text()) {
+				askWait = nil // it went on working: the next turn's end decides
+				continue
+			}
+			return turnResult{failure: ask, end: EndUnconfirmed}
 		case <-exitWait:
 			ev := *exitEv
 			r.dropQuestion()
 			*pp = nil
 			r.update(func(s *State, a *AgentState) { a.PID = 0 })
 			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
+			if ev.code == 0 && ask != "" && ask != idleText {
+				// A headless run ends right after its final message: its
+				// near miss is the question for the next run.
+				return turnResult{failure: ask, end: EndUnconfirmed}
+			}
 			if ev.code != 0 {
 				out := r.output(ev.code)
 				r.hook(hooks.OnAgentError, t, wt, 0, out)
@@ -89,10 +105,24 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 				}
 				continue
 			}
+			if ev.miss != nil || ev.turnEnded {
+				if ev.gen != gen || exitEv != nil || ev.at.UnixNano() < r.turnFrom.Load() {
+					continue // another process's, or a turn already judged
+				}
+				if ev.miss != nil {
+					ask, askWait = missText(*ev.miss), time.After(missGrace)
+				} else if r.interactive() && (ask == "" || ask == idleText) {
+					ask, askWait = idleText, time.After(idleGrace)
+				}
+				continue
+			}
 			if exitEv != nil {
 				*pp = nil // the process is gone; decisions below must not type into it
 			}
 			s := *ev.sig
+			if s.Type != signal.Progress && s.Type != signal.Note {
+				ask, askWait = "", nil // it signalled after all
+			}
 			if s.Type == signal.Note {
 				r.note(s.Payload) // notes are many; none ends a turn
 				continue

@@ -27,11 +27,14 @@ type Update struct {
 	// NearMisses are the verdicts of turns that ended with a tag that did
 	// not count (signal.Verdict), for the engine to ask for confirmation.
 	NearMisses []signal.Verdict
+	// TurnsEnded counts the turns that ended (signal or not), so the
+	// engine can tell an agent that stopped without a signal.
+	TurnsEnded int
 }
 
 // IsZero reports an update with nothing in it.
 func (u Update) IsZero() bool {
-	return u.Usage == (signal.TokenUsage{}) && len(u.Signals) == 0 && len(u.NearMisses) == 0
+	return u.Usage == (signal.TokenUsage{}) && len(u.Signals) == 0 && len(u.NearMisses) == 0 && u.TurnsEnded == 0
 }
 
 // Options say whose records to follow.
@@ -205,6 +208,7 @@ func (r *Reader) take(f *file, evs []signal.Event, up *Update) {
 			if !f.signals {
 				continue
 			}
+			up.TurnsEnded++
 			up.Signals = append(up.Signals, ev.Signals...)
 			if ev.Verdict.NearMiss {
 				up.NearMisses = append(up.NearMisses, ev.Verdict)

@@ -70,7 +70,7 @@ func TestClaudeTranscripts(t *testing.T) {
 		t.Fatalf("half a line counted: %+v", u)
 	}
 	f.WriteString(line[len(line)/2:])
-	if u := r.Read(); u.Usage.Input != 50 || u.Usage.CacheRead != 1000 || u.Usage.CacheWrite != 100 || sigs(u) != "COMPLETE" {
+	if u := r.Read(); u.Usage.Input != 50 || u.Usage.CacheRead != 1000 || u.Usage.CacheWrite != 100 || sigs(u) != "COMPLETE" || u.TurnsEnded != 1 {
 		t.Fatalf("second read %+v", u)
 	}
 	if u := r.Read(); !u.IsZero() {
@@ -81,7 +81,7 @@ func TestClaudeTranscripts(t *testing.T) {
 	sub := filepath.Join(dir, "s1", "subagents")
 	os.MkdirAll(sub, 0o755)
 	os.WriteFile(filepath.Join(sub, "agent-1.jsonl"), []byte(claudeLine("m3", "claude-haiku-4-5", start.Add(3*time.Second), "Sub done. <chorus>COMPLETE</chorus>", 777, 7, 0, 0)), 0o644)
-	if u := r.Read(); u.Usage.Input != 777 || u.Usage.Output != 7 || len(u.Signals) != 0 {
+	if u := r.Read(); u.Usage.Input != 777 || u.Usage.Output != 7 || len(u.Signals) != 0 || u.TurnsEnded != 0 {
 		t.Fatalf("subagent: %+v", u)
 	}
 }
