@@ -267,6 +267,9 @@ loop:
 			break loop
 		}
 	}
+	// What the stop below sends back to open: the agents running now, or
+	// the releases it reports if more.
+	running, releasedBefore := eng.Snapshot().Running, sum.released
 	cancel()
 	if err := <-done; err != nil {
 		ss.log.Error("engine stopped with an error", "err", err)
@@ -296,10 +299,14 @@ loop:
 		}
 	}
 	if interrupted {
-		if len(sum.uncommitted) > 0 {
-			return withCode(ExitInterrupted, fmt.Errorf("interrupted; running tasks went back to open, but the work of %d could not be committed (see \"not committed\" above)", len(sum.uncommitted)))
+		running = max(running, sum.released-releasedBefore)
+		switch {
+		case len(sum.uncommitted) > 0:
+			return withCode(ExitInterrupted, fmt.Errorf("interrupted; %d running task(s) went back to open, but the work of %d could not be committed (see \"not committed\" above)", running, len(sum.uncommitted)))
+		case running > 0:
+			return withCode(ExitInterrupted, fmt.Errorf("interrupted; %d running task(s) went back to open with their work committed", running))
 		}
-		return withCode(ExitInterrupted, errors.New("interrupted; running tasks went back to open with their work committed"))
+		return withCode(ExitInterrupted, errors.New("interrupted; no agent was running"))
 	}
 	var waiting int
 	for _, it := range snap.Merge.Items {

@@ -181,7 +181,7 @@ hang
 	if strings.Contains(all, "exiting now without finishing") {
 		t.Fatalf("one stop sent to the process and its group took the emergency exit:\n%s", all)
 	}
-	if !strings.Contains(all, "interrupted; running tasks went back to open") {
+	if !strings.Contains(all, "interrupted; 1 running task(s) went back to open with their work committed") {
 		t.Fatalf("no normal shutdown:\n%s", all)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".chorus", "shutdown-stacks.txt")); err == nil {
