@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/notify"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/proc"
@@ -75,11 +76,22 @@ func notifyMessage(ev orchestrator.Event) (notify.Message, bool) {
 		m.Title, m.Text, m.Tags = "autopilot holds", prefixed("autopilot holds: ", ev.Text), []string{"pause_button"}
 	case ev.Kind == orchestrator.EvResumed:
 		m.Title, m.Text, m.Tags, m.Priority = "autopilot resumed", prefixed("autopilot resumed: ", ev.Text), []string{"arrow_forward"}, 3
+	case ev.Kind == mergeEvent(merge.EventWaitingHuman):
+		m.Title, m.Text, m.Tags = "merge of "+ev.Task+" waits for you", fmt.Sprintf("merge of %s waits for you: %s", ev.Task, orDash(ev.Text)), []string{"warning"}
+	case ev.Kind == mergeEvent(merge.EventPaused):
+		m.Title, m.Text, m.Tags = "merge queue paused", "merge queue paused: "+orDash(ev.Text), []string{"pause_button"}
+	case ev.Kind == mergeEvent(merge.EventResumed):
+		m.Title, m.Text, m.Tags, m.Priority = "merge queue resumed", "merge queue resumed: "+orDash(ev.Text), []string{"arrow_forward"}, 3
 	default:
 		return m, false
 	}
 	m.Title, m.Text = line(m.Title), line(m.Text)
 	return m, true
+}
+
+// mergeEvent is the engine's name for a merge service event.
+func mergeEvent(k merge.EventKind) orchestrator.EventKind {
+	return orchestrator.EventKind("merge_" + strings.ReplaceAll(string(k), "-", "_"))
 }
 
 // prefixed is text after prefix, unless the engine's text already says

@@ -193,6 +193,10 @@ func TestNotifyMessage(t *testing.T) {
 		{orchestrator.Event{Kind: orchestrator.EvHeld, Text: "autopilot holds: usage limit until 04:00"}, true, "autopilot holds: usage limit until 04:00", 4},
 		{orchestrator.Event{Kind: orchestrator.EvResumed, Text: "autopilot resumes: a turn passed (held since 03:00: usage limit)"}, true, "autopilot resumes: a turn passed (held since 03:00: usage limit)", 3},
 		{orchestrator.Event{Kind: orchestrator.EvProbe, Text: "trying one agent"}, false, "", 0},
+		{orchestrator.Event{Kind: "merge_waiting_human", Task: "t-4", Text: "the resolver gave up on a.go"}, true, "merge of t-4 waits for you: the resolver gave up on a.go", 4},
+		{orchestrator.Event{Kind: "merge_paused", Text: "main moved outside Chorus"}, true, "merge queue paused: main moved outside Chorus", 4},
+		{orchestrator.Event{Kind: "merge_resumed", Text: "main accepted at abc"}, true, "merge queue resumed: main accepted at abc", 3},
+		{orchestrator.Event{Kind: "merge_landed", Task: "t-4"}, false, "", 0},
 		{orchestrator.Event{Kind: orchestrator.EvCompleted, Task: "t-3"}, false, "", 0},
 	} {
 		m, ok := notifyMessage(c.ev)
