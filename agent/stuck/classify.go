@@ -60,26 +60,33 @@ func (f Finding) String() string {
 
 var (
 	rule = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^─{10,}$`) })
-	// Claude Code's spinner line while it retries a failed request:
+	// Claude Code's spinner line while it retries a failed request, in
+	// the forms 2.1.330 draws (the case of "retrying" varies):
 	// "✻ 500 scripted error 500 · retrying in 3s · attempt 3/10",
-	// "✻ API error · retrying… · attempt 1/10".
+	// "✻ API error · retrying… · attempt 1/10",
+	// "✻ Unable to connect to API (ConnectionRefused) · Retrying in 40s · attempt 7/10",
+	// "✻ … · retrying, waiting up to 30s · attempt 2/10",
+	// "✻ … · retrying once, waiting up to 30s",
+	// "✻ … · next try in 40s · attempt 7 · esc to interrupt".
 	claudeRetry = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^\S\s+(.+?) · retrying(?: in \d+s|…)? · attempt (\d+)/(\d+)\s*$`)
+		return regexp.MustCompile(`(?i)^\S\s+(.+?) · (?:retrying|next try)\b[^·]*(?: · attempt (\d+)(?:(?:/| of )(\d+))?)?(?: · [^·]*)?\s*$`)
 	})
 	// A turn that ended on an error: "● API Error: Request rejected (429) · …"
 	// or, before any reply, "⎿  Not logged in · Please run /login".
 	claudeFinal = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^\s*[●⎿][\s\x{00a0}]+((?:API Error|Not logged in|Invalid API key|OAuth token|Credit balance|Request timed out|Unable to connect).*)$`)
+		return regexp.MustCompile(`(?i)^\s*[●⎿][\s\x{00a0}]+((?:API Error|Not logged in|Invalid API key|OAuth token|Credit balance|Request timed out|Unable to connect).*)$`)
 	})
 	// The input box's placeholder after such an error.
 	claudeResend = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^❯[ \x{00a0}](?:Resend your message to try again|Once fixed, resend your message)\s*$`)
+		return regexp.MustCompile(`(?i)^❯[ \x{00a0}](?:Resend your message to try again|Once fixed, resend your message)\s*$`)
 	})
-	// Codex: "■ <message>" ends a failed turn; "Reconnecting... 1/5 (…)" with
-	// "└ <message>" below while it retries.
+	// Codex: "■ <message>" ends a failed turn; "Reconnecting... 1/5 (…)"
+	// (or "Reconnecting… 1/5", "Reconnecting... waiting for network") with
+	// "└ <message>" below while it retries; "stream disconnected -
+	// retrying sampling request (1/5 in 200ms)…" as a warning.
 	codexFinal     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^■ (.+)$`) })
 	codexReconnect = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^\S\s+Reconnecting\.\.\.\s*(?:(\d+)/(\d+)|waiting for network)`)
+		return regexp.MustCompile(`(?i)^\S\s+(?:Reconnecting(?:\.\.\.|…)\s*(?:(\d+)/(\d+)|waiting for network)?|(.+?) - retrying sampling request \((\d+)/(\d+))`)
 	})
 	codexWhy = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*└ (.+)$`) })
 	statusIn = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|\(|API Error: |status )([45]\d\d)\b`) })
@@ -108,14 +115,15 @@ func Classify(screen string) Finding {
 // dialogFooters end the dialogs the CLIs draw in place of their input:
 // Claude Code's "Enter to confirm · Esc to cancel", Codex's "enter
 // continue · esc back".
-var dialogFooters = []string{"Enter to confirm · Esc to", "enter continue · esc"}
+// Compared without case: the two CLIs capitalise them differently.
+var dialogFooters = []string{"enter to confirm · esc to", "enter continue · esc"}
 
 // dialog finds a first-run or permission dialog at the bottom of the screen.
 func dialog(lines []string) Finding {
 	footer := -1
 	for i := len(lines) - 1; i >= 0 && i >= len(lines)-8 && footer < 0; i-- {
 		for _, f := range dialogFooters {
-			if strings.Contains(lines[i], f) {
+			if strings.Contains(strings.ToLower(lines[i]), f) {
 				footer = i
 			}
 		}
@@ -225,18 +233,21 @@ func codex(lines []string) Finding {
 	for i, l := range tail {
 		if m := codexReconnect().FindStringSubmatch(l); m != nil {
 			why := "reconnecting"
+			if m[3] != "" {
+				why = strings.TrimSpace(m[3])
+			}
 			if i+1 < len(tail) {
 				if w := codexWhy().FindStringSubmatch(tail[i+1]); w != nil {
 					why = strings.TrimSpace(w[1])
 				}
 			}
 			f := classifyText(why)
-			if strings.Contains(l, "waiting for network") {
+			if strings.Contains(strings.ToLower(l), "waiting for network") {
 				f.Cause = Unreachable
 			}
 			f.Retrying = true
-			f.Attempt, _ = strconv.Atoi(m[1])
-			f.Attempts, _ = strconv.Atoi(m[2])
+			f.Attempt, _ = strconv.Atoi(m[1] + m[4])
+			f.Attempts, _ = strconv.Atoi(m[2] + m[5])
 			return f
 		}
 	}
@@ -266,7 +277,8 @@ func classifyText(msg string) Finding {
 	switch {
 	case has("not logged in", "/login", "invalid api key", "missing environment variable", "oauth token", "unauthorized", "authentication_error") || f.Status == 401:
 		f.Cause = Login
-	case has("connection refused", "econnrefused", "enotfound", "unable to connect", "error sending request", "connection failed", "etimedout", "econnreset", "network"):
+	case has("connection refused", "connectionrefused", "econnrefused", "enotfound", "unable to connect", "error sending request",
+		"connection failed", "etimedout", "econnreset", "network", "stream disconnected", "failed to connect", "timed out"):
 		f.Cause = Unreachable
 	}
 	return f

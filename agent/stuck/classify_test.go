@@ -40,6 +40,16 @@ func TestClassifyRecordedScreens(t *testing.T) {
 		{"codex-dead-retry.txt", Unreachable, 0, true, "error sending request"},
 		{"codex-login.txt", Login, 0, false, "Missing environment variable: `FAKE_KEY`"},
 		{"codex-trust-dialog.txt", Dialog, 0, false, "Codex asks whether to trust the folder /tmp/rec-cwd1182622591/sub"},
+		// The recorded retry screens with the spinner line in the other
+		// forms Claude Code 2.1.330 and Codex 0.169.0 draw (their
+		// strings, from the binaries; the first as seen in a run that
+		// stayed "running" for 150 s).
+		{"claude-unable-connect-retry.txt", Unreachable, 0, true, "Unable to connect to API (ConnectionRefused)"},
+		{"claude-timeout-waiting-retry.txt", Unreachable, 0, true, "Request timed out"},
+		{"claude-next-try.txt", APIError, 0, true, "API error"},
+		{"claude-500-retry-upper.txt", APIError, 500, true, "500 scripted error 500"},
+		{"codex-500-reconnecting-ellipsis.txt", APIError, 0, true, "experiencing high demand"},
+		{"codex-stream-retry.txt", Unreachable, 0, true, "stream disconnected"},
 		// Look-alikes: a busy agent, a finished one, and an answer that
 		// talks about "API Error: 500" and "Not logged in" in code it wrote.
 		{"claude-busy.txt", None, 0, false, ""},
@@ -71,6 +81,19 @@ func TestClassifyAnswerLikeError(t *testing.T) {
 	}
 	if f := Classify(""); f.Cause != None {
 		t.Fatalf("empty screen: %#v", f)
+	}
+}
+
+// The attempt counts of the retry lines.
+func TestClassifyRetryAttempts(t *testing.T) {
+	for file, want := range map[string][2]int{
+		"claude-500-retry-3.txt": {3, 10}, "claude-unable-connect-retry.txt": {7, 10}, "claude-timeout-waiting-retry.txt": {2, 10},
+		"claude-next-try.txt": {7, 0}, "claude-500-retry-upper.txt": {3, 10},
+		"codex-500-retry.txt": {1, 5}, "codex-500-reconnecting-ellipsis.txt": {2, 5}, "codex-stream-retry.txt": {1, 5},
+	} {
+		if f := Classify(screen(t, file)); f.Attempt != want[0] || f.Attempts != want[1] {
+			t.Errorf("%s: %#v, want attempt %d/%d", file, f, want[0], want[1])
+		}
 	}
 }
 
