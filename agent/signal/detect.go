@@ -48,6 +48,9 @@ type DetectorOptions struct {
 // re-wrapping at the terminal width and the echo's indentation do not
 // matter. An agent printing the bare tag on its own line is not a piece
 // of the prompt once its neighbours (the agent's own words) are included.
+// An echo whose rows a narrowed terminal has cut short (the emulator does
+// not reflow) is still an echo: lines that are each a piece of one prompt,
+// in order, with a little text missing between them.
 //
 // Deduplication. TUIs repaint the same lines many times, and snapshots
 // repeat everything, so an occurrence is identified by its content plus
@@ -342,13 +345,21 @@ func (d *Detector) isEcho(lines []string, i, end int, lookAhead bool) bool {
 	if len(d.prompts) == 0 {
 		return false
 	}
-	var core strings.Builder
+	var parts []string
 	for j := i; j <= end; j++ {
-		core.WriteString(norm(lines[j], true))
+		if n := norm(lines[j], true); n != "" {
+			parts = append(parts, n)
+		}
 	}
-	c := core.String()
+	c := strings.Join(parts, "")
 	if !d.inPrompt(c) {
-		return false
+		// A narrowed terminal cuts the end off the rows it already shows
+		// (the emulator does not reflow): an echoed tag wrapped over two
+		// lines then lacks its middle ("<chorus>COMPLETE: n" over
+		// "hange: why</chorus>"). Lines that are each a piece of one
+		// prompt, in its order, a little apart, are such an echo: no
+		// agent writes a prompt's tag with its middle missing.
+		return d.truncatedEcho(parts)
 	}
 	if tagOnly(c) {
 		// Bare tag: decided by the neighbours.
@@ -374,6 +385,42 @@ func (d *Detector) isEcho(lines []string, i, end int, lookAhead bool) bool {
 func tagOnly(c string) bool {
 	c = strings.TrimRightFunc(c, trailingJunk)
 	return strings.HasPrefix(c, openTag) && strings.HasSuffix(c, "</chorus>") && strings.Count(c, openTag) == 1
+}
+
+// maxCut bounds how much text a truncated echo may have lost between two
+// of its lines.
+const maxCut = 400
+
+// truncatedEcho reports lines (normalised, in order) that are each a piece
+// of the same prompt, in that order, with text missing between at least
+// two of them, but no more than maxCut.
+func (d *Detector) truncatedEcho(parts []string) bool {
+	if len(parts) < 2 {
+		return false
+	}
+	for _, p := range d.prompts {
+		for start := 0; ; {
+			k := strings.Index(p[start:], parts[0])
+			if k < 0 {
+				break
+			}
+			pos, gap, ok := start+k+len(parts[0]), false, true
+			for _, part := range parts[1:] {
+				j := strings.Index(p[pos:], part)
+				if j < 0 || j > maxCut {
+					ok = false
+					break
+				}
+				gap = gap || j > 0
+				pos += j + len(part)
+			}
+			if ok && gap {
+				return true
+			}
+			start += k + 1
+		}
+	}
+	return false
 }
 
 func (d *Detector) inPrompt(s string) bool {
