@@ -14,8 +14,9 @@ import (
 )
 
 // newSignalCmd is what agents run to tell the running Chorus about their
-// task. It signs with the agent's own key; a key that is missing or not
-// the agent's is a usage error (exit 2) and nothing is sent.
+// task. A key that is missing or not the agent's is a usage error (exit
+// 2) and nothing is sent; the engine takes the signal only from the
+// agent's own processes, and a refusal (exit 1) says why.
 func newSignalCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "signal TYPE [PAYLOAD]",

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -118,6 +120,12 @@ func TestNothingToChangeClosesWithReason(t *testing.T) {
 // into the signals folder is rejected by the engine, and A's task stays
 // open until A itself completes it.
 func TestSpoofedCompleteRejected(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("reading another process's environment needs /proc")
+	}
+	// B tries twice: with A's ids and its own key (refused by chorus
+	// signal itself), then with A's whole environment, key included, read
+	// from /proc (refused by the engine: B's process is not A's).
 	script := `
 @ prompt~alpha-task
 write a.txt a
@@ -127,6 +135,7 @@ signal COMPLETE
 hang
 @ prompt~beta-task
 run "v=$(cat \"$CHORUS_DIR/../victim\"); CHORUS_AGENT_ID=script-$v CHORUS_TASK_ID=$v chorus signal COMPLETE > \"$CHORUS_DIR/../spoof.out\" 2>&1; echo $? > \"$CHORUS_DIR/../spoof.code\""
+run "p=$(cat \"$CHORUS_DIR/../victim.pid\"); xargs -0 -a /proc/$p/environ sh -c 'exec env -i \"$@\" chorus signal COMPLETE' sh > \"$CHORUS_DIR/../steal.out\" 2>&1; echo $? > \"$CHORUS_DIR/../steal.code\""
 signal PROGRESS 50
 hang
 `
@@ -136,37 +145,42 @@ hang
 	os.WriteFile(filepath.Join(h.root, "victim"), []byte(a), 0o644)
 	h.start()
 	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: a})
-	h.waitFor(kind(EvStarted, a))
+	started := h.waitFor(kind(EvStarted, a))
+	pid := fmt.Sprint(started.Fields["pid"])
+	os.WriteFile(filepath.Join(h.root, "victim.pid"), []byte(pid), 0o644)
 	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: b})
-	h.waitFor(kind(EvSignal, b)) // B's PROGRESS: its spoof attempt is over
+	h.waitFor(kind(EvSignal, b)) // B's PROGRESS: its spoof attempts are over
 
 	code, _ := os.ReadFile(filepath.Join(h.root, "spoof.code"))
 	out, _ := os.ReadFile(filepath.Join(h.root, "spoof.out"))
 	if strings.TrimSpace(string(code)) != "2" || !strings.Contains(string(out), "does not belong to agent script-"+a) {
 		t.Fatalf("chorus signal as another agent: exit %q: %s", code, out)
 	}
-	// Forged files: unsigned, then signed with a made-up key.
-	forge := func(key string) {
-		e := signal.Envelope{ID: "00000000000000000001-" + key[:6], AgentID: "script-" + a, TaskID: a, Signal: signal.Signal{Type: signal.Complete}}
-		if key != "unsigned" {
-			e.Sign(key)
-		}
-		b, _ := json.Marshal(e)
-		// Whole or not at all, as `chorus signal` writes: the watcher must
-		// never read a half-written forgery (that is a different refusal).
-		dir := filepath.Join(h.dir.Path, signal.SignalsDir)
-		tmp := filepath.Join(dir, ".tmp-"+e.ID)
-		if err := os.WriteFile(tmp, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, e.ID+".json")); err != nil {
-			t.Fatal(err)
+	code, _ = os.ReadFile(filepath.Join(h.root, "steal.code"))
+	out, _ = os.ReadFile(filepath.Join(h.root, "steal.out"))
+	// 123: xargs saying its command failed.
+	if strings.TrimSpace(string(code)) != "123" || !strings.Contains(string(out), "sent by a process of agent script-"+b+", not of agent script-"+a) {
+		t.Fatalf("chorus signal with A's stolen environment: exit %q: %s", code, out)
+	}
+	h.waitFor(func(e Event) bool {
+		return e.Kind == EvSignalRejected && e.Task == a && strings.Contains(e.Text, "agent script-"+b)
+	})
+	// A process outside every agent (this test), with A's ids and A's key
+	// read from its environment, is refused too.
+	env, err := os.ReadFile("/proc/" + pid + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ""
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, signal.EnvKey+"="); ok {
+			key = v
 		}
 	}
-	forge("unsigned")
-	h.waitFor(func(e Event) bool { return e.Kind == EvSignalRejected && strings.Contains(e.Text, "unsigned") })
-	forge("made-up-key")
-	h.waitFor(func(e Event) bool { return e.Kind == EvSignalRejected && strings.Contains(e.Text, "forged") })
+	err = signal.Send(signal.Sender{Dir: h.dir.Path, AgentID: "script-" + a, TaskID: a, Key: key}, signal.Signal{Type: signal.Complete})
+	if key == "" || !errors.Is(err, signal.ErrRefused) || !strings.Contains(err.Error(), "not one of a running agent's processes") {
+		t.Fatalf("a signal from outside every agent, with A's key %q: %v", key, err)
+	}
 	h.sync()
 	if tk := h.get(a); tk.Status != beads.StatusInProgress {
 		t.Fatalf("A's task after the spoofs: %+v", tk)
@@ -273,12 +287,17 @@ func TestStaleSignalAfterRestartRefused(t *testing.T) {
 	if err := signal.PublishKey(h.dir.Path, "script-"+id, old); err != nil {
 		t.Fatal(err)
 	}
-	if err := signal.Send(signal.Sender{Dir: h.dir.Path, AgentID: "script-" + id, TaskID: id, Key: old}, signal.Signal{Type: signal.Complete}); err != nil {
-		t.Fatal(err)
+	// Nothing waits for an engine that is not running.
+	from := signal.Sender{Dir: h.dir.Path, AgentID: "script-" + id, TaskID: id, Key: old}
+	if err := signal.Send(from, signal.Signal{Type: signal.Complete}); err == nil || !strings.Contains(err.Error(), "is Chorus running?") {
+		t.Fatalf("a signal with no engine: %v", err)
 	}
 	h.start()
 	if err := signal.CheckKey(h.dir.Path, "script-"+id, old); err == nil {
 		t.Fatal("the earlier session's key is still published")
+	}
+	if err := signal.Send(from, signal.Signal{Type: signal.Complete}); !errors.Is(err, signal.ErrRefused) {
+		t.Fatalf("a signal from no agent: %v", err)
 	}
 	h.waitFor(func(e Event) bool { return e.Kind == EvSignalRejected && e.Task == id })
 	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: id})

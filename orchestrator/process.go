@@ -196,6 +196,8 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		return nil, fmt.Errorf("writing the prompt file: %w", err)
 	}
 	r.trustWorktree(wt.Dir, r.env(it))
+	started := r.starting() // its first signal may arrive before its pid is known
+	defer started()
 	p, err := ptyproc.Start(ptyproc.Spec{
 		Argv: r.argv(t, arg, r.codexTrustArgs(wt.Dir)...), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),
@@ -205,6 +207,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		return nil, fmt.Errorf("starting %s: %w", r.profile.Command, err)
 	}
 	r.proc.Store(p)
+	started()
 	pid, pstart := p.Pid(), p.StartTime()
 	cmd := strings.Join(r.argv(t, "…")[:1], " ")
 	r.update(func(s *State, a *AgentState) {

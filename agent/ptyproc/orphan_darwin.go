@@ -90,3 +90,15 @@ func waitExit(kq int, d time.Duration) bool {
 		return err == nil && n > 0
 	}
 }
+
+// ParentOf returns pid's parent (kern.proc.pid's e_ppid).
+func ParentOf(pid int) (int, error) {
+	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return 0, fmt.Errorf("ptyproc: process %d: %w", pid, err)
+	}
+	if int(kp.Proc.P_pid) != pid {
+		return 0, fmt.Errorf("ptyproc: no process %d", pid)
+	}
+	return int(kp.Eproc.Ppid), nil
+}

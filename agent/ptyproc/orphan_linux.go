@@ -78,3 +78,20 @@ func StopOrphan(pid int, startTime uint64, grace time.Duration) bool {
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	return true
 }
+
+// ParentOf returns pid's parent: field 4 (ppid) of /proc/<pid>/stat.
+func ParentOf(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("ptyproc: malformed stat for pid %d", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("ptyproc: short stat for pid %d", pid)
+	}
+	return strconv.Atoi(f[1])
+}

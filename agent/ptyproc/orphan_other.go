@@ -22,3 +22,8 @@ func Alive(pid int, startTime uint64) bool { return false }
 
 // StopOrphan does nothing here (see Alive) and reports false.
 func StopOrphan(pid int, startTime uint64, grace time.Duration) bool { return false }
+
+// ParentOf is not available on this system.
+func ParentOf(pid int) (int, error) {
+	return 0, errors.New("ptyproc: process parents are not available on this system")
+}

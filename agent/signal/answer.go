@@ -103,7 +103,9 @@ func WriteAnswer(chorusDir, id string, a Answer) error {
 
 // ReadAnswer reads question id's answer; ok is false while there is none.
 func ReadAnswer(chorusDir, id string) (a Answer, ok bool, err error) {
-	b, err := os.ReadFile(AnswerPath(chorusDir, id))
+	// Agents can write to the answers folder: a FIFO or a link there must
+	// not block or flood whoever reads it.
+	b, err := readRegular(AnswerPath(chorusDir, id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Answer{}, false, nil
 	}

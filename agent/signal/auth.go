@@ -14,20 +14,17 @@ import (
 	"strings"
 )
 
-// Authentication. Every agent run gets its own random key in its
-// environment (EnvKey). `chorus signal` signs its envelope with it (an
-// HMAC, never the key itself: other agents can read .chorus/signals), and
-// the engine accepts a signal only when the MAC verifies with the key it
-// gave the agent named in the envelope. So one agent cannot complete
-// another's task by setting CHORUS_AGENT_ID.
+// Keys. Every agent run gets its own random key in its environment
+// (EnvKey). `chorus signal` signs its envelope with it (an HMAC, never the
+// key itself) and checks it against the hash the engine publishes
+// (PublishKey), so that it can tell at once that its key is wrong,
+// missing or stale, or that it names another agent, rather than send a
+// signal the engine will refuse.
 //
-// The engine also publishes a hash of each live key (PublishKey), so that
-// `chorus signal` can tell at once that its key is wrong, missing or
-// stale rather than leave a signal the engine will reject.
-//
-// The agents run as the same user as Chorus, so this guards against
-// agents signalling for each other by mistake or by setting variables,
-// not against a process that reads another's environment from /proc.
+// The key is not what the engine trusts: any process of the user can read
+// another's environment from /proc. The engine takes a signal only from a
+// process of the agent's own tree or session (see SocketPath, and the
+// engine's Deliver).
 
 // EnvKey holds an agent run's signing key.
 const EnvKey = "CHORUS_SIGNAL_KEY"

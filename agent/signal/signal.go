@@ -1,7 +1,9 @@
 // Package signal turns what agents say into Signals: the `chorus signal`
-// command's file transport (Send, Watch), <chorus>TYPE[: payload]</chorus>
-// tags in terminal output (Detector), and the structured events of headless
-// runs (ClaudeParser, CodexParser).
+// command's socket transport (Send, Listen, Serve), the one rule for
+// <chorus>TYPE[: payload]</chorus> tags (InMessage) applied to the turns
+// of every structured channel (ClaudeParser, ClaudeTranscriptParser,
+// CodexParser, CodexRolloutParser, OpenCodeParser) and, stricter, to a
+// custom agent's screen (Detector).
 package signal
 
 import (

@@ -3,103 +3,135 @@ package signal
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
-const failSafe = 30 * time.Second
-
-func recv(t *testing.T, ch <-chan Envelope) Envelope {
-	t.Helper()
-	select {
-	case e, ok := <-ch:
-		if !ok {
-			t.Fatal("watch channel closed")
-		}
-		return e
-	case <-time.After(failSafe):
-		t.Fatal("no envelope delivered")
-	}
-	return Envelope{}
+// got is an envelope the engine side was handed, with its sender.
+type got struct {
+	env  Envelope
+	peer Peer
 }
 
-func TestSendWatchDeliversWaitingThenNew(t *testing.T) {
-	dir := t.TempDir()
-	// Sent while no Chorus is watching: waits.
-	if err := Send(Sender{Dir: dir, AgentID: "claude-1", TaskID: "ch-1"}, Signal{Type: Progress, Payload: "10"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Send(Sender{Dir: dir, AgentID: "claude-1", TaskID: "ch-1"}, Signal{Type: Progress, Payload: "20"}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := Watch(ctx, dir)
+// serve listens on dir's signal socket and hands what arrives to judge
+// (nil takes everything); envelopes taken go to the returned channel.
+func serve(t *testing.T, dir string, judge func(Envelope) error) <-chan got {
+	t.Helper()
+	ln, err := Listen(SocketPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e1, e2 := recv(t, ch), recv(t, ch)
-	if e1.Signal.Payload != "10" || e2.Signal.Payload != "20" {
-		t.Fatalf("waiting signals out of order: %+v %+v", e1, e2)
-	}
-	if e1.AgentID != "claude-1" || e1.TaskID != "ch-1" || e1.ID == "" || e1.PID != os.Getpid() || e1.Err != nil {
-		t.Errorf("envelope fields: %+v", e1)
-	}
-	if err := Send(Sender{Dir: dir, AgentID: "codex-2", TaskID: "ch-9"}, Signal{Type: Blocked, Payload: "no key"}); err != nil {
+	ch := make(chan got, 1024)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Serve(ctx, ln, func(_ context.Context, e Envelope, p Peer) error {
+			if judge != nil {
+				if err := judge(e); err != nil {
+					return err
+				}
+			}
+			ch <- got{e, p}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ch
+}
+
+func TestSendServe(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := NewKey()
+	ch := serve(t, dir, func(e Envelope) error {
+		if e.AgentID == "intruder" {
+			return errors.New("not from a process of agent intruder")
+		}
+		return nil
+	})
+	from := Sender{Dir: dir, AgentID: "claude-1", TaskID: "ch-1", Key: key}
+	if err := Send(from, Signal{Type: Progress, Payload: "10"}); err != nil {
 		t.Fatal(err)
 	}
-	e3 := recv(t, ch)
-	if e3.Signal != (Signal{Blocked, "no key"}) || e3.AgentID != "codex-2" {
-		t.Errorf("new signal: %+v", e3)
+	g := <-ch // Send returned: the engine had it
+	e := g.env
+	if e.Signal != (Signal{Progress, "10"}) || e.AgentID != "claude-1" || e.TaskID != "ch-1" || e.ID == "" || e.PID != os.Getpid() || !e.Verify(key) {
+		t.Errorf("envelope: %+v", e)
 	}
-	for _, e := range []Envelope{e1, e2, e3} {
-		if err := e.Ack(); err != nil {
-			t.Fatal(err)
-		}
+	// The kernel names the sender, whatever the envelope says.
+	if g.peer.PID != os.Getpid() {
+		t.Errorf("peer pid %d, want %d", g.peer.PID, os.Getpid())
 	}
-	left, _ := os.ReadDir(filepath.Join(dir, SignalsDir))
-	if len(left) != 0 {
-		t.Errorf("files left after Ack: %v", left)
+	err := Send(Sender{Dir: dir, AgentID: "intruder", TaskID: "ch-1"}, Signal{Type: Complete})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "not from a process of agent intruder") {
+		t.Fatalf("refusal: %v", err)
 	}
-	cancel()
-	for range ch {
+	// The socket is private.
+	st, err := os.Stat(SocketPath(dir))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v %v", st, err)
+	}
+	if st, _ := os.Stat(filepath.Dir(SocketPath(dir))); st.Mode().Perm() != 0o700 {
+		t.Fatalf("socket folder mode %v", st.Mode())
 	}
 }
 
-func TestWatchRedeliversUnacked(t *testing.T) {
+func TestSendWithoutEngine(t *testing.T) {
 	dir := t.TempDir()
-	if err := Send(Sender{Dir: dir, AgentID: "a", TaskID: "t"}, Signal{Type: Complete}); err != nil {
+	err := Send(Sender{Dir: dir, AgentID: "a", TaskID: "t"}, Signal{Type: Complete})
+	if err == nil || !strings.Contains(err.Error(), "is Chorus running?") {
+		t.Fatalf("no engine: %v", err)
+	}
+	if err := Send(Sender{Dir: filepath.Join(dir, "missing"), AgentID: "a", TaskID: "t"}, Signal{Type: Complete}); err == nil {
+		t.Error("Send to a missing Chorus dir should fail")
+	}
+}
+
+// A socket left by an engine that died is replaced; one another engine
+// serves is not; one this process served is taken once it is closed.
+func TestListenStaleAndLive(t *testing.T) {
+	dir := t.TempDir()
+	path := SocketPath(dir)
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ch, _ := Watch(ctx, dir)
-	first := recv(t, ch)
-	cancel() // engine dies before recording the signal
-	for range ch {
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "already takes signals") {
+		t.Fatalf("while another engine listens: %v", err)
 	}
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
-	ch2, _ := Watch(ctx2, dir)
-	again := recv(t, ch2)
-	if again.ID != first.ID {
-		t.Errorf("redelivered %s, want %s", again.ID, first.ID)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close() // the file stays, nobody answers
+	first, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		l, err := Listen(path)
+		if err == nil {
+			defer l.Close()
+			_, err = os.Stat(path)
+		}
+		second <- err
+	}()
+	first.Close() // the planning engine ends, the implementation's starts
+	if err := <-second; err != nil {
+		t.Fatalf("after the first listener closed: %v", err)
 	}
 }
 
 func TestConcurrentSendersNothingLostOrDuplicated(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := Watch(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := serve(t, dir, nil)
 	const senders, each = 8, 25
 	var wg sync.WaitGroup
 	for s := 0; s < senders; s++ {
@@ -113,120 +145,105 @@ func TestConcurrentSendersNothingLostOrDuplicated(t *testing.T) {
 			}
 		}(s)
 	}
+	wg.Wait() // every Send returned once the engine had its envelope
 	seen := map[string]bool{}
 	perAgent := map[string]int{}
 	for len(seen) < senders*each {
-		e := recv(t, ch)
-		if e.Err != nil {
-			t.Fatal(e.Err)
-		}
+		e := (<-ch).env
 		if seen[e.ID] {
 			t.Fatalf("duplicate delivery of %s", e.ID)
 		}
 		seen[e.ID] = true
 		perAgent[e.AgentID]++
-		e.Ack()
 	}
-	wg.Wait()
 	for a, n := range perAgent {
 		if n != each {
 			t.Errorf("%s: %d signals, want %d", a, n, each)
 		}
 	}
-	// Nothing else arrives: everything sent was delivered exactly once.
-	if err := Send(Sender{Dir: dir, AgentID: "last", TaskID: "t"}, Signal{Type: Complete}); err != nil {
-		t.Fatal(err)
-	}
-	if e := recv(t, ch); e.AgentID != "last" {
-		t.Errorf("extra delivery %+v", e)
+	if len(ch) != 0 {
+		t.Fatalf("%d envelopes more than were sent", len(ch))
 	}
 }
 
-func TestWatchBadFileAndSendErrors(t *testing.T) {
+// What is not an envelope is refused with a reason, and a sender that
+// says nothing holds up no other.
+func TestServeRefusesJunkAndWaitsForNobody(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, SignalsDir), 0o755)
-	os.WriteFile(filepath.Join(dir, SignalsDir, "0-bad.json"), []byte("{not json"), 0o644)
-	os.WriteFile(filepath.Join(dir, SignalsDir, ".tmp-partial"), []byte("{"), 0o644)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, _ := Watch(ctx, dir)
-	e := recv(t, ch)
-	if e.Err == nil {
-		t.Fatalf("bad file delivered without error: %+v", e)
-	}
-	if err := e.Ack(); err != nil {
-		t.Fatal(err)
-	}
-	if err := Send(Sender{Dir: filepath.Join(dir, "missing"), AgentID: "a", TaskID: "t"}, Signal{Type: Complete}); err == nil {
-		t.Error("Send to a missing Chorus dir should fail")
-	}
-}
-
-// Only regular files are read from the signals folder, and only so much:
-// a FIFO, a link to /dev/zero, a directory or a huge file are refused
-// (each delivered once with Err, for the engine to report), and signals
-// sent before and after them still arrive.
-func TestWatchRefusesWhatIsNotASignalFile(t *testing.T) {
-	dir := t.TempDir()
-	sd := filepath.Join(dir, SignalsDir)
-	if err := os.MkdirAll(sd, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	bad := func(prefix string) map[string]string {
-		if err := syscall.Mkfifo(filepath.Join(sd, prefix+"-fifo.json"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink("/dev/zero", filepath.Join(sd, prefix+"-zero.json")); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(filepath.Join(sd, prefix+"-dir.json"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		// Written aside and renamed in, as Send does, so the watcher sees
-		// it whole.
-		if err := os.WriteFile(filepath.Join(sd, ".tmp-big"), bytes.Repeat([]byte(" "), maxEnvelope+1), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(filepath.Join(sd, ".tmp-big"), filepath.Join(sd, prefix+"-big.json")); err != nil {
-			t.Fatal(err)
-		}
-		return map[string]string{prefix + "-fifo.json": "not a regular file", prefix + "-zero.json": "symbolic link",
-			prefix + "-dir.json": "not a regular file", prefix + "-big.json": "more than a signal's"}
-	}
-	from := Sender{Dir: dir, AgentID: "claude-1", TaskID: "ch-1"}
-	want := bad("1")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ch, err := Watch(ctx, dir)
+	ch := serve(t, dir, nil)
+	silent, err := net.Dial("unix", SocketPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused := func(want map[string]string) {
+	defer silent.Close()
+	raw := func(b []byte) string {
 		t.Helper()
-		for len(want) > 0 {
-			e := recv(t, ch)
-			name := filepath.Base(e.path)
-			why, ok := want[name]
-			if !ok || e.Err == nil || !strings.Contains(e.Err.Error(), why) {
-				t.Fatalf("%s: %v (want an error saying %q)", name, e.Err, why)
-			}
-			delete(want, name)
-			_ = e.Ack()
+		c, err := net.Dial("unix", SocketPath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go func() { c.Write(b); c.(*net.UnixConn).CloseWrite() }()
+		ans, _ := io.ReadAll(c)
+		return string(ans)
+	}
+	for _, tc := range []struct {
+		in   []byte
+		want string
+	}{
+		{[]byte("{not json\n"), "refused: not a signal envelope"},
+		{[]byte(`{"id":"x","signal":{}}` + "\n"), "refused: no signal type"},
+		{append(bytes.Repeat([]byte(" "), maxEnvelope+1), '\n'), "refused: more than the"},
+	} {
+		if ans := raw(tc.in); !strings.HasPrefix(ans, tc.want) {
+			t.Errorf("%.20q: answer %q, want %q", tc.in, ans, tc.want)
 		}
 	}
-	refused(want)
-	if err := Send(from, Signal{Type: Progress, Payload: "10"}); err != nil {
+	if err := Send(Sender{Dir: dir, AgentID: "a", TaskID: "t"}, Signal{Type: Complete}); err != nil {
 		t.Fatal(err)
 	}
-	if e := recv(t, ch); e.Err != nil || e.Signal.Payload != "10" {
-		t.Fatalf("signal after the refused files: %+v", e)
+	if e := (<-ch).env; e.Signal.Type != Complete {
+		t.Fatalf("after the junk: %+v", e)
 	}
-	// The same again while watching: found through inotify.
-	refused(bad("2"))
-	if err := Send(from, Signal{Type: Complete}); err != nil {
+}
+
+// Files agents can reach (answers) are read only when they are regular
+// files of a bounded size: a FIFO, a link to /dev/zero, a directory or a
+// huge file are refused at once, and a real answer is read afterwards.
+func TestReadRegularRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	ad := filepath.Join(dir, AnswersDir)
+	os.MkdirAll(ad, 0o700)
+	ids := map[string]string{}
+	for _, what := range []string{"fifo", "zero", "dir", "big"} {
+		id, _ := NewQuestionID()
+		ids[what] = id
+		p := AnswerPath(dir, id)
+		var err error
+		switch what {
+		case "fifo":
+			err = syscall.Mkfifo(p, 0o600)
+		case "zero":
+			err = os.Symlink("/dev/zero", p)
+		case "dir":
+			err = os.Mkdir(p, 0o700)
+		case "big":
+			err = os.WriteFile(p, bytes.Repeat([]byte(" "), maxEnvelope+1), 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for what, why := range map[string]string{"fifo": "not a regular file", "zero": "symbolic link", "dir": "not a regular file", "big": "more than the"} {
+		if _, ok, err := ReadAnswer(dir, ids[what]); ok || err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: ok=%v err=%v, want %q", what, ok, err, why)
+		}
+	}
+	id, _ := NewQuestionID()
+	if err := WriteAnswer(dir, id, Answer{Text: "yes"}); err != nil {
 		t.Fatal(err)
 	}
-	if e := recv(t, ch); e.Err != nil || e.Signal.Type != Complete {
-		t.Fatalf("signal after the refused files: %+v", e)
+	if a, ok, err := ReadAnswer(dir, id); !ok || err != nil || a.Text != "yes" {
+		t.Fatalf("a real answer: %+v %v %v", a, ok, err)
 	}
 }
