@@ -234,6 +234,16 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 		}
 	} else {
 		fmt.Fprintln(stderr, "Chorus was already set up here; existing files were left as they are.")
+		// Except an empty target, which an older init left: fixed now.
+		if m, err := config.ReadJSONObject(d.Config()); err == nil && target != "" {
+			if mg, _ := m["merge"].(map[string]any); mg == nil || mg["targetBranch"] == nil || mg["targetBranch"] == "" {
+				if err := config.SetKey(d.Config(), "merge.targetBranch", target); err != nil {
+					fmt.Fprintf(stderr, "warning: recording merge.targetBranch %q in %s: %v\n", target, d.Config(), err)
+				} else {
+					fmt.Fprintf(stderr, "  recorded merge.targetBranch %q in .chorus/config.json (it was empty): agents' work lands there whichever branch is checked out\n", target)
+				}
+			}
+		}
 	}
 	commitAdvice(ctx, stderr, root, append(append([]string{}, res.Created...), res.Existing...))
 	if p, ok := cfg.Profile(cfg.Agents.Default); ok {

@@ -48,6 +48,13 @@ func TestInitRecordsTarget(t *testing.T) {
 		t.Errorf("init does not say the target:\n%s", r.stderr)
 	}
 
+	// init again on a config an older init left without a target.
+	setTarget(t, dir, "")
+	r = chorus(t, dir, "init", "--yes")
+	if got, _ := configTarget(t, dir); r.code != 0 || got != "trunk" || !strings.Contains(r.stderr, `recorded merge.targetBranch "trunk"`) {
+		t.Errorf("init again: exit %d, target %q\n%s", r.code, got, r.stderr)
+	}
+
 	dir = gitRepo(t)
 	gitOut(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
 	gitOut(t, dir, "checkout", "-q", "-b", "feature")
