@@ -24,7 +24,8 @@ func nudged(userText string) bool {
 // a tag in backticks (a near miss of a model that meant it) is confirmed
 // with `chorus signal COMPLETE` and the task closes within 90 s of that
 // turn; a negation is asked about, never confirmed, never closes, and
-// turns NEEDS_HUMAN past completion.maxNudges.
+// turns NEEDS_HUMAN past completion.maxNudges. An interactive agent whose
+// turn ends with no tag at all and sits idle is asked too.
 func TestNearMissConfirmed(t *testing.T) {
 	type result struct {
 		category, channel, outcome string
@@ -37,16 +38,16 @@ func TestNearMissConfirmed(t *testing.T) {
 		sort.Slice(results, func(i, j int) bool {
 			return results[i].category+results[i].channel < results[j].category+results[j].channel
 		})
-		var took []time.Duration
+		took := map[string][]time.Duration{}
 		for _, r := range results {
-			t.Logf("%-10s %-16s %-12s nudges=%d near-miss→close=%v", r.category, r.channel, r.outcome, r.nudges, r.took.Round(100*time.Millisecond))
+			t.Logf("%-10s %-16s %-15s nudges=%d turn end→closed=%v", r.category, r.channel, r.outcome, r.nudges, r.took.Round(100*time.Millisecond))
 			if r.took > 0 {
-				took = append(took, r.took)
+				took[r.category] = append(took[r.category], r.took)
 			}
 		}
-		if len(took) > 0 {
-			sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-			t.Logf("median near-miss turn end → task closed: %v over %d runs", took[len(took)/2].Round(100*time.Millisecond), len(took))
+		for cat, d := range took {
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			t.Logf("%s: median from the turn's end to the task closed %v over %d runs", cat, d[len(d)/2].Round(100*time.Millisecond), len(d))
 		}
 	})
 	const (
