@@ -235,6 +235,9 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 	} else {
 		fmt.Fprintln(stderr, "Chorus was already set up here; existing files were left as they are.")
 		// Except an empty target, which an older init left: fixed now.
+		if last := lastSessionTarget(d); last != "" && branchExists(ctx, root, last) {
+			target = last // where earlier sessions merged, whatever is checked out now
+		}
 		if m, err := config.ReadJSONObject(d.Config()); err == nil && target != "" {
 			if mg, _ := m["merge"].(map[string]any); mg == nil || mg["targetBranch"] == nil || mg["targetBranch"] == "" {
 				if err := config.SetKey(d.Config(), "merge.targetBranch", target); err != nil {

@@ -60,10 +60,8 @@ func recordTarget(ctx context.Context, p *project, w io.Writer) (string, error) 
 	// The branch earlier sessions merged into, when the log names one that
 	// still exists: the user may have checked out their own branch since.
 	b, why := lastSessionTarget(p.dir), "the branch Chorus merged into last time"
-	if b != "" {
-		if _, err := gitx.Git(ctx, p.root, "rev-parse", "--verify", "--quiet", "refs/heads/"+b); err != nil {
-			b = ""
-		}
+	if b != "" && !branchExists(ctx, p.root, b) {
+		b = ""
 	}
 	if b == "" {
 		var err error
@@ -109,4 +107,10 @@ func lastSessionTarget(d chorusdir.Dir) string {
 		}
 	}
 	return target
+}
+
+// branchExists says refs/heads/b exists.
+func branchExists(ctx context.Context, root, b string) bool {
+	_, err := gitx.Git(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+b)
+	return err == nil
 }
