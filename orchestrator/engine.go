@@ -496,7 +496,7 @@ func (e *Engine) assignReady(ts []beads.Task) {
 			}
 			continue
 		}
-		if name, p, err := e.profileFor(t, ""); err == nil && e.trustProblem(name, p) != "" {
+		if name, p, err := e.profileFor(t, ""); err == nil && e.intoDialog(name, p, t.ID) {
 			continue // said once: its agent would only wait at the trust dialog
 		}
 		e.startTask(t.ID, "")

@@ -1,8 +1,11 @@
 package orchestrator
 
 import (
+	"path/filepath"
+
 	"github.com/chorus-dev/chorus/agent/claudetrust"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/orchestrator/worktree"
 )
 
 // Claude Code's folder trust, checked once per profile and run: an
@@ -35,4 +38,16 @@ func (e *Engine) preflightTrust() {
 	if p, ok := e.cfg.Profile(name); ok {
 		e.trustProblem(name, p)
 	}
+}
+
+// intoDialog reports whether profile name's agent would start at the
+// trust dialog on task taskID: its repository is not trusted (said once)
+// and neither is that task's worktree itself (a person may have answered
+// the dialog there). Loop only.
+func (e *Engine) intoDialog(name string, p config.AgentProfile, taskID string) bool {
+	if e.trustProblem(name, p) == "" {
+		return false
+	}
+	dir, _, err := worktree.Name(name, taskID)
+	return err != nil || !claudetrust.Trusted(claudetrust.ConfigFile(p.Env), filepath.Join(e.opt.Dir.Root, dir))
 }
