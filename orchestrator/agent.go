@@ -10,6 +10,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/agent/usage"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/hooks"
@@ -88,6 +89,8 @@ type turnEvent struct {
 	// turnEnded: the agent's record shows a turn ended (signal or not).
 	turnEnded bool
 	at        time.Time // when a miss or turnEnded was read
+	// limit: the agent reported its account's rate or usage limit.
+	limit *usage.Finding
 }
 
 // outcomeKind says how a run ended.
@@ -295,9 +298,10 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 	}
 	lim := limitsFrom(cfg.Completion)
 	for {
-		if gen > 0 && p == nil {
+		if p == nil {
 			if h := r.held(); h != "" {
-				// The run holds: no agent is started again until it clears.
+				// The run holds (since this run was assigned, or since its
+				// last turn): no agent is started until it clears.
 				return r.park(t, wt, nil, "autopilot holds: "+h)
 			}
 		}
@@ -403,7 +407,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 				})
 				return r.park(t, wt, p, "autopilot holds: "+h.Cause)
 			}
-		} else if res.end != EndRedo {
+		} else if res.end != EndRedo && res.end != EndUsageLimit {
 			r.worked()
 		}
 		run.apply(dec.Next)
@@ -426,6 +430,11 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			return r.handToPerson(t, wt, p, dec.Reason)
 		case ActRelease:
 			return r.park(t, wt, p, dec.Reason)
+		case ActPark:
+			// The account's limit: the run holds until it resets; this
+			// task goes back to open, not blocked, its turn given back.
+			r.usageLimited(res.limit)
+			return r.park(t, wt, p, "usage limit: "+dec.Reason)
 		case ActNudge:
 			pending = orText(res.failure, confirmText)
 			channel := "handover"

@@ -599,5 +599,6 @@ var (
 	errTimeout       = errors.New("task timeout reached")
 	errBudget        = errors.New("budget reached")
 	errKilledAll     = errors.New("all agents killed")
+	errParked        = errors.New("parked: the account's usage limit was reached")
 	errEngineStopped = errors.New("the engine has stopped")
 )

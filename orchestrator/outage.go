@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"github.com/chorus-dev/chorus/agent/usage"
 	"regexp"
 	"strings"
 	"sync"
@@ -234,7 +235,7 @@ func (e *Engine) agentFailed(task, failure string) *Hold {
 // hold's cause is gone. Loop only.
 func (e *Engine) agentWorked(task string) {
 	e.streak.ok()
-	if h := e.st.Hold; h != nil && h.Kind == HoldOutage {
+	if h := e.st.Hold; h != nil {
 		e.clearHold("an agent worked again (" + task + ")")
 	}
 }
@@ -268,4 +269,44 @@ func (r *agentRun) held() string {
 		r.e.dirty = false
 	})
 	return cause
+}
+
+// usageKey is the fingerprint of every usage-limit hold: one account, one
+// window.
+const usageKey = "usage-limit"
+
+// usageLimited holds the run for the account's usage limit: until the
+// reset time the agent gave, or with backoff when it gave none; the other
+// running agents are parked (their tasks back to open, their turn not
+// counted). Loop only.
+func (e *Engine) usageLimited(task string, f usage.Finding) {
+	now := time.Now()
+	h := e.st.Hold
+	switch {
+	case h == nil || h.Kind != HoldUsage || e.probe == task:
+		var cur *Hold
+		if h != nil && h.Kind == HoldUsage {
+			cur = h // a probe hit the limit again
+		}
+		nh := holdFor(cur, HoldUsage, usageKey, "usage limit: "+f.Text, now, e.holdBase())
+		if f.Reset.After(now) {
+			nh.Until, nh.ResetKnown = f.Reset, true
+		}
+		e.setHold(nh, task)
+	case f.Reset.After(h.Until):
+		// Another agent names a later reset: wait for that one.
+		c := *h
+		c.Until, c.ResetKnown = f.Reset, true
+		e.setHold(&c, task)
+	}
+	for _, r := range e.runs {
+		if r.taskID != task {
+			r.cancel(errParked)
+		}
+	}
+}
+
+// usageLimited tells the loop this run's agent hit the usage limit.
+func (r *agentRun) usageLimited(f usage.Finding) {
+	r.update(func(s *State, a *AgentState) { r.e.usageLimited(r.taskID, f) })
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,5 +175,59 @@ func TestOutageHoldsRunAndResumes(t *testing.T) {
 	}
 	if snap := h.eng.Snapshot(); snap.Hold != nil {
 		t.Fatalf("still held: %+v", snap.Hold)
+	}
+}
+
+// The account's usage limit holds the run at its first sight: the other
+// running agent is parked, no task is blocked or failed, no agent starts
+// before the reset time the agent gave, and every task lands after it.
+func TestUsageLimitHoldsUntilReset(t *testing.T) {
+	window := filepath.Join(t.TempDir(), "window-end")
+	wrapper := `end=$(cat "` + window + `"); now=$(date +%s); if [ "$now" -lt "$end" ]; then ` +
+		`echo "API Error: Request rejected (429) · rate limited · resets in $((end-now)) seconds"; sleep 60; exit 1; fi; ` +
+		`exec "` + testkit.Chorus(t) + `" scripted-agent --script agent.script "$0"`
+	h := newHarness(t, "write f-$CHORUS_TASK_ID.txt x\ncommit \"feat: work\"\nsignal COMPLETE\n", func(c *config.Config) {
+		c.Mode = config.ModeAutopilot
+		c.Agents.MaxParallel = 2
+		c.Agents.Available["script"] = config.AgentProfile{Command: "sh", Prompt: config.PromptArg, Args: []string{"-c", wrapper}}
+	})
+	var ids []string
+	for _, n := range []string{"one", "two", "three"} {
+		ids = append(ids, h.task(n, beads.CreateOptions{Priority: 2}))
+	}
+	// The window opens now, for 3 to 4 seconds.
+	end := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	if err := os.WriteFile(window, []byte(fmt.Sprint(end.Unix())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	held := h.waitFor(func(e Event) bool { return e.Kind == EvHeld && e.Fields["hold"] == HoldUsage })
+	until, _ := held.Fields["until"].(time.Time)
+	if known, _ := held.Fields["resetKnown"].(bool); !known || until.Before(end) {
+		t.Fatalf("held until %v (known %v); the window ends %v", until, held.Fields["resetKnown"], end)
+	}
+	h.waitFor(kind(EvResumed, ""))
+	for _, id := range ids {
+		h.waitFor(kind("merge_landed", id))
+	}
+	h.waitIdle()
+	if n := h.count(EvFailed) + h.count(EvBlocked) + h.count(EvNeedsHuman); n != 0 {
+		t.Fatalf("%d tasks failed, blocked or handed to a person for a usage limit\n%s", n, h.report())
+	}
+	heldAt := held.Time
+	for _, ev := range h.log {
+		if ev.Kind == EvStarted && ev.Time.After(heldAt) && ev.Time.Before(end) {
+			var b strings.Builder
+			for _, e := range h.log {
+				fmt.Fprintf(&b, "  %s %s %s %s %v\n", e.Time.Format("15:04:05.000"), e.Kind, e.Task, e.Text, e.Fields)
+			}
+			t.Fatalf("an agent started during the window at %v (window ends %v)\n%s", ev.Time, end, b.String())
+		}
+	}
+	// Parked tasks gave their turn back: each landed in its first iteration.
+	for _, ev := range h.log {
+		if ev.Kind == EvIteration && ev.Fields["iteration"] != 1 {
+			t.Fatalf("a task spent a second iteration: %+v", ev)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/agent/transcript"
+	"github.com/chorus-dev/chorus/agent/usage"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/orchestrator/worktree"
@@ -269,6 +271,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed <-chan struct{}) {
 	var from uint64
 	screenSignals := r.profile.TranscriptKind() == "" && r.profile.Format == config.FormatTerminal
+	limits := limitScanner{events: r.profile.Format != config.FormatTerminal}
 	scan := func() {
 		text, next := r.screen.TextSince(from)
 		from = next
@@ -277,6 +280,9 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 		}
 		// The screen is read for a stuck agent whatever carries its signals.
 		r.stuck.poke()
+		if f, ok := limits.screen(text); ok {
+			r.send(turnEvent{limit: &f, gen: gen})
+		}
 		if !screenSignals {
 			return
 		}
@@ -309,6 +315,9 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 	write := func(b []byte) {
 		_, _ = r.screen.Write(b)
 		deliver(events.feed(b))
+		if f, ok := limits.feed(b); ok {
+			r.send(turnEvent{limit: &f, gen: gen})
+		}
 	}
 	for chunk := range p.Output() {
 		write(chunk)
@@ -335,6 +344,48 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 	case <-time.After(10 * time.Second): // a transcript reader stuck on a slow disk must not hold the exit
 	}
 	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure})
+}
+
+// limitScanner looks for the account's usage limit in one process's
+// output: a headless CLI's events line by line, an interactive one's new
+// screen text. It reports the first only: one is enough to hold the run.
+type limitScanner struct {
+	events bool // the output is JSON events, one a line
+	line   []byte
+	found  bool
+}
+
+func (l *limitScanner) feed(b []byte) (usage.Finding, bool) {
+	if !l.events || l.found {
+		return usage.Finding{}, false
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(l.line) < 1<<20 {
+				l.line = append(l.line, b...)
+			}
+			return usage.Finding{}, false
+		}
+		l.line = append(l.line, b[:i]...)
+		b = b[i+1:]
+		f, ok := usage.Line(string(l.line), time.Now())
+		l.line = l.line[:0]
+		if ok {
+			l.found = true
+			return f, true
+		}
+	}
+	return usage.Finding{}, false
+}
+
+func (l *limitScanner) screen(text string) (usage.Finding, bool) {
+	if l.events || l.found {
+		return usage.Finding{}, false
+	}
+	f, ok := usage.Screen(text, time.Now())
+	l.found = ok
+	return f, ok
 }
 
 // typeInto delivers text to a live agent and verifies it arrived.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
+	"github.com/chorus-dev/chorus/agent/usage"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge"
@@ -28,6 +29,8 @@ type turnResult struct {
 	end     TurnEnd
 	typed   string
 	edited  bool // the task's text changed: rebuild the prompt
+	// limit is the usage limit the agent reported (end EndUsageLimit).
+	limit usage.Finding
 	// exitCode is the agent's, when the iteration ended with its exit.
 	exitCode int
 }
@@ -68,6 +71,9 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			if ev.code != 0 {
 				out := r.output(ev.code)
 				r.hook(hooks.OnAgentError, t, wt, 0, out)
+				if f, ok := usage.Text(ev.reason, time.Now()); ok {
+					return turnResult{failure: f.Text, end: EndUsageLimit, limit: f, exitCode: ev.code}
+				}
 				if ev.reason != "" {
 					return turnResult{failure: fmt.Sprintf("The agent process exited with code %d: %s", ev.code, ev.reason), end: EndCrashed, exitCode: ev.code}
 				}
@@ -98,6 +104,12 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			// The task was edited: start over with the new text.
 			return turnResult{failure: "The task description changed; re-read it.", edited: true, end: EndRedo}
 		case ev := <-r.events:
+			if ev.limit != nil {
+				if ev.gen == gen || ev.gen == -1 {
+					return turnResult{failure: ev.limit.Text, end: EndUsageLimit, limit: *ev.limit}
+				}
+				continue
+			}
 			if ev.exited {
 				if ev.gen == gen && exitEv == nil {
 					exitEv = &ev

@@ -65,6 +65,11 @@ type Turn struct {
 	// Status, when non-zero, answers with this HTTP status and an error
 	// body instead of a reply.
 	Status int
+	// Message replaces the error body's message; Header adds response
+	// headers (retry-after, anthropic-ratelimit-unified-reset…), as the
+	// real APIs send with a 429.
+	Message string
+	Header  map[string]string
 	// Gen, when set, computes the turn when the request arrives.
 	Gen func(Request) Turn
 	// Hold, when set, is waited on (or the client going away) before the
@@ -283,9 +288,21 @@ func textOf(raw json.RawMessage) string {
 
 // errorTurn writes an HTTP error in the API's shape.
 func errorTurn(w http.ResponseWriter, api string, status int) {
+	errorReply(w, api, Turn{Status: status})
+}
+
+// errorReply writes turn t's HTTP error in the API's shape.
+func errorReply(w http.ResponseWriter, api string, t Turn) {
+	status := t.Status
 	w.Header().Set("Content-Type", "application/json")
+	for k, v := range t.Header {
+		w.Header().Set(k, v)
+	}
 	w.WriteHeader(status)
 	msg := fmt.Sprintf("scripted error %d", status)
+	if t.Message != "" {
+		msg = t.Message
+	}
 	if api == "anthropic" {
 		typ := "api_error"
 		switch {
@@ -299,7 +316,11 @@ func errorTurn(w http.ResponseWriter, api string, status int) {
 		json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"type": "server_error", "message": msg, "code": nil}})
+	typ := "server_error"
+	if status == 429 {
+		typ = "rate_limit_exceeded"
+	}
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"type": typ, "message": msg, "code": nil}})
 }
 
 func hold(r *http.Request, t Turn) bool {
@@ -340,7 +361,7 @@ func (s *Server) answerable(w http.ResponseWriter, req *Request, t Turn, api str
 	if t.Status != 0 {
 		req.Status = t.Status
 		s.record(*req)
-		errorTurn(w, api, t.Status)
+		errorReply(w, api, t)
 		return false
 	}
 	req.Status = 200

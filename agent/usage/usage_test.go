@@ -1,0 +1,60 @@
+package usage
+
+import (
+	"testing"
+	"time"
+)
+
+func TestLine(t *testing.T) {
+	now := time.Date(2026, 11, 28, 1, 0, 0, 0, time.Local)
+	none := time.Time{}
+	cases := []struct {
+		name  string
+		in    string
+		hit   bool
+		reset time.Time
+	}{
+		// Recorded from Claude Code 2.1.330 -p --output-format stream-json
+		// against a server answering 429 with retry-after: 30.
+		{"claude api_retry", `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":31000,"error_status":429,"error":"rate_limit","session_id":"x"}`, true, now.Add(31 * time.Second)},
+		{"claude error message", `{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"API Error: Request rejected (429) · rate limited"}]},"error":"rate_limit","is_api_error_message":true,"api_error_status":429,"api_error_type":"rate_limit_error"}`, true, none},
+		{"claude result", `{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"api_error_type":"rate_limit_error","result":"API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit"}`, true, none},
+		{"claude result with reset", `{"type":"result","is_error":true,"api_error_status":429,"result":"API Error: 429 usage limit reached; resets at 3am"}`, true, time.Date(2026, 11, 28, 3, 0, 0, 0, time.Local)},
+		{"claude other retry", `{"type":"system","subtype":"api_retry","attempt":1,"retry_delay_ms":500,"error_status":529,"error":"overloaded"}`, false, none},
+		{"claude tool result mentioning 429", `{"type":"user","message":{"content":[{"type":"tool_result","content":"HTTP 429 rate limit handler added"}]}}`, false, none},
+		{"claude assistant text about rate limits", `{"type":"assistant","message":{"content":[{"type":"text","text":"I added the rate_limit middleware (429 on excess)."}]}}`, false, none},
+		{"codex error event", `{"type":"error","message":"exceeded retry limit, last status: 429 Too Many Requests"}`, true, none},
+		{"codex turn failed", `{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again in 20 minutes."}}`, true, now.Add(20 * time.Minute)},
+		{"codex other error", `{"type":"error","message":"stream disconnected before completion"}`, false, none},
+		{"plan limit with epoch", `Claude AI usage limit reached|1764302400`, true, time.Unix(1764302400, 0)},
+		{"plan limit screen", `5-hour limit reached ∙ resets 3pm`, true, time.Date(2026, 11, 28, 15, 0, 0, 0, time.Local)},
+		{"interactive API error", `  ⎿  API Error: Request rejected (429) · rate limited`, true, none},
+		{"usage limit reached, resets at 00:30 (tomorrow)", `Claude usage limit reached. Your limit will reset at 00:30.`, true, time.Date(2026, 11, 29, 0, 30, 0, 0, time.Local)},
+		{"an agent's code", `func rateLimit(w http.ResponseWriter) { w.WriteHeader(429) }`, false, none},
+		{"empty", ``, false, none},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, ok := Line(c.in, now)
+			if ok != c.hit || !f.Reset.Equal(c.reset) {
+				t.Fatalf("got %v reset %v (%q); want %v reset %v", ok, f.Reset, f.Text, c.hit, c.reset)
+			}
+			if ok && f.Text == "" {
+				t.Fatal("a finding without text")
+			}
+		})
+	}
+}
+
+func TestText(t *testing.T) {
+	now := time.Date(2026, 11, 28, 1, 0, 0, 0, time.Local)
+	if f, ok := Text("The agent process exited with code 1: API Error: Request rejected (429) · retry after 90 seconds", now); !ok || !f.Reset.Equal(now.Add(90*time.Second)) {
+		t.Fatalf("%v %+v", ok, f)
+	}
+	if _, ok := Text("The agent process exited with code 1: Not logged in", now); ok {
+		t.Fatal("not a limit")
+	}
+	if f, _ := Text("usage limit reached, resets 9 pm", now); !f.Reset.Equal(time.Date(2026, 11, 28, 21, 0, 0, 0, time.Local)) {
+		t.Fatalf("reset %v", f.Reset)
+	}
+}

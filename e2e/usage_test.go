@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/modelserver"
+	"github.com/chorus-dev/chorus/orchestrator"
+)
+
+// The real Claude Code (headless) against a model server that answers
+// every request with 429 and a retry-after for a window: the first agent
+// to see it holds the run until the window ends, the other is parked, no
+// task is blocked or failed, no agent starts during the window, and every
+// task lands after it, each in its first iteration.
+func TestClaudeUsageWindowHoldsRun(t *testing.T) {
+	h := newHarness(t, func(c *config.Config) {
+		c.Mode = config.ModeAutopilot
+		c.Agents.MaxParallel = 2
+		c.Agents.Default = "claude-headless"
+		c.QualityCommands = []config.QualityCommand{{Name: "files", Command: "ls t-*.txt", Required: true, Order: 1}}
+	})
+	var ids []string
+	for _, n := range []string{"one", "two", "three"} {
+		ids = append(ids, h.task("write "+n, beads.CreateOptions{Priority: 2}))
+	}
+	var end time.Time // set before the engine starts
+	window := func(t modelserver.Turn) modelserver.Turn {
+		return modelserver.Turn{Gen: func(modelserver.Request) modelserver.Turn {
+			if left := time.Until(end); left > 0 {
+				return modelserver.Turn{Status: 429, Message: "Number of requests has exceeded your rate limit",
+					Header: map[string]string{"retry-after": strconv.Itoa(int(left.Seconds()) + 1)}}
+			}
+			return t
+		}}
+	}
+	for _, id := range ids {
+		h.srv.Add(modelserver.Script{Match: []string{id}, Turns: []modelserver.Turn{
+			window(modelserver.Turn{Tools: []modelserver.Tool{modelserver.Bash("echo " + id + " > " + id + ".txt && " + commit("feat: "+id, id))}}),
+			window(modelserver.Turn{Text: "Wrote the file.\n<chorus>COMPLETE</chorus>"}),
+		}})
+	}
+	end = time.Now().Add(20 * time.Second)
+	h.start()
+	held := h.waitFor(func(e orchestrator.Event) bool { return e.Kind == orchestrator.EvHeld })
+	until, _ := held.Fields["until"].(time.Time)
+	if held.Fields["hold"] != orchestrator.HoldUsage || held.Fields["resetKnown"] != true || until.Before(end) {
+		t.Fatalf("held %v until %v; the window ends %v\n%s", held.Fields, until, end, h.report())
+	}
+	// The snapshot carries the wait and its reset time for the TUI.
+	h.waitSnap("the usage hold", func(s orchestrator.Snapshot) bool {
+		return s.Hold != nil && s.Hold.Kind == orchestrator.HoldUsage && s.Hold.ResetKnown && !s.Hold.Until.Before(end)
+	})
+	resumed := h.waitFor(func(e orchestrator.Event) bool { return e.Kind == orchestrator.EvResumed })
+	for _, id := range ids {
+		h.waitFor(kind("merge_landed", id))
+	}
+	h.waitIdle()
+	var timeline []string
+	for _, ev := range h.log {
+		switch ev.Kind {
+		case orchestrator.EvStarted, orchestrator.EvHeld, orchestrator.EvProbe, orchestrator.EvResumed, orchestrator.EvReleased, orchestrator.EvCompleted, "merge_landed":
+			timeline = append(timeline, fmt.Sprintf("%s %s %s %s", ev.Time.Format("15:04:05.0"), ev.Kind, ev.Task, ev.Text))
+		}
+		if ev.Kind == orchestrator.EvFailed || ev.Kind == orchestrator.EvBlocked || ev.Kind == orchestrator.EvNeedsHuman {
+			t.Errorf("%s %s: %s", ev.Kind, ev.Task, ev.Text)
+		}
+		if ev.Kind == orchestrator.EvStarted && ev.Time.After(held.Time) && ev.Time.Before(end) {
+			t.Errorf("an agent started at %s, during the window (ends %s)", ev.Time.Format("15:04:05.0"), end.Format("15:04:05.0"))
+		}
+		if ev.Kind == orchestrator.EvIteration && ev.Fields["iteration"] != 1 {
+			t.Errorf("%s spent iteration %v", ev.Task, ev.Fields["iteration"])
+		}
+	}
+	t.Logf("window ends %s; held until %s; resumed %s\n%s", end.Format("15:04:05.0"), until.Format("15:04:05.0"),
+		resumed.Time.Format("15:04:05.0"), strings.Join(timeline, "\n"))
+	rejected := 0
+	for _, r := range h.srv.Requests() {
+		if r.Status == 429 {
+			rejected++
+		}
+	}
+	t.Logf("%d requests answered 429", rejected)
+}
