@@ -2,10 +2,13 @@ package orchestrator
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 )
 
@@ -74,5 +77,48 @@ hang
 	a = h.eng.Snapshot().Agents[ev.Agent]
 	if a == nil || a.QuestionID != "" || a.Question != "" || a.Status == AgentNeedsHelp {
 		t.Fatalf("the dead agent's question survived: %+v", a)
+	}
+}
+
+// Files an agent can put where Chorus reads never stall it: a FIFO, then
+// a link to /dev/zero, put in place of the answer to the agent's pending
+// question (the engine reads it on its loop, the asking process too), are
+// refused at once, and the agent's next signal still completes its task.
+func TestAnswerFifoAndDevZeroLeaveSignallingWorking(t *testing.T) {
+	h := newHarness(t, `
+run "chorus ask 'First?' --option a > ask1.out 2>&1; echo $? > ask1.code"
+run "chorus ask 'Second?' --option a > ask2.out 2>&1; echo $? > ask2.code"
+commit "feat: asked"
+signal COMPLETE
+hang
+`, nil)
+	id := h.task("asks", beads.CreateOptions{})
+	h.start()
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	for i, plant := range []func(path string) error{
+		func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		func(p string) error { return os.Symlink("/dev/zero", p) },
+	} {
+		ev := h.waitFor(func(e Event) bool { return e.Kind == EvNeedsHelp && e.Task == id && e.Text == []string{"First?", "Second?"}[i] })
+		_ = h.eng.Sync(context.Background())
+		a := h.eng.Snapshot().Agents[ev.Agent]
+		if a == nil || a.QuestionID == "" {
+			t.Fatalf("agent %+v", a)
+		}
+		if err := plant(signal.AnswerPath(h.dir.Path, a.QuestionID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(kind(EvCompleted, id))
+	for _, n := range []string{"ask1", "ask2"} {
+		dir := filepath.Join(h.root, ".worktrees")
+		matches, _ := filepath.Glob(filepath.Join(dir, "*", n+".out"))
+		if len(matches) != 1 {
+			t.Fatalf("%s.out: %v", n, matches)
+		}
+		out, _ := os.ReadFile(matches[0])
+		if !strings.Contains(string(out), "refused") {
+			t.Errorf("%s: the asking process read %q", n, out)
+		}
 	}
 }
