@@ -99,7 +99,9 @@ hang
 		func(p string) error { return syscall.Mkfifo(p, 0o600) },
 		func(p string) error { return os.Symlink("/dev/zero", p) },
 	} {
-		ev := h.waitFor(func(e Event) bool { return e.Kind == EvNeedsHelp && e.Task == id && e.Text == []string{"First?", "Second?"}[i] })
+		ev := h.waitFor(func(e Event) bool {
+			return e.Kind == EvNeedsHelp && e.Task == id && e.Text == []string{"First?", "Second?"}[i]
+		})
 		_ = h.eng.Sync(context.Background())
 		a := h.eng.Snapshot().Agents[ev.Agent]
 		if a == nil || a.QuestionID == "" {
