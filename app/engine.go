@@ -117,7 +117,6 @@ func runEngine(ctx context.Context, g *globals, o *runOptions, ready io.WriteClo
 	srvCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	n := notifierFor(p.cfg, ss.log)
 	if n != nil {
-		srv.OnChange = func() { n.changed(ss.engine.Snapshot()) }
 		go n.follow(srvCtx, ss.engine.Subscribe())
 	}
 	served := make(chan error, 1)

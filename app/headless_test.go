@@ -244,11 +244,17 @@ func TestDemoHeadless(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil {
 		t.Fatalf("report: %d\n%s", code, js)
 	}
-	if len(rep.Conflicts) != 1 || rep.Conflicts[0].Outcome != "resolved by an agent" || len(rep.Conflicts[0].Files) == 0 {
-		t.Errorf("conflicts: %+v", rep.Conflicts)
+	// (A loaded machine may add a retry or a conflict: each told is checked
+	// for the one the demo makes.)
+	resolved, testsRetry := false, false
+	for _, c := range rep.Conflicts {
+		resolved = resolved || c.Outcome == "resolved by an agent" && len(c.Files) > 0
 	}
-	if len(rep.Retries) != 1 || !strings.Contains(rep.Retries[0].Why, "tests") {
-		t.Errorf("retries: %+v", rep.Retries)
+	for _, x := range rep.Retries {
+		testsRetry = testsRetry || strings.Contains(x.Why, `"tests"`)
+	}
+	if !resolved || !testsRetry {
+		t.Errorf("conflicts: %+v\nretries: %+v", rep.Conflicts, rep.Retries)
 	}
 	if len(rep.Landed) != 8 || len(rep.Tasks) != 8 {
 		t.Errorf("%d landed, %d task rows", len(rep.Landed), len(rep.Tasks))

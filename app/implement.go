@@ -287,10 +287,7 @@ loop:
 	}
 	snap := eng.Snapshot()
 	sum.print(out, snap, time.Since(start))
-	if notify != nil && !interrupted {
-		notify.finished(snap)
-	}
-	notify.close(notifyFlush)
+	notify.close(notifyFlush) // autopilot's end came as an idle event
 	if snap.Mode == config.ModeAutopilot {
 		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
 			fmt.Fprintf(out, "  report: not written: %v\n", err)

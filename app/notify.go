@@ -35,13 +35,12 @@ type notifier struct {
 
 	mu       sync.Mutex
 	closed   bool
-	wasIdle  bool
 	notified map[string]bool // per task and kind: once until it changes
 }
 
 // newNotifier notifies on the desktop only.
 func newNotifier(log *slog.Logger) *notifier {
-	return &notifier{log: log, send: desktopNotify, notified: map[string]bool{}, wasIdle: true}
+	return &notifier{log: log, send: desktopNotify, notified: map[string]bool{}}
 }
 
 // notifierFor is the project's notifier, nil when nothing is configured.
@@ -76,6 +75,13 @@ func notifyMessage(ev orchestrator.Event) (notify.Message, bool) {
 		m.Title, m.Text, m.Tags = "autopilot holds", prefixed("autopilot holds: ", ev.Text), []string{"pause_button"}
 	case ev.Kind == orchestrator.EvResumed:
 		m.Title, m.Text, m.Tags, m.Priority = "autopilot resumed", prefixed("autopilot resumed: ", ev.Text), []string{"arrow_forward"}, 3
+	case ev.Kind == orchestrator.EvIdle:
+		st, _ := ev.Fields["stats"].(orchestrator.Stats)
+		m.Kind, m.Title, m.Priority, m.Tags = "finished", "autopilot finished", 3, []string{"white_check_mark"}
+		m.Text = fmt.Sprintf("autopilot finished: %d closed, %d failed, %d blocked, %d merged", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual)
+		if st.TasksFailed+st.TasksBlocked > 0 {
+			m.Priority, m.Tags = 4, []string{"warning"}
+		}
 	case ev.Kind == mergeEvent(merge.EventWaitingHuman):
 		m.Title, m.Text, m.Tags = "merge of "+ev.Task+" waits for you", fmt.Sprintf("merge of %s waits for you: %s", ev.Task, orDash(ev.Text)), []string{"warning"}
 	case ev.Kind == mergeEvent(merge.EventPaused):
@@ -131,33 +137,6 @@ func (n *notifier) event(ev orchestrator.Event) {
 		}
 	}
 	n.deliver(m)
-}
-
-// changed notifies once each time autopilot runs out of work.
-func (n *notifier) changed(s orchestrator.Snapshot) {
-	done := s.Idle && s.Mode == config.ModeAutopilot && !s.Paused
-	n.mu.Lock()
-	fire := done && !n.wasIdle
-	n.wasIdle = s.Idle
-	n.mu.Unlock()
-	if fire {
-		st := s.Stats
-		m := notify.Message{Kind: "finished", Title: "autopilot finished", Priority: 3, Tags: []string{"white_check_mark"},
-			Text: fmt.Sprintf("autopilot finished: %d closed, %d failed, %d blocked, %d merged", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual)}
-		if st.TasksFailed+st.TasksBlocked > 0 {
-			m.Priority, m.Tags = 4, []string{"warning"}
-		}
-		n.deliver(m)
-	}
-}
-
-// finished is the end of a headless run: autopilot's verdict, if it ran
-// out of work.
-func (n *notifier) finished(s orchestrator.Snapshot) {
-	n.mu.Lock()
-	n.wasIdle = false
-	n.mu.Unlock()
-	n.changed(s)
 }
 
 func (n *notifier) deliver(m notify.Message) {

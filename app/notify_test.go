@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/notify"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
@@ -37,13 +36,7 @@ func TestNotifierDesktop(t *testing.T) {
 	n.event(orchestrator.Event{Kind: orchestrator.EvNeedsHuman, Task: "t-2", Text: "API errors", Fields: map[string]any{"retrying": true}})
 	n.event(orchestrator.Event{Kind: orchestrator.EvNeedsHuman, Task: "t-2", Text: "login prompt"})
 	n.event(orchestrator.Event{Kind: orchestrator.EvCompleted, Task: "t-3"})
-	snap := orchestrator.Snapshot{Idle: false}
-	snap.Mode = config.ModeAutopilot
-	n.changed(snap)
-	snap.Idle = true
-	snap.Stats.TasksCompleted = 3
-	n.changed(snap)
-	n.changed(snap) // still idle: no second notice
+	n.event(orchestrator.Event{Kind: orchestrator.EvIdle, Fields: map[string]any{"stats": orchestrator.Stats{TasksCompleted: 3}}})
 	n.close(time.Minute)
 	b, err := os.ReadFile(got)
 	if err != nil {

@@ -114,6 +114,7 @@ type Engine struct {
 	changed chan struct{}
 
 	// Owned by the loop goroutine.
+	idleTold  bool // EvIdle was emitted for the idleness that lasts
 	st        *State
 	stw       *stateWriter         // writes st: snapshot + journal
 	runs      map[string]*agentRun // by agent id
@@ -368,6 +369,12 @@ func (e *Engine) publish() {
 	if e.merge != nil {
 		s.Merge = e.merge.Snapshot()
 	}
+	// Autopilot running out of work is an event too, once per idleness,
+	// for whoever follows events rather than snapshots (notifications).
+	if s.Idle && !e.idleTold && e.st.Mode == config.ModeAutopilot && !e.st.Paused {
+		e.emit(Event{Kind: EvIdle, Text: "autopilot has nothing more to do without a person", Fields: map[string]any{"stats": e.st.Stats}})
+	}
+	e.idleTold = s.Idle
 	e.snapMu.Lock()
 	e.snap = s
 	e.snapMu.Unlock()
