@@ -141,6 +141,12 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	}
 	defer release()
 	eng := ss.engine
+	if n := notifierFor(p.cfg, ss.log); n != nil {
+		nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		go n.follow(nctx, eng.Subscribe())
+		defer n.close(notifyFlush)
+		defer stop()
+	}
 	// The engine outlives a signal until the UI has let go of the terminal.
 	_, cancel, done, err := ss.run(context.WithoutCancel(ctx))
 	if err != nil {

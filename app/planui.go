@@ -44,6 +44,13 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 	}
 	defer release()
 	eng := ss.engine
+	// A night chosen on this screen runs in this process: notify from here.
+	if n := notifierFor(p.cfg, ss.log); n != nil {
+		nctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		go n.follow(nctx, eng.Subscribe())
+		defer n.close(notifyFlush)
+		defer stop()
+	}
 	runCtx, cancel, done, err := ss.run(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
