@@ -105,8 +105,12 @@ func (n *night) add(e chorusdir.Entry) {
 		}
 	case orchestrator.EvAlert:
 		if i, ok := n.open["autopilot"]; ok && str(d, "hold") != "" {
-			// A hold renewed after a probe that failed: its new reset time.
-			n.pauses[i].ResetAt, _ = time.Parse(time.RFC3339Nano, str(d, "until"))
+			// A hold renewed (a probe failed, a later reset was named, an
+			// outage turned out to be the usage limit): its latest word.
+			p := &n.pauses[i]
+			p.Hold, p.Cause = str(d, "hold"), orDefault(str(d, "cause"), p.Cause)
+			p.ResetAt, _ = time.Parse(time.RFC3339Nano, str(d, "until"))
+			p.ResetKnown, _ = d["resetKnown"].(bool)
 			break
 		}
 		if text != "" && n.lastWhy[task] == "" { // a cause said before it explains more
