@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/internal/modelserver"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/report"
 )
 
 // The real Claude Code (headless) against a model server that answers
@@ -86,4 +88,17 @@ func TestClaudeUsageWindowHoldsRun(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests answered 429", rejected)
+	// The morning report shows the window.
+	ts, err := h.store.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Build(h.dir, ts, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Pauses) != 1 || rep.Pauses[0].Hold != orchestrator.HoldUsage || !rep.Pauses[0].ResetKnown || rep.Pauses[0].Until.IsZero() {
+		t.Fatalf("report pauses %+v\n%s", rep.Pauses, rep.Markdown())
+	}
+	t.Logf("report:\n%s", rep.Markdown())
 }
