@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +22,12 @@ type demoOptions struct {
 	dir      string
 	headless bool
 	fast     bool
+	pace     time.Duration
 }
+
+// demoPace is the scripted agents' pause between steps: a task takes a
+// few seconds, as if an agent read, thought and typed.
+const demoPace = 1200 * time.Millisecond
 
 func newDemoCmd(g *globals) *cobra.Command {
 	o := &demoOptions{}
@@ -32,7 +39,9 @@ tasks with priorities and dependencies, and runs autopilot with a built-in
 scripted agent that edits, commits and signals like a real one. One task fails
 its tests first and is fixed on the next iteration; two tasks change the same
 line and their merge conflict is resolved by an agent. Needs no API key, no bd
-and no agent CLI. q quits at any time; the repository is kept.`,
+and no agent CLI. --pace slows it down to follow each step (the resolver,
+the failed check and its retry are named on their task's row). q quits at
+any time; the repository is kept.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDemo(cmd.Context(), o, cmd.InOrStdin(), cmd.ErrOrStderr())
@@ -41,6 +50,7 @@ and no agent CLI. q quits at any time; the repository is kept.`,
 	c.Flags().StringVar(&o.dir, "dir", "", "create the demo repository here (default: a new temporary directory)")
 	c.Flags().BoolVar(&o.headless, "headless", false, "no full-screen UI: print one line per event")
 	c.Flags().BoolVar(&o.fast, "fast", false, "no pauses in the scripted agents (for tests)")
+	c.Flags().DurationVar(&o.pace, "pace", demoPace, "the scripted agents' pause between steps; e.g. 4s to follow every step")
 	return c
 }
 
@@ -59,7 +69,14 @@ func runDemo(ctx context.Context, o *demoOptions, stdin io.Reader, out io.Writer
 		return withCode(ExitUsage, fmt.Errorf("%s is not empty; give --dir a new or empty directory", dir))
 	}
 	fmt.Fprintf(out, "Demo repository: %s\n", dir)
-	if err := writeDemoProject(ctx, dir, o.fast); err != nil {
+	pace := o.pace
+	if o.fast {
+		pace = 0
+	}
+	if pace < 0 {
+		return withCode(ExitUsage, fmt.Errorf("--pace %s: give a duration of 0 or more, e.g. 4s", o.pace))
+	}
+	if err := writeDemoProject(ctx, dir, pace); err != nil {
 		return withCode(ExitFailure, fmt.Errorf("setting up the demo: %w (the repository is in %s)", err, dir))
 	}
 	g := &globals{dir: dir}
@@ -74,7 +91,7 @@ func runDemo(ctx context.Context, o *demoOptions, stdin io.Reader, out io.Writer
 	// The demo's engine lives and dies with it.
 	ro := &runOptions{headless: o.headless || !isTTY(stdin), autopilot: true, inProcess: true}
 	runErr := runImplementation(ctx, p, s, ro, 0, out)
-	fmt.Fprintf(out, "\nThe demo repository is %s\n  git -C %s log --oneline --graph    # what landed on main\n  chorus -C %s task list               # every task\n", dir, dir, dir)
+	fmt.Fprintf(out, "\nThe demo repository is %s\n  git -C %s log --oneline --graph    # what landed on main\n  %s -C %s task list    # every task\n", dir, dir, selfCommand(), dir)
 	return runErr
 }
 
@@ -86,14 +103,17 @@ name=${1:-world}
 echo "Hello, $name!"
 `,
 	"tests/run.sh": `#!/bin/sh
-# Runs every tests/test_*.sh; fails if any fails.
+# Runs every tests/test_*.sh; fails if any fails, naming the failures last.
 cd "$(dirname "$0")/.." || exit 1
-status=0
+failed=""
 for t in tests/test_*.sh; do
   [ -f "$t" ] || continue
-  if sh "$t"; then echo "ok   $t"; else echo "FAIL $t"; status=1; fi
+  if out=$(sh "$t" 2>&1); then echo "ok   $t"; else failed="$failed$t: $out
+"; fi
 done
-exit $status
+[ -z "$failed" ] && exit 0
+printf "FAIL %s" "$failed"
+exit 1
 `,
 	"tests/test_greet.sh": `#!/bin/sh
 out=$(sh greet.sh Ada)
@@ -157,7 +177,7 @@ commit "chore: version file [{{id}}]"`},
 commit "docs: changelog [{{id}}]"`},
 }
 
-func writeDemoProject(ctx context.Context, dir string, fast bool) error {
+func writeDemoProject(ctx context.Context, dir string, pace time.Duration) error {
 	git := func(args ...string) error {
 		_, err := gitx.Git(ctx, dir, args...)
 		return err
@@ -211,7 +231,7 @@ func writeDemoProject(ctx context.Context, dir string, fast bool) error {
 		}
 		ids[t.key] = created.ID
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".chorus", "demo-agent.script"), []byte(demoScript(ids, fast)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".chorus", "demo-agent.script"), []byte(demoScript(ids, pace)), 0o644); err != nil {
 		return err
 	}
 	if err := git("add", "-A"); err != nil {
@@ -221,12 +241,10 @@ func writeDemoProject(ctx context.Context, dir string, fast bool) error {
 }
 
 // demoScript writes the scripted agent's behaviour for every task.
-func demoScript(ids map[string]string, fast bool) string {
-	// Paced for watching: a task takes a few seconds, as if an agent read,
-	// thought and typed.
-	pause := "sleep 1200ms\n"
-	if fast {
-		pause = ""
+func demoScript(ids map[string]string, pace time.Duration) string {
+	pause := ""
+	if pace > 0 {
+		pause = fmt.Sprintf("sleep %dms\n", pace.Milliseconds())
 	}
 	var b strings.Builder
 	b.WriteString("# What the demo's scripted agent does, task by task.\n")
@@ -254,4 +272,25 @@ func demoScript(ids map[string]string, fast bool) string {
 		b.WriteString("run \"sh tests/run.sh\"\nsignal COMPLETE\n")
 	}
 	return b.String()
+}
+
+// selfCommand is how the person runs this chorus from where they are: the
+// go command's temporary build (go run) is "go run ./cmd/chorus"; one
+// found first on PATH is "chorus"; anything else its full path.
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "chorus"
+	}
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return "go run ./cmd/chorus"
+	}
+	if p, err := exec.LookPath("chorus"); err == nil {
+		if a, errA := os.Stat(p); errA == nil {
+			if b, errB := os.Stat(exe); errB == nil && os.SameFile(a, b) {
+				return "chorus"
+			}
+		}
+	}
+	return exe
 }

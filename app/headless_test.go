@@ -224,7 +224,8 @@ func TestDemoHeadless(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo: %d\n%s", code, out)
 	}
-	for _, want := range []string{"summary: 8 closed, 0 failed", "8 merges", "merge_resolved", "quality: tests failed", "The demo repository is " + dir} {
+	for _, want := range []string{"summary: 8 closed, 0 failed", "8 merges", "merge_resolved", "quality: tests failed", "The demo repository is " + dir,
+		", 1 conflict resolved by an agent, 1 failed check retried", " -C " + dir + " task list"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

@@ -152,8 +152,11 @@ const EvNote EventKind = "note"
 func (r *agentRun) qualityDone(t beads.Task, ok bool, results []QualityResult) {
 	for _, q := range results {
 		word := map[bool]string{true: "passed", false: "failed"}[q.Passed]
-		r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, word),
-			map[string]any{"name": q.Name, "passed": q.Passed, "required": q.Required, "exitCode": q.ExitCode})
+		fields := map[string]any{"name": q.Name, "passed": q.Passed, "required": q.Required, "exitCode": q.ExitCode}
+		if !q.Passed {
+			fields["tail"] = lastLines(q.Output, 3) // what front ends show of it
+		}
+		r.event(EvQuality, fmt.Sprintf("%s %s", q.Name, word), fields)
 		r.ledgerLine(t, fmt.Sprintf("quality %s: %s (exit %d)", q.Name, word, q.ExitCode))
 	}
 	r.led.mu.Lock()

@@ -365,8 +365,8 @@ hang
 	d.press("g")
 	d.expect("grid: ")
 
-	// q with no agent running asks, then quits.
-	d.press("q", "y")
+	// q with no agent running and nothing to merge quits at once.
+	d.press("q")
 	d.quitted()
 }
 
@@ -380,6 +380,8 @@ func TestFlowQuitWaitsForAgents(t *testing.T) {
 print "working"
 tag PROGRESS 10
 run "while [ ! -f go.flag ]; do sleep 0.05; done"
+write work.txt done
+commit "work"
 tag COMPLETE
 hang
 `, nil)

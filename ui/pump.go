@@ -222,7 +222,7 @@ func (u *UI) refresh(apply func(func())) {
 	// Say so when autopilot has run out of work, once per time it does.
 	if snap.Idle && !u.wasIdle && snap.Mode == config.ModeAutopilot && !snap.Paused {
 		st := snap.Stats
-		msg := fmt.Sprintf(autopilotDone+": %d closed, %d failed, %d blocked, %d merged%s — q quits", st.TasksCompleted, st.TasksFailed, st.TasksBlocked, st.MergesAuto+st.MergesManual, present.Story(snap))
+		msg := autopilotDone + ": " + present.Tally(snap) + " — q quits"
 		class := present.OK
 		if st.TasksFailed+st.TasksBlocked > 0 {
 			class = present.Warn
@@ -342,6 +342,16 @@ func (u *UI) onEvent(ev orchestrator.Event, apply func(func())) {
 			}
 			_ = u.screen.Beep()
 		})
+	case orchestrator.EvQuality:
+		// A failed required check is the agent's next iteration: say which
+		// and how it failed.
+		if ev.Fields["passed"] == false && ev.Fields["required"] == true {
+			msg := fmt.Sprintf("%s: check %v failed, retrying", ev.Task, ev.Fields["name"])
+			if tail, _ := ev.Fields["tail"].(string); tail != "" {
+				msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:]
+			}
+			apply(func() { u.setFlash(msg, present.Warn) })
+		}
 	case orchestrator.EvAlert, orchestrator.EvError, orchestrator.EvHook:
 		text := ev.Text
 		if ev.Task != "" {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-runewidth"
-
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
@@ -418,89 +416,6 @@ func Header(version string, snap orchestrator.Snapshot, tasks int, passthrough, 
 	return l
 }
 
-// HeaderTail is the end of the header that Fit never cuts.
-func HeaderTail() Line { return Line{{" │ ", Dim}, {"? help", Dim}} }
-
-// Width is the line's width in cells.
-func (l Line) Width() int {
-	n := 0
-	for _, s := range l {
-		n += runewidth.StringWidth(s.Text)
-	}
-	return n
-}
-
-// Cut names a part Fit may cut, and how much of it to keep at this step.
-type Cut struct{ Part, Keep int }
-
-// Fit joins parts, in order, in w cells: while they are too wide, the
-// first Cut's part is cut at its end (with "…") down to at most its Keep
-// cells, then the next Cut's. A part no Cut names is never cut.
-func Fit(w int, parts []Line, order ...Cut) Line {
-	cuts := make([]Line, len(parts))
-	copy(cuts, parts)
-	total := 0
-	for _, p := range parts {
-		total += p.Width()
-	}
-	for _, c := range order {
-		if total <= w {
-			break
-		}
-		cur := cuts[c.Part].Width()
-		keep := max(c.Keep, cur-(total-w))
-		if keep < 4 {
-			keep = 0 // " …" alone says nothing
-		}
-		if keep >= cur {
-			continue
-		}
-		cuts[c.Part] = cut(cuts[c.Part], keep)
-		total -= cur - cuts[c.Part].Width()
-	}
-	var out Line
-	for _, p := range cuts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-// cut is l in at most w cells, ending in "…" when it was longer.
-func cut(l Line, w int) Line {
-	if l.Width() <= w {
-		return l
-	}
-	if w <= 0 {
-		return nil
-	}
-	var out Line
-	used := 0
-	for _, s := range l {
-		sw := runewidth.StringWidth(s.Text)
-		if used+sw <= w-1 {
-			out = append(out, s)
-			used += sw
-			continue
-		}
-		out = append(out, Seg{runewidth.Truncate(s.Text, w-used, "…"), s.Class})
-		break
-	}
-	return out
-}
-
-// HoldText says why autopilot starts no agents and until when: the reset
-// time a usage limit gave, or the next probe of an outage.
-func HoldText(h *orchestrator.Hold) string {
-	at := h.Until.Local().Format("15:04")
-	if h.Kind == orchestrator.HoldUsage {
-		if h.ResetKnown {
-			return "⏳ usage limit · resets " + at
-		}
-		return "⏳ usage limit · retry " + at
-	}
-	return "⏳ HELD: " + Clean(h.Cause) + " · retry " + at
-}
-
 // Counts are the footer's per-state counts.
 type Counts struct {
 	Closed, Running, Open, Blocked, Failed, Deferred int
@@ -598,89 +513,6 @@ func FooterBar(status Line, msg Seg, optional, pinned string, w int) Line {
 	return Fit(w, []Line{status, m, p, o}, Cut{3, 0}, Cut{1, 24}, Cut{0, 16}, Cut{1, 0})
 }
 
-// resolverPrefix starts the id of an agent resolving a merge conflict.
-const resolverPrefix = "resolver-"
-
-// Doing says in words what an agent is at, when it is more than working
-// on its task: resolving a merge conflict, running a quality check (with
-// its name and time), or retrying after a failed check (with the failing
-// command's last line).
-func Doing(snap orchestrator.Snapshot, a orchestrator.AgentState, now time.Time) string {
-	if strings.HasPrefix(a.ID, resolverPrefix) {
-		if it, ok := mergeItem(snap, a.TaskID); ok && len(it.ConflictFiles) > 0 {
-			return "resolving the conflict in " + Clean(strings.Join(it.ConflictFiles, ", "))
-		}
-		return "resolving a merge conflict"
-	}
-	if a.Status == orchestrator.AgentChecking && a.Check != "" {
-		return fmt.Sprintf("checking: %s (%s)", Clean(a.Check), CheckElapsed(now.Sub(a.CheckStarted)))
-	}
-	if tr := snap.Tasks[a.TaskID]; tr != nil && tr.FailCheck != "" && a.Status != orchestrator.AgentChecking {
-		s := "retry: " + Clean(tr.FailCheck) + " failed"
-		if last := lastLine(tr.FailTail); last != "" {
-			s += ": " + last
-		}
-		return s
-	}
-	return ""
-}
-
-func lastLine(s string) string {
-	s = strings.TrimRight(s, "\n ")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return Clean(strings.TrimSpace(s))
-}
-
-// CheckElapsed is a running check's time to the second: 12s, 1m12s, 1h02m.
-func CheckElapsed(d time.Duration) string {
-	d = max(d, 0)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return Duration(d)
-}
-
-// TileTitle is TileLabel without what the snapshot adds.
-func TileTitle(a orchestrator.AgentState, maxIter int, now time.Time) string {
-	return TileLabel(orchestrator.Snapshot{}, a, maxIter, now)
-}
-
-// TileLabel is an agent tile's label: the agent and its task (a narrow
-// tile, cut at the end, still names them), what needs attention or what
-// it is doing (Doing), then iteration/max, elapsed and progress.
-func TileLabel(snap orchestrator.Snapshot, a orchestrator.AgentState, maxIter int, now time.Time) string {
-	s := fmt.Sprintf("%s (%s) ", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID))
-	if a.Alert != "" {
-		s += "⚠ "
-	}
-	switch a.Status {
-	case orchestrator.AgentNeedsHelp:
-		s += "NEEDS HELP · "
-	case orchestrator.AgentNeedsHuman:
-		s += "NEEDS HUMAN: " + Clean(a.Stuck) + " · "
-	case orchestrator.AgentStopping:
-		s += "stopping · "
-	}
-	if doing := Doing(snap, a, now); doing != "" {
-		s += doing + " · "
-	} else if a.Status == orchestrator.AgentChecking {
-		s += "checking · "
-	}
-	s += fmt.Sprintf("iter %d/%d | %s", a.Iteration, maxIter, Elapsed(now.Sub(a.StartedAt)))
-	if a.Progress > 0 {
-		s += " | " + ProgressBar(a.Progress, 10)
-	}
-	if b := a.Usage.Brief(); b != "" {
-		s += " | " + b
-	}
-	return s
-}
-
 // AgentIDs returns the snapshot's agents in a stable order: by start
 // time, then id.
 func AgentIDs(snap orchestrator.Snapshot) []string {
@@ -704,23 +536,15 @@ func Attention(a orchestrator.AgentState) bool {
 	return a.Status == orchestrator.AgentNeedsHelp || a.Status == orchestrator.AgentNeedsHuman || a.Alert != ""
 }
 
-// Story is what the end of a run says beyond the counts: conflicts an
-// agent resolved and failed checks that were retried (", 1 conflict
-// resolved by an agent, 1 failed check retried"), or "".
-func Story(snap orchestrator.Snapshot) string {
-	var b strings.Builder
-	if n := snap.Merge.Stats.Resolved; n > 0 {
-		fmt.Fprintf(&b, ", %d %s resolved by an agent", n, plural(n, "conflict", "conflicts"))
+// HoldText says why autopilot starts no agents and until when: the reset
+// time a usage limit gave, or the next probe of an outage.
+func HoldText(h *orchestrator.Hold) string {
+	at := h.Until.Local().Format("15:04")
+	if h.Kind == orchestrator.HoldUsage {
+		if h.ResetKnown {
+			return "⏳ usage limit · resets " + at
+		}
+		return "⏳ usage limit · retry " + at
 	}
-	if n := snap.Stats.ChecksFailed; n > 0 {
-		fmt.Fprintf(&b, ", %d failed %s retried", n, plural(n, "check", "checks"))
-	}
-	return b.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+	return "⏳ HELD: " + Clean(h.Cause) + " · retry " + at
 }

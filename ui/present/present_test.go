@@ -188,3 +188,14 @@ func TestDoing(t *testing.T) {
 		t.Errorf("Story = %q", got)
 	}
 }
+
+func TestTally(t *testing.T) {
+	snap := orchestrator.Snapshot{State: orchestrator.State{Stats: orchestrator.Stats{TasksCompleted: 8, MergesAuto: 8, ChecksFailed: 1}}, Merge: merge.Snapshot{Stats: merge.Stats{Resolved: 1}}}
+	if got := Tally(snap); got != "8 closed, 8 merged, 1 conflict resolved, 1 check retried" {
+		t.Errorf("Tally = %q", got)
+	}
+	snap = orchestrator.Snapshot{State: orchestrator.State{Stats: orchestrator.Stats{TasksCompleted: 2, TasksFailed: 1, TasksBlocked: 3}}}
+	if got := Tally(snap); got != "2 closed, 1 failed, 3 blocked, 0 merged" {
+		t.Errorf("Tally = %q", got)
+	}
+}
