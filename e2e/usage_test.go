@@ -21,10 +21,20 @@ import (
 // task is blocked or failed, no agent starts during the window, and every
 // task lands after it, each in its first iteration.
 func TestClaudeUsageWindowHoldsRun(t *testing.T) {
+	// Headless: its api_retry event names the 429 at the first refusal.
+	// (An interactive Claude Code shows "429 … · retrying in 41s ·
+	// attempt 3/10" only from its third attempt, about 85 s in with a
+	// retry-after of 40: agent/usage's fixture.)
+	for _, profile := range []string{"claude-headless"} {
+		t.Run(profile, func(t *testing.T) { usageWindow(t, profile) })
+	}
+}
+
+func usageWindow(t *testing.T, profile string) {
 	h := newHarness(t, func(c *config.Config) {
 		c.Mode = config.ModeAutopilot
 		c.Agents.MaxParallel = 2
-		c.Agents.Default = "claude-headless"
+		c.Agents.Default = profile
 		c.QualityCommands = []config.QualityCommand{{Name: "files", Command: "ls t-*.txt", Required: true, Order: 1}}
 	})
 	var ids []string

@@ -97,7 +97,7 @@ func event(line string, now time.Time) (Finding, bool) {
 // an agent's own work on a screen (code about rate limits, a log with
 // "429" in it) does not count.
 var screenText = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)API Error:?[^\n]{0,40}(\(429\)|\b429\b|rate.?limit)|usage limit reached|(hour|weekly|session|opus) limit reached|you've hit your (usage )?limit|you have hit your (usage )?limit|rate limit reached for|last status: 429|limit reached\|\d{10}`)
+	return regexp.MustCompile(`(?i)API Error:?[^\n]{0,40}(\(429\)|\b429\b|rate.?limit)|usage limit reached|(hour|weekly|session|opus) limit reached|you've hit your (usage )?limit|you have hit your (usage )?limit|rate limit reached for|last status: 429|\b429\b[^\n]{0,160}retrying in|rate.?limit[^\n]{0,120}retrying in|limit reached\|\d{10}`)
 })
 
 // Screen recognises a limit on an interactive agent's screen (or a line
@@ -135,7 +135,7 @@ var (
 	epochRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`limit reached\|(\d{10})`) })
 	// "try again in 20 minutes", "retry after 30s", "resets in 2h"
 	inRe = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)(?:try again|retry|resets?|reset)\s+(?:in|after)\s+(\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)\b`)
+		return regexp.MustCompile(`(?i)(?:try again|retrying|retry|resets?|reset)\s+(?:in|after)\s+(\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)\b`)
 	})
 	// "resets at 3am", "resets 3:45 PM", "try again at 15:04", "reset at 03:00:00"
 	atRe = sync.OnceValue(func() *regexp.Regexp {

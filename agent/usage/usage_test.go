@@ -30,6 +30,10 @@ func TestLine(t *testing.T) {
 		{"plan limit screen", `5-hour limit reached ∙ resets 3pm`, true, time.Date(2026, 11, 28, 15, 0, 0, 0, time.Local)},
 		{"interactive API error", `  ⎿  API Error: Request rejected (429) · rate limited`, true, none},
 		{"usage limit reached, resets at 00:30 (tomorrow)", `Claude usage limit reached. Your limit will reset at 00:30.`, true, time.Date(2026, 11, 29, 0, 30, 0, 0, time.Local)},
+		// Recorded from interactive Claude Code 2.1.330 (retry-after 40;
+		// shown from its third attempt on).
+		{"interactive claude retrying", "✻ 429 Number of requests has exceeded your rate limit · retrying in 41s · attempt 3/10", true, now.Add(41 * time.Second)},
+		{"interactive claude other retry", "✻ API Error (529 overloaded) · retrying in 12s · attempt 2/10", false, none},
 		{"an agent's code", `func rateLimit(w http.ResponseWriter) { w.WriteHeader(429) }`, false, none},
 		{"empty", ``, false, none},
 	}
