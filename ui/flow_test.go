@@ -379,7 +379,7 @@ func TestFlowQuitWaitsForAgents(t *testing.T) {
 	s := newSession(t, `
 print "working"
 tag PROGRESS 10
-run "while [ ! -f go.flag ]; do sleep 0.05; done"
+run "while [ ! -f go.flag ]; do sleep 0.05; done; rm go.flag"
 write work.txt done
 commit "work"
 tag COMPLETE
