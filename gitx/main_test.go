@@ -21,6 +21,11 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("GIT_CONFIG_GLOBAL", global)
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	// A GIT_DIR inherited from a hook or `git rebase --exec` would point
+	// these tests' git at the checkout they run from.
+	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"} {
+		os.Unsetenv(k)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -30,6 +30,11 @@ func TestMain(m *testing.M) {
 	if phase := os.Getenv("CHORUS_MERGE_CRASH"); phase != "" {
 		os.Exit(crashChild(phase))
 	}
+	// A GIT_DIR inherited from a hook or `git rebase --exec` would point
+	// these tests' git at the checkout they run from.
+	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"} {
+		os.Unsetenv(k)
+	}
 	code := m.Run()
 	if n := refusedTransitions.Load(); n > 0 && code == 0 {
 		fmt.Fprintf(os.Stderr, "the merge service attempted %d status changes the transition table refuses\n", n)

@@ -22,6 +22,20 @@ var (
 	buildErr  error
 )
 
+// Tests make repositories of their own: a GIT_DIR or GIT_WORK_TREE
+// inherited from the shell (a git hook, `git rebase --exec`) would send
+// their git commands, and the engines they start, into the checkout the
+// tests run from.
+func init() { ScrubGitEnv() }
+
+// ScrubGitEnv removes the variables that point git at another repository.
+// Packages whose tests cannot import testkit call their own copy.
+func ScrubGitEnv() {
+	for _, k := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX"} {
+		os.Unsetenv(k)
+	}
+}
+
 // Root is the repository's top directory.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
