@@ -214,6 +214,7 @@ func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Pr
 		}
 		if *pp != nil {
 			r.detect(func() { det.AddPrompt(ans) })
+			r.turnFrom.Store(time.Now().UnixNano()) // the question's turn is judged
 			if err := r.typeInto(*pp, ans); err == nil {
 				return turnResult{}, true
 			}
