@@ -259,7 +259,11 @@ func (e *Engine) post(fn func()) { e.msgs <- fn }
 // (their tasks go back to open, their work is committed as WIP).
 func (e *Engine) Run(ctx context.Context) error {
 	defer close(e.loopDone)
+	// Under stMu: a Persist that found the loop not running finishes its
+	// direct write before the loop reads State (persistMerge).
+	e.stMu.Lock()
 	e.running.Store(true)
+	e.stMu.Unlock()
 	defer e.running.Store(false)
 	mctx, mcancel := context.WithCancel(context.Background())
 	defer mcancel()

@@ -43,11 +43,14 @@ func (e *Engine) persistMerge(items []merge.Item, st merge.Stats) error {
 		e.st.Stats.MergesAuto, e.st.Stats.MergesManual = st.MergesAuto, st.MergesManual
 		return e.saveState()
 	}
+	// Checked under stMu, which Run holds while it starts: either this
+	// write ends before the loop reads State, or it goes through the loop.
+	e.stMu.Lock()
 	if !e.running.Load() {
-		e.stMu.Lock()
 		defer e.stMu.Unlock()
 		return apply()
 	}
+	e.stMu.Unlock()
 	var err error
 	if derr := e.do(context.Background(), func() { err = apply() }); derr != nil {
 		if errors.Is(derr, errEngineStopped) {
