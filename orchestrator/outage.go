@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/chorus-dev/chorus/agent/usage"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ type Hold struct {
 	ResetKnown bool   `json:"resetKnown,omitempty"`
 	Probes     int    `json:"probes"`
 	Key        string `json:"key"` // the failure's fingerprint
+	// Tasks are those whose agents failed this way before the run held:
+	// any of them FAILED by it is retried when the hold clears.
+	Tasks []string `json:"tasks,omitempty"`
 }
 
 // Hold kinds.
@@ -201,6 +205,19 @@ func (e *Engine) clearHold(why string) {
 	e.needReady = true
 	e.emit(Event{Kind: EvResumed, Text: fmt.Sprintf("autopilot resumes: %s (held since %s: %s)", why, h.Since.Local().Format("15:04:05"), h.Cause),
 		Fields: map[string]any{"hold": h.Kind, "cause": h.Cause, "since": h.Since, "probes": h.Probes}})
+	// A task the outage failed before the run could tell it was one is
+	// not to blame either: it goes back to pending, its worktree kept.
+	for _, id := range h.Tasks {
+		if tr := e.st.Tasks[id]; tr != nil && tr.Failed != "" {
+			go func() {
+				if err := e.Do(context.Background(), Command{Kind: CmdRetry, TaskID: id}); err != nil {
+					e.post(func() {
+						e.emit(Event{Kind: EvError, Task: id, Text: "retrying a task the outage failed: " + err.Error()})
+					})
+				}
+			}()
+		}
+	}
 }
 
 // probeEnded notes that the probe's run ended without showing the cause
@@ -227,7 +244,12 @@ func (e *Engine) agentFailed(task, failure string) *Hold {
 	if !e.streak.failed(task, key, failure) {
 		return nil
 	}
-	e.setHold(holdFor(nil, HoldOutage, key, cause, time.Now(), e.holdBase()), task)
+	h := holdFor(nil, HoldOutage, key, cause, time.Now(), e.holdBase())
+	for t := range e.streak.tasks {
+		h.Tasks = append(h.Tasks, t)
+	}
+	sort.Strings(h.Tasks)
+	e.setHold(h, task)
 	return e.st.Hold
 }
 

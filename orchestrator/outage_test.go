@@ -231,3 +231,35 @@ func TestUsageLimitHoldsUntilReset(t *testing.T) {
 		}
 	}
 }
+
+// With one agent at a time, a task can spend its errors on an outage
+// before a second task shows it is one: that task is FAILED at first, and
+// retried when the hold clears; both land.
+func TestOutageRetriesTaskItFailed(t *testing.T) {
+	flag := filepath.Join(t.TempDir(), "api-up")
+	h := newHarness(t, "write f-$CHORUS_TASK_ID.txt x\ncommit \"feat: work\"\nsignal COMPLETE\n", func(c *config.Config) {
+		c.Mode = config.ModeAutopilot
+		c.Agents.MaxParallel = 1
+		c.Completion.MaxAgentErrors = 2
+		c.Agents.Available["script"] = config.AgentProfile{Command: "sh", Prompt: config.PromptArg, Args: []string{"-c",
+			`test -f "` + flag + `" || { echo "API Error: 500 internal server error"; exit 1; }; exec "` + testkit.Chorus(t) + `" scripted-agent --script agent.script "$0"`}}
+	})
+	h.holdBackoff = 100 * time.Millisecond
+	a := h.task("first", beads.CreateOptions{Priority: 1})
+	b := h.task("second", beads.CreateOptions{Priority: 2})
+	h.start()
+	h.waitFor(kind(EvFailed, a))
+	held := h.waitFor(kind(EvHeld, ""))
+	if !strings.Contains(held.Text, "the model API is failing") {
+		t.Fatalf("held with %q", held.Text)
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(kind(EvResumed, ""))
+	h.waitFor(kind("merge_landed", b))
+	h.waitFor(kind("merge_landed", a))
+	if tk := h.get(a); tk.Status != beads.StatusClosed || tk.HasLabel(beads.LabelFailed) {
+		t.Fatalf("the task the outage failed: %+v", tk)
+	}
+}

@@ -214,6 +214,7 @@ func (s *State) clone() State {
 	c.MergeQueue = append([]merge.Item(nil), s.MergeQueue...)
 	if s.Hold != nil {
 		h := *s.Hold
+		h.Tasks = append([]string(nil), h.Tasks...)
 		c.Hold = &h
 	}
 	return c
