@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/hooks"
+	"github.com/chorus-dev/chorus/merge/queue"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -235,6 +236,10 @@ func (s *Service) StopResolver(taskID string) error {
 		return fmt.Errorf("%w: %s already landed (%s); roll it back instead", ErrBadState, taskID, short(it.MergeCommit))
 	case job == nil && it.ResolvedFrom == "":
 		return fmt.Errorf("%w: %s", ErrNoResolver, taskID)
+	}
+	if err := queue.Check(it.Status, StatusResolving); err != nil {
+		s.refusedLocked(taskID, err)
+		return fmt.Errorf("%w: %v", ErrBadState, err)
 	}
 	old, oldStats := *it, s.stats
 	it.Fence++

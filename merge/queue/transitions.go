@@ -7,7 +7,7 @@ import "fmt"
 // resolving on the way), the ways back to pending (a failed attempt, a
 // target that moved, a crash, a person's retry), the waits for a person,
 // and rollback (landed → reverted). A person stopping a resolver whose
-// work is queued turns any unfinished item back to resolving while the
+// work is queued turns any item not landed back to resolving while the
 // resolution is undone. Staying in a status is always allowed.
 // Queueing a finished task again makes a new item and is no transition.
 var transitions = map[Status][]Status{
@@ -24,7 +24,7 @@ var transitions = map[Status][]Status{
 	StatusWaitingApproval: {StatusPending, StatusResolving},
 	StatusWaitingHuman:    {StatusPending, StatusResolving},
 	StatusHeld:            {StatusPending, StatusResolving},
-	StatusFailed:          {StatusPending},
+	StatusFailed:          {StatusPending, StatusResolving},
 	StatusLanded:          {StatusReverted},
 	StatusReverted:        {},
 }
