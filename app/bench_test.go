@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // readyRepo is a repository with 10,000 tasks and 20,000 dependencies in
@@ -67,4 +69,50 @@ func BenchmarkGitRevParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkStatusVsGitStatus runs `chorus status` on 10,000 tasks and `git
+// status` in the same repository in turn (A B A B …, so both see the same
+// machine) and reports the CPU and wall ratios, pair by pair: the median,
+// the least and the most. The repository also holds a small source tree
+// (1,000 committed files), as a project with that many tasks would.
+func BenchmarkStatusVsGitStatus(b *testing.B) {
+	bin := chorusBinary(b)
+	dir := readyRepo(b)
+	for i := 0; i < 1000; i++ {
+		p := filepath.Join(dir, "src", fmt.Sprintf("d%02d", i/50), fmt.Sprintf("f%04d.go", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(fmt.Sprintf("package d\n\nconst C%d = %d\n", i, i)), 0o644)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "tree"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("%v %s", err, out)
+		}
+	}
+	run := func(name string, args ...string) (cpu, wall time.Duration) {
+		cmd := exec.Command(name, args...)
+		start := time.Now()
+		if out, err := cmd.Output(); err != nil || len(out) == 0 {
+			b.Fatalf("%s %v: %v", name, args, err)
+		}
+		wall = time.Since(start)
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), wall
+	}
+	var cpuR, wallR []float64
+	b.ResetTimer()
+	for b.Loop() {
+		ac, aw := run(bin, "-C", dir, "status")
+		bc, bw := run("git", "-C", dir, "status")
+		cpuR = append(cpuR, float64(ac)/float64(max(bc, time.Millisecond)))
+		wallR = append(wallR, float64(aw)/float64(bw))
+	}
+	b.StopTimer()
+	report := func(rs []float64, unit string) {
+		slices.Sort(rs)
+		b.ReportMetric(rs[len(rs)/2], unit+"-median")
+		b.ReportMetric(rs[0], unit+"-min")
+		b.ReportMetric(rs[len(rs)-1], unit+"-max")
+	}
+	report(cpuR, "cpu-ratio")
+	report(wallR, "wall-ratio")
 }

@@ -94,18 +94,21 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			if c, ok := s.(interface{ Shutdown() }); ok {
 				defer c.Shutdown()
 			}
-			all, err := s.List(ctx)
-			if err != nil {
-				return withCode(ExitTasks, err)
-			}
-			ready, err := s.Ready(ctx, beads.ReadyOptions{})
+			n, err := beads.CountTasks(ctx, s, beads.ReadyOptions{})
 			if err != nil {
 				return withCode(ExitTasks, err)
 			}
 			r := statusReport{Root: p.root, Version: bi.Version, Backend: backendInfo{info.Name, info.Reason},
-				Tasks: map[string]int{}, Total: len(all), Ready: len(ready)}
-			for _, t := range all {
-				r.Tasks[taskStatus(t)]++
+				Tasks: map[string]int{}, Total: n.Total, Ready: n.Ready}
+			for st, k := range n.ByStatus {
+				r.Tasks[st] = k
+			}
+			// Shown as people read them: a failed task is blocked with the failed label.
+			if n.Failed > 0 {
+				r.Tasks["failed"] = n.Failed
+				if r.Tasks[beads.StatusBlocked] -= n.Failed; r.Tasks[beads.StatusBlocked] == 0 {
+					delete(r.Tasks, beads.StatusBlocked)
+				}
 			}
 			r.Config = configSummary{Initialised: p.loaded != nil, Mode: p.cfg.Mode, MaxParallel: p.cfg.Agents.MaxParallel,
 				DefaultAgent: p.cfg.Agents.Default, Agents: p.cfg.AgentNames(), QualityCommands: []string{},

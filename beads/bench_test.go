@@ -143,3 +143,18 @@ func BenchmarkBuiltinOpenList10k(b *testing.B) {
 		}
 	}
 }
+
+// Open + read + index pass + counts, as `chorus status` does.
+func BenchmarkBuiltinOpenCounts10k(b *testing.B) {
+	repo := initRepo(b)
+	writeBig(b, repo, 10000)
+	for b.Loop() {
+		s, err := beads.Open(bg, beads.OpenOptions{RepoDir: repo})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := beads.CountTasks(bg, s, beads.ReadyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

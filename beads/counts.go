@@ -1,0 +1,67 @@
+package beads
+
+import "context"
+
+// Counts is how many tasks a store holds, by status, and how many are ready.
+type Counts struct {
+	Total    int
+	ByStatus map[string]int // as stored; Failed ones are in "blocked" too
+	Failed   int            // blocked and labelled failed
+	Ready    int
+}
+
+// Counter is a store that counts from its index without decoding whole
+// tasks (the built-in store: `chorus status` on 10k tasks reads only the
+// fields Ready needs).
+type Counter interface {
+	Counts(ctx context.Context, opt ReadyOptions) (Counts, error)
+}
+
+// CountTasks counts s's tasks, through Counter when s has it and from
+// List and Ready otherwise.
+func CountTasks(ctx context.Context, s Store, opt ReadyOptions) (Counts, error) {
+	if c, ok := s.(Counter); ok {
+		return c.Counts(ctx, opt)
+	}
+	all, err := s.List(ctx)
+	if err != nil {
+		return Counts{}, err
+	}
+	ready, err := s.Ready(ctx, opt)
+	if err != nil {
+		return Counts{}, err
+	}
+	c := Counts{Total: len(all), ByStatus: map[string]int{}, Ready: len(ready)}
+	for _, t := range all {
+		c.add(t.Status, t.Labels)
+	}
+	return c, nil
+}
+
+func (c *Counts) add(status string, labels []string) {
+	c.ByStatus[status]++
+	if status == StatusBlocked && hasLabel(labels, LabelFailed) {
+		c.Failed++
+	}
+}
+
+// Counts reads the index fields only: the load pass already has each
+// record's status, labels and edges, so nothing is decoded in full and
+// Ready is computed once.
+func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn, err := s.load()
+	if err != nil {
+		return Counts{}, err
+	}
+	c := Counts{ByStatus: map[string]int{}}
+	for _, r := range sn.recs {
+		if r.kind == "issue" {
+			c.Total++
+			c.add(r.status, r.labels)
+		}
+	}
+	c.Ready = len(readyIndex(sn.recs, sn.byID, opt, s.now()))
+	return c, nil
+}
