@@ -42,7 +42,8 @@ func TestFailureCause(t *testing.T) {
 
 func TestStreak(t *testing.T) {
 	var s streak
-	if s.failed("a", "k", "x") || s.failed("a", "k", "x") {
+	first := s.failed("a", "k", "x")
+	if again := s.failed("a", "k", "x"); first || again {
 		t.Fatal("one task failing again and again is that task's failure")
 	}
 	if !s.failed("b", "k", "x") {

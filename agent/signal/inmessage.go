@@ -115,15 +115,10 @@ func whyNot(text string, start, end int) string {
 		return ""
 	}
 	// At the start of its line: the line above must not run on into it.
-	for j := first - 1; j >= 0; j-- {
-		prev := strings.TrimSpace(lines[j])
-		if prev == "" {
-			return ""
-		}
-		if runsOn(prev) {
+	if first > 0 {
+		if prev := strings.TrimSpace(lines[first-1]); prev != "" && runsOn(prev) {
 			return fmt.Sprintf("it continues the line above, %q", clip(collapse(prev), 60))
 		}
-		return ""
 	}
 	return ""
 }
