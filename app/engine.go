@@ -127,10 +127,9 @@ func runEngine(ctx context.Context, g *globals, o *runOptions, ready io.WriteClo
 		ready.Close()
 	}
 	eerr := <-done
-	// Clients see the shutdown through until here; then the socket goes.
-	stopServing()
-	srv.Close()
-	<-served
+	// The report and the last notifications before the socket goes: a
+	// `chorus stop --wait` returns when it closes, and then the engine is
+	// done but for letting go of the lock.
 	if ss.engine.Snapshot().Mode == config.ModeAutopilot {
 		if path, err := writeRunReport(context.WithoutCancel(ctx), p.dir, s); err != nil {
 			ss.log.Error("the run's report was not written", "err", err)
@@ -139,6 +138,10 @@ func runEngine(ctx context.Context, g *globals, o *runOptions, ready io.WriteClo
 		}
 	}
 	n.close(notifyFlush)
+	// Clients see the shutdown through until here; then the socket goes.
+	stopServing()
+	srv.Close()
+	<-served
 	if eerr != nil {
 		ss.log.Error("engine stopped with an error", "err", eerr)
 	}
@@ -342,6 +345,10 @@ for the next run. With --wait it returns once the engine has finished.`,
 				return withCode(ExitFailure, err)
 			}
 			if wait {
+				// Its socket closed; the lock goes a moment later.
+				if !waitLockFree(p.dir, 10*time.Second) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "chorus: the engine (pid %d) closed its socket but still holds %s\n", c.PID(), p.dir.Lock())
+				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "chorus: the engine (pid %d) stopped\n", c.PID())
 				if lost := uncommittedSince(p.dir, stopAt); len(lost) > 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "chorus: the work of %d task(s) could not be committed: %s\n", len(lost), uncommittedText(lost))

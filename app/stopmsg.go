@@ -2,7 +2,9 @@ package app
 
 import (
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/chorus-dev/chorus/chorusdir"
@@ -78,4 +80,29 @@ func uncommittedText(lost []uncommittedWork) string {
 		parts = append(parts, fmt.Sprintf("%s's changes are still uncommitted files in %s (%s)", line(u.Task), u.Worktree, line(u.Why)))
 	}
 	return strings.Join(parts, "; ") + ". Nothing was deleted: the task's next run continues in that worktree; to keep them now, free the space (or fix the cause), then `git -C WORKTREE add -A && git -C WORKTREE commit -m wip`"
+}
+
+// waitLockFree waits until no process holds the repository lock (the
+// engine that just closed its socket lets go of it right after), for at
+// most limit: a blocking shared flock on the lock file is granted the
+// moment the holder releases it.
+func waitLockFree(d chorusdir.Dir, limit time.Duration) bool {
+	f, err := os.Open(d.Lock())
+	if err != nil {
+		return true // no lock file: nobody holds it
+	}
+	got := make(chan struct{})
+	go func() {
+		defer f.Close()
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH) == nil {
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		}
+		close(got)
+	}()
+	select {
+	case <-got:
+		return true
+	case <-time.After(limit):
+		return false
+	}
 }
