@@ -8,9 +8,11 @@
 #        QUALITY='sleep 0.3' scripts/bench-throughput.sh 60   with a required check
 #        ROUNDS=3 …  alternate the sides three times, print medians
 #        KEEP=1 …   keep the scratch repositories
+#        LATENCY=1 ROUNDS=5 scripts/bench-throughput.sh 10   signal→main, one agent,
+#                   against the floor (signal start + three git processes) per round
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 (cd "$ROOT" && go build -o "$TMP/chorus" ./cmd/chorus && go build -o "$TMP/bench-throughput" ./scripts/bench-throughput)
-exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep}
+exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep} ${LATENCY:+-latency}

@@ -21,6 +21,8 @@
 //
 // Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-rounds 3] [-quality CMD] [-keep]
 //
+//	bench-throughput -chorus BIN -latency [-tasks 10] [-rounds 3]
+//
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
 // that command, for a profile; BENCH_VERBOSE=1 prints git subcommands;
 // BENCH_TIMING=1 adds each git subcommand's CPU; BENCH_SIGNAL=cli has the
@@ -50,6 +52,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the scratch repositories (their paths are printed)")
 	rounds := flag.Int("rounds", 1, "runs of each side per task count, alternating; figures are medians")
 	qual := flag.String("quality", "", "a required quality command (shell) for both sides: Chorus's qualityCommands; the shell pipeline runs it after each merge and undoes a merge it fails")
+	latency := flag.Bool("latency", false, "signal→main latency instead: one agent, the first task count's tasks one after another, against the floor (the signal's start and three git processes) in the same round")
 	flag.Parse()
 	if *chorus == "" {
 		fail(errors.New("-chorus is required: the path of a built chorus binary"))
@@ -69,6 +72,20 @@ func main() {
 	realGit, err := exec.LookPath("git")
 	if err != nil {
 		fail(err)
+	}
+	if *latency {
+		root, err := os.MkdirTemp("", "bench-latency-")
+		if err != nil {
+			fail(err)
+		}
+		b := &bench{root: root, realGit: realGit, chorus: bin, agents: 1, n: counts[0]}
+		runLatency(b, *rounds)
+		if *keep {
+			fmt.Println("  kept", root)
+		} else {
+			_ = os.RemoveAll(root)
+		}
+		return
 	}
 	fmt.Printf("%6s %9s %9s %6s %10s %10s %10s %10s %10s %9s %9s\n", "tasks", "shell s", "chorus s", "ratio", "git/t sh", "git/t ch", "cpu ms/t", "all/t sh", "all/t ch", "maxqueue", "landed")
 	for _, n := range counts {
@@ -260,10 +277,12 @@ commit "feat: task work"
 %s COMPLETE
 `
 
-func (b *bench) runChorus() (result, error) {
-	dir, err := b.repo("chorus")
+// setupChorus makes a repository set up for Chorus: the scripted agent as
+// the default, the quality command if any, b.n tasks.
+func (b *bench) setupChorus(name, quality string) (string, error) {
+	dir, err := b.repo(name)
 	if err != nil {
-		return result{}, err
+		return "", err
 	}
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(b.chorus, append([]string{"-C", dir}, args...)...)
@@ -275,48 +294,56 @@ func (b *bench) runChorus() (result, error) {
 		return string(out), nil
 	}
 	if _, err := run("init", "--yes"); err != nil {
-		return result{}, err
+		return "", err
 	}
 	cfgPath := filepath.Join(dir, ".chorus", "config.json")
 	raw, err := os.ReadFile(cfgPath)
 	if err != nil {
-		return result{}, err
+		return "", err
 	}
 	var cfg map[string]any
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return result{}, err
+		return "", err
 	}
 	agents, _ := cfg["agents"].(map[string]any)
 	avail, _ := agents["available"].(map[string]any)
 	if avail == nil {
-		return result{}, errors.New("config.json has no agents.available")
+		return "", errors.New("config.json has no agents.available")
 	}
 	avail["script"] = map[string]any{"command": b.chorus, "args": []string{"scripted-agent", "--script", "agent.script"}}
 	agents["default"] = "script"
-	if b.quality != "" {
-		cfg["qualityCommands"] = []map[string]any{{"name": "check", "command": b.quality, "required": true, "order": 1}}
+	if quality != "" {
+		cfg["qualityCommands"] = []map[string]any{{"name": "check", "command": quality, "required": true, "order": 1}}
 	}
 	raw, _ = json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
-		return result{}, err
+		return "", err
 	}
 	how := "send"
 	if os.Getenv("BENCH_SIGNAL") == "cli" {
 		how = "signal"
 	}
 	if err := os.WriteFile(filepath.Join(dir, "agent.script"), []byte(fmt.Sprintf(agentScript, how)), 0o644); err != nil {
-		return result{}, err
+		return "", err
 	}
 	if err := b.git(dir, "add", "-A"); err != nil {
-		return result{}, err
+		return "", err
 	}
 	if err := b.git(dir, "commit", "-q", "-m", "chorus setup"); err != nil {
-		return result{}, err
+		return "", err
 	}
 	for i := 1; i <= b.n; i++ {
 		if _, err := run("task", "create", fmt.Sprintf("trivial task %d", i)); err != nil {
-			return result{}, err
+			return "", err
 		}
+	}
+	return dir, nil
+}
+
+func (b *bench) runChorus() (result, error) {
+	dir, err := b.setupChorus("chorus", b.quality)
+	if err != nil {
+		return result{}, err
 	}
 	log := filepath.Join(b.root, "chorus-git.log")
 	argv := []string{b.chorus, "-C", dir, "--autopilot", "--headless", "--max-agents", strconv.Itoa(b.agents)}
