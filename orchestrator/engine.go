@@ -375,7 +375,7 @@ func (e *Engine) publish() {
 	}
 	// Autopilot running out of work is an event too, once per idleness,
 	// for whoever follows events rather than snapshots (notifications).
-	if s.Idle && !e.idleTold && e.st.Mode == config.ModeAutopilot && !e.st.Paused {
+	if s.Idle && !e.idleTold && !e.closing && e.st.Mode == config.ModeAutopilot && !e.st.Paused {
 		e.emit(Event{Kind: EvIdle, Text: "autopilot has nothing more to do without a person", Fields: map[string]any{"stats": e.st.Stats}})
 	}
 	e.idleTold = s.Idle
