@@ -99,6 +99,10 @@ func (n *night) add(e chorusdir.Entry) {
 		if passed, _ := d["passed"].(bool); !passed {
 			n.lastWhy[task] = "quality check " + str(d, "name") + " failed"
 		}
+	case "signal_near_miss":
+		if r := str(d, "reason"); r != "" && n.lastWhy[task] == "" {
+			n.lastWhy[task] = "a completion tag that did not count: " + r
+		}
 	case "signal_rejected":
 		if text != "" {
 			n.lastWhy[task] = "COMPLETE refused: " + text
