@@ -99,6 +99,12 @@ func (n *night) add(e chorusdir.Entry) {
 		if passed, _ := d["passed"].(bool); !passed {
 			n.lastWhy[task] = "quality check " + str(d, "name") + " failed"
 		}
+	case orchestrator.EvReleased:
+		// Stopped and given back (a hold parked it, a person stopped it,
+		// Chorus shut down): that is why it runs again.
+		if text != "" {
+			n.lastWhy[task] = "it was stopped and given back: " + text
+		}
 	case "signal_near_miss":
 		if r := str(d, "reason"); r != "" && n.lastWhy[task] == "" {
 			n.lastWhy[task] = "a completion tag that did not count: " + r

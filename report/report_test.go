@@ -50,7 +50,11 @@ func TestNight(t *testing.T) {
 	log("run_held", map[string]any{"taskId": "t-3", "text": "autopilot holds: usage limit", "hold": "usage-limit", "cause": "Claude usage limit reached", "until": reset.Add(-time.Minute), "resetKnown": true})
 	log("run_probe", map[string]any{"taskId": "t-3", "text": "trying one agent"})
 	log("alert", map[string]any{"taskId": "t-3", "text": "autopilot holds: usage limit", "hold": "usage-limit", "until": reset, "resetKnown": true})
+	log("iteration_started", map[string]any{"taskId": "t-5", "iteration": 1})
+	log("alert", map[string]any{"taskId": "t-5", "text": "uncommitted work saved as a WIP commit"})
+	log("task_released", map[string]any{"taskId": "t-5", "text": "parked: the account's usage limit was reached"})
 	log("resumed", map[string]any{"text": "autopilot resumes: a turn passed", "hold": "usage-limit"})
+	log("iteration_started", map[string]any{"taskId": "t-5", "iteration": 1})
 	log("task_failed", map[string]any{"taskId": "t-2", "text": "the agent failed 2 times in a row", "usage": map[string]any{"input": 10, "output": 5, "costUsd": 0.5}, "runtime": 30,
 		"output": "line one\nline two\n\nPanic: boom\n", "ledger": ".chorus/ledgers/t-2.md"})
 	log("task_blocked", map[string]any{"taskId": "t-4", "text": "needs a human: which database?"})
@@ -94,7 +98,8 @@ func TestNight(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s#%d: %s", x.Task, x.Iteration, x.Why))
 	}
 	want := []string{"t-2#2: The agent process exited with code 3 before finishing.", "t-3#2: quality check test failed",
-		"t-1#1: Chorus stopped or died during the iteration (it was started again)", "t-1#2: the agent exited without signalling COMPLETE"}
+		"t-1#1: Chorus stopped or died during the iteration (it was started again)", "t-1#2: the agent exited without signalling COMPLETE",
+		"t-5#1: it was stopped and given back: parked: the account's usage limit was reached"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("retries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -122,7 +127,7 @@ func TestNight(t *testing.T) {
 	}
 	md := r.Markdown()
 	for _, want := range []string{"(no report was produced before: everything in the log)", "2 start(s) of Chorus",
-		"1 landed, 1 failed, 1 waiting for you, 3 pause(s), 4 iteration(s) retried, 1 conflict(s)",
+		"1 landed, 1 failed, 1 waiting for you, 3 pause(s), 5 iteration(s) retried, 1 conflict(s)",
 		"held for the account's usage limit", "Claude usage limit reached (reset at " + reset.Local().Format("15:04:05") + ", as the CLI said), 1 probe(s)",
 		"last output: line one / line two / Panic: boom", "ledger: `.chorus/ledgers/t-2.md`",
 		"autopilot paused", "resumed", "merge queue paused", "still paused at the end",
