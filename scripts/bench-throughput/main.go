@@ -19,8 +19,9 @@
 // Chorus as its quality commands (on each agent's COMPLETE and on merge
 // candidates, batched).
 //
-// Usage: bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-rounds 3] [-quality CMD] [-keep]
+// Usage:
 //
+//	bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-rounds 3] [-quality CMD] [-keep]
 //	bench-throughput -chorus BIN -latency [-tasks 10] [-rounds 3]
 //
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
