@@ -53,6 +53,7 @@ func (s *Service) Enqueue(r Request) error {
 	it.DependsOn = append([]string(nil), r.DependsOn...)
 	s.stats.NextSeq++
 	s.items = append(s.items, it)
+	delete(s.checking, r.TaskID)
 	if err := s.saveLocked(); err != nil {
 		s.removeLocked(r.TaskID)
 		s.stats.NextSeq--

@@ -36,7 +36,7 @@ func (s *Service) batchableLocked(it *Item) bool {
 // batchLocked picks the batch to run now: the runnable items in queue
 // order while they are batchable, when batching applies at all.
 func (s *Service) batchLocked(r []*Item) []string {
-	if len(s.required) == 0 || s.opt.Merge.RequireApproval || s.opt.Merge.LockfileCommand != "" || len(r) < 2 {
+	if !s.batchingLocked() || len(r) < 2 {
 		return nil
 	}
 	var ids []string
@@ -50,6 +50,12 @@ func (s *Service) batchLocked(r []*Item) []string {
 		return nil
 	}
 	return ids
+}
+
+// batchingLocked: batches apply at all (a required check to share, no
+// approval or lock-file step per item).
+func (s *Service) batchingLocked() bool {
+	return len(s.required) > 0 && !s.opt.Merge.RequireApproval && s.opt.Merge.LockfileCommand == ""
 }
 
 // inBatchLocked: the worker holds this item as part of a batch.

@@ -40,6 +40,7 @@ type Service struct {
 	sincePack int             // landings since the refs were last packed
 	batch     map[string]bool // the items of the batch the worker holds
 	solo      map[string]bool // items to be processed alone (batch.go)
+	checking  map[string]bool // tasks in their checks, about to queue (gather.go)
 
 	// The locks below and mu above are taken in the order locks.go gives
 	// (TestLockOrder holds it).
@@ -122,6 +123,9 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	}
 	if opt.WatchInterval <= 0 {
 		opt.WatchInterval = 2 * time.Second
+	}
+	if opt.GatherWindow == 0 {
+		opt.GatherWindow = defaultGatherWindow
 	}
 	if opt.AcceptCommand == "" {
 		opt.AcceptCommand = "chorus merge accept-target"
@@ -225,7 +229,11 @@ func (s *Service) Run(ctx context.Context) error {
 		s.mu.Lock()
 		var id string
 		var batch []string
-		if r := s.runnableLocked(); len(r) > 0 {
+		var gather <-chan time.Time // a lone candidate waiting for others (gather.go)
+		r := s.runnableLocked()
+		if d := s.gatherLocked(r); d > 0 {
+			gather = time.After(d)
+		} else if len(r) > 0 {
 			id = r[0].TaskID
 			s.current, s.curFence = id, r[0].Fence
 			if batch = s.batchLocked(r); batch != nil {
@@ -264,6 +272,7 @@ func (s *Service) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.wake:
+		case <-gather:
 		case <-watch.C:
 			s.opMu.Lock()
 			s.watchTarget(ctx)

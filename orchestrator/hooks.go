@@ -152,6 +152,13 @@ func (r *agentRun) gate(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, g
 	// Durable before the check: a crash during it must not cost the agent
 	// its COMPLETE (the next run re-checks).
 	r.update(func(st *State, a *AgentState) { a.Status = AgentChecking; st.run(t.ID).CompleteSignalled = true })
+	if e.merge != nil {
+		// A lone candidate queued meanwhile may wait for this one to join
+		// its batch; passing queues it (which ends the mark), anything
+		// else ends it here.
+		e.merge.Checking(t.ID, true)
+		defer e.merge.Checking(t.ID, false)
+	}
 	ok, results := runQuality(ctx, wt.Dir, e.cfg.SortedQuality(), r.env(0), r.checkStarted)
 	r.qualityDone(t, ok, results)
 	if ctx.Err() != nil {

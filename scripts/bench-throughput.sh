@@ -10,9 +10,11 @@
 #        KEEP=1 …   keep the scratch repositories
 #        LATENCY=1 ROUNDS=5 scripts/bench-throughput.sh 10   signal→main, one agent,
 #                   against the floor (signal start + three git processes) per round
+#        CHECKS=1 QUALITY='sleep 5' ROUNDS=3 scripts/bench-throughput.sh 1 8   8 agents finishing
+#                   together, last signal→last landing against the batching ideal per round
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 (cd "$ROOT" && go build -o "$TMP/chorus" ./cmd/chorus && go build -o "$TMP/bench-throughput" ./scripts/bench-throughput)
-exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep} ${LATENCY:+-latency}
+exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep} ${LATENCY:+-latency} ${CHECKS:+-checks}

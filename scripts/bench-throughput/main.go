@@ -23,6 +23,7 @@
 //
 //	bench-throughput -chorus BIN [-tasks 20,60,300] [-agents 8] [-rounds 3] [-quality CMD] [-keep]
 //	bench-throughput -chorus BIN -latency [-tasks 10] [-rounds 3]
+//	bench-throughput -chorus BIN -checks [-agents 8] [-quality 'sleep 5'] [-rounds 3]
 //
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
 // that command, for a profile; BENCH_VERBOSE=1 prints git subcommands;
@@ -54,6 +55,7 @@ func main() {
 	rounds := flag.Int("rounds", 1, "runs of each side per task count, alternating; figures are medians")
 	qual := flag.String("quality", "", "a required quality command (shell) for both sides: Chorus's qualityCommands; the shell pipeline runs it after each merge and undoes a merge it fails")
 	latency := flag.Bool("latency", false, "signal→main latency instead: one agent, the first task count's tasks one after another, against the floor (the signal's start and three git processes) in the same round")
+	checks := flag.Bool("checks", false, "merges with a required check instead: AGENTS tasks on AGENTS agents finishing together, last signal→last landing against the batching ideal (the check in parallel, then once on the batch) in the same round; -quality is the check (default sleep 5)")
 	flag.Parse()
 	if *chorus == "" {
 		fail(errors.New("-chorus is required: the path of a built chorus binary"))
@@ -73,6 +75,24 @@ func main() {
 	realGit, err := exec.LookPath("git")
 	if err != nil {
 		fail(err)
+	}
+	if *checks {
+		root, err := os.MkdirTemp("", "bench-checks-")
+		if err != nil {
+			fail(err)
+		}
+		q := *qual
+		if q == "" {
+			q = "sleep 5"
+		}
+		b := &bench{root: root, realGit: realGit, chorus: bin, agents: *agents, n: *agents, quality: q}
+		runChecks(b, *rounds)
+		if *keep {
+			fmt.Println("  kept", root)
+		} else {
+			_ = os.RemoveAll(root)
+		}
+		return
 	}
 	if *latency {
 		root, err := os.MkdirTemp("", "bench-latency-")
