@@ -3,8 +3,10 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,17 +37,46 @@ func newSignalCmd() *cobra.Command {
 			return ts, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			from, sig, err := signal.FromEnv(args, os.Getenv)
-			if err != nil {
-				return withCode(ExitUsage, err)
-			}
-			if err := signal.Send(from, sig); err != nil {
-				return withCode(ExitFailure, err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "chorus: %s sent for %s\n", sig, from.TaskID)
-			return nil
+			return runSignal(args, cmd.ErrOrStderr())
 		},
 	}
+}
+
+func runSignal(args []string, stderr io.Writer) error {
+	from, sig, err := signal.FromEnv(args, os.Getenv)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if err := signal.Send(from, sig); err != nil {
+		return withCode(ExitFailure, err)
+	}
+	fmt.Fprintf(stderr, "chorus: %s sent for %s\n", sig, from.TaskID)
+	return nil
+}
+
+// signalFast runs `chorus signal TYPE [PAYLOAD]` without building the
+// command tree or reading build information: agents start it for every
+// signal, on the way from COMPLETE to the target branch. Anything else
+// (a flag, help, a wrong count) takes the full command line.
+func signalFast(args []string, stderr io.Writer) (int, bool) {
+	if len(args) < 2 || len(args) > 3 || args[0] != "signal" {
+		return 0, false
+	}
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "-") {
+			return 0, false
+		}
+	}
+	err := runSignal(args[1:], stderr)
+	if err == nil {
+		return ExitOK, true
+	}
+	fmt.Fprintln(stderr, "chorus: "+err.Error())
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, true
+	}
+	return ExitFailure, true
 }
 
 // sendSignal is the scripted agent's `send`: what `chorus signal ARGS`

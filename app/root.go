@@ -62,6 +62,9 @@ func withCode(code int, err error) error {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, bi BuildInfo) int {
+	if code, ok := signalFast(args, os.Stderr); ok {
+		return code
+	}
 	return run(args, bi.complete(debug.ReadBuildInfo()), os.Stdin, os.Stdout, os.Stderr)
 }
 
