@@ -234,15 +234,34 @@ func (s *Service) AcceptTarget(tip string) error {
 	old := s.stats
 	s.stats.Paused, s.stats.PauseReason, s.stats.TargetTip, s.stats.Moved = false, "", cur, nil
 	s.stats.Lost = nil
+	// When the tip changed, branches that wait because of the old one (a
+	// conflict for a person, a held candidate) are queued again against
+	// the new one, from the medium tier on.
+	saved := map[*Item]Item{}
+	var requeued []string
 	for _, it := range s.items {
+		before := *it
 		it.Recoveries = 0
+		if old.TargetTip != cur && queue.Requeue(it) {
+			it.Seq = s.stats.NextSeq
+			s.stats.NextSeq++
+			requeued = append(requeued, it.TaskID)
+		}
+		saved[it] = before
 	}
 	if err := s.saveLocked(); err != nil {
 		s.stats = old
+		for it, before := range saved {
+			*it = before
+		}
 		s.publishLocked()
 		return err
 	}
-	s.emit(Event{Kind: EventResumed, Commit: cur, Message: s.opt.Target + " accepted at " + short(cur) + "; the queue runs again"})
+	msg := s.opt.Target + " accepted at " + short(cur) + "; the queue runs again"
+	if len(requeued) > 0 {
+		msg += "; queued again against it: " + strings.Join(requeued, ", ")
+	}
+	s.emit(Event{Kind: EventResumed, Commit: cur, Message: msg, Files: requeued})
 	s.poke()
 	return nil
 }

@@ -85,20 +85,27 @@ func (s *Service) process(ctx context.Context, id string) {
 		return
 	}
 	if !mt.clean {
-		s.conflict(ctx, id, tip, head, mt)
+		s.conflict(ctx, id, tip, tipTree, head, mt)
 		return
 	}
-	if mt.tree == tipTree && base == tip {
+	s.candidate(ctx, id, it, tip, tipTree, base, head, mt.tree)
+}
+
+// candidate writes the merge commit of tree on base and head (base is the
+// target tip, or a re-applied revert on it), keeps it, and takes it to the
+// quality gate.
+func (s *Service) candidate(ctx context.Context, id string, it Item, tip, tipTree, base, head, tree string) {
+	if tree == tipTree && base == tip {
 		// The branch adds nothing the target lacks (merged by hand earlier).
 		s.finishLanded(ctx, id, "", true)
 		return
 	}
-	c, err := s.in.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
+	c, err := s.in.commitTree(ctx, tree, []string{base, head}, mergeMessage(it), trailer(it))
 	if err != nil {
 		s.attemptFailed(ctx, id, err.Error())
 		return
 	}
-	s.in.rememberTree(c, mt.tree)
+	s.in.rememberTree(c, tree)
 	// With nothing to run the candidate is as tested as it gets and lands
 	// right away: its ref and the pre-merge checkpoint go into the landing
 	// transaction instead of a separate update.

@@ -25,17 +25,26 @@ func (s *Service) resolveDir(task string) string {
 }
 
 // conflict handles a merge-tree conflict: agent first, then a person.
-func (s *Service) conflict(ctx context.Context, id, tip, head string, mt mergeResult) {
-	s.mu.Lock()
-	s.stats.Conflicts++
-	s.mu.Unlock()
+func (s *Service) conflict(ctx context.Context, id, tip, tipTree, head string, mt mergeResult) {
 	it, _ := s.get(id)
+	if it.Deferrals == 0 {
+		// One conflict however many times the medium tier retries it.
+		s.mu.Lock()
+		s.stats.Conflicts++
+		s.mu.Unlock()
+	}
 	s.step(id, func(it *Item, _ *Stats) {
 		it.Status, it.ConflictFiles = StatusConflict, mt.files
 		it.LastError = "conflicts: " + strings.Join(mt.messages, "; ")
 	})
-	s.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
-	s.runHook(ctx, hooks.OnConflict, id)
+	it, _ = s.get(id)
+	if it.Deferrals == 0 {
+		s.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
+		s.runHook(ctx, hooks.OnConflict, id)
+	}
+	if s.medium(ctx, it, tip, tipTree, head) {
+		return
+	}
 	complexConflict := mt.structure || len(mt.files) > MediumMaxFiles
 	reason := "Merging " + s.opt.Target + " into your branch conflicts:\n" + strings.Join(mt.messages, "\n")
 	s.resolve(ctx, it, tip, head, mt.files, reason, complexConflict)

@@ -191,6 +191,8 @@ const (
 	EventEnqueued        EventKind = "enqueued"
 	EventLanded          EventKind = "landed"
 	EventConflict        EventKind = "conflict"
+	EventRebased         EventKind = "rebased"  // the medium tier's rebase cleared a conflict
+	EventDeferred        EventKind = "deferred" // the medium tier sent a conflict to the back of the queue
 	EventResolving       EventKind = "resolving"
 	EventResolved        EventKind = "resolved"
 	EventWaitingHuman    EventKind = "waiting-human"

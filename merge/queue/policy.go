@@ -139,6 +139,7 @@ func Retry(it *Item) error {
 	it.Status = StatusPending
 	it.Retries = 0
 	it.Recoveries = 0
+	it.Deferrals, it.ConflictTip = 0, ""
 	it.Action = ""
 	return nil
 }

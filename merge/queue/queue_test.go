@@ -45,7 +45,7 @@ func TestTransitions(t *testing.T) {
 	// The worker's path.
 	for _, p := range [][2]Status{{StatusPending, StatusMerging}, {StatusMerging, StatusTesting},
 		{StatusTesting, StatusLanding}, {StatusLanding, StatusLanded}, {StatusMerging, StatusConflict},
-		{StatusConflict, StatusResolving}, {StatusResolving, StatusPending}, {StatusTesting, StatusWaitingApproval},
+		{StatusConflict, StatusResolving}, {StatusConflict, StatusMerging}, {StatusResolving, StatusPending}, {StatusTesting, StatusWaitingApproval},
 		{StatusLanded, StatusReverted}} {
 		ok(p[0], p[1])
 	}
@@ -77,6 +77,8 @@ func TestTransitions(t *testing.T) {
 	no(StatusPending, StatusTesting)
 	no(StatusWaitingApproval, StatusLanding)
 	no(StatusFailed, StatusMerging)
+	no(StatusConflict, StatusTesting)
+	no(StatusConflict, StatusLanded)
 	// Every status has a row: a new status without one is refused everywhere.
 	for _, s := range Statuses() {
 		if _, ok := transitions[s]; !ok {

@@ -18,7 +18,8 @@ var transitions = map[Status][]Status{
 		StatusLanded, StatusWaitingApproval, StatusWaitingHuman, StatusHeld, StatusFailed},
 	StatusTesting: {StatusPending, StatusResolving, StatusLanding, StatusWaitingApproval,
 		StatusWaitingHuman, StatusHeld, StatusFailed},
-	StatusConflict:        {StatusPending, StatusResolving, StatusWaitingHuman, StatusFailed},
+	// The medium tier's rebase clears a conflict: merging again.
+	StatusConflict:        {StatusPending, StatusMerging, StatusResolving, StatusWaitingHuman, StatusFailed},
 	StatusResolving:       {StatusPending, StatusConflict, StatusWaitingHuman, StatusFailed},
 	StatusLanding:         {StatusPending, StatusResolving, StatusLanded, StatusHeld, StatusWaitingHuman, StatusFailed},
 	StatusWaitingApproval: {StatusPending, StatusResolving},

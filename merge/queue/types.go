@@ -75,4 +75,10 @@ type Item struct {
 	// ResolvedFrom is the merged ref's tip before a resolver agent's work,
 	// while that work is queued: a stopped resolver is undone back to it.
 	ResolvedFrom string `json:"resolvedFrom,omitempty"`
+
+	// Deferrals counts conflicts met by the medium tier (rebase onto the
+	// target and retry) in a row; ConflictTip is the target tip of the last
+	// one. See Medium.
+	Deferrals   int    `json:"deferrals,omitempty"`
+	ConflictTip string `json:"conflictTip,omitempty"`
 }
