@@ -186,7 +186,23 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 		} else {
 			fmt.Fprintln(stderr, "  no go.mod, package.json, pyproject.toml or Cargo.toml: type unknown")
 		}
-		fmt.Fprintf(stderr, "  name %q, task id prefix %q\n", cfg.Project.Name, cfg.Project.TaskIDPrefix)
+		if statErr == nil {
+			// Set up before: what counts is what the config holds.
+			name, prefix := cfg.Project.Name, cfg.Project.TaskIDPrefix
+			if m, err := config.ReadJSONObject(d.Config()); err == nil {
+				if pj, _ := m["project"].(map[string]any); pj != nil {
+					if v, ok := pj["name"].(string); ok {
+						name = v
+					}
+					if v, ok := pj["taskIdPrefix"].(string); ok && v != "" {
+						prefix = v
+					}
+				}
+			}
+			fmt.Fprintf(stderr, "  name %q, task id prefix %q (from .chorus/config.json)\n", name, prefix)
+		} else {
+			fmt.Fprintf(stderr, "  name %q, task id prefix %q\n", cfg.Project.Name, cfg.Project.TaskIDPrefix)
+		}
 	}
 
 	fresh := !d.Exists()
@@ -234,6 +250,7 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 		}
 	} else {
 		fmt.Fprintln(stderr, "Chorus was already set up here; existing files were left as they are.")
+		reinitFlags(stderr, d.Config(), o)
 		// Except an empty target, which an older init left: fixed now.
 		if last := lastSessionTarget(d); last != "" && branchExists(ctx, root, last) {
 			target = last // where earlier sessions merged, whatever is checked out now
@@ -347,4 +364,45 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// reinitFlags applies what a re-run of init was told explicitly to the
+// config that exists: --max-agents is written; --prefix is not (the
+// tasks already made carry the old prefix), and the message says so.
+func reinitFlags(stderr io.Writer, path string, o *initOptions) {
+	m, err := config.ReadJSONObject(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: reading %s: %v\n", path, err)
+		return
+	}
+	if o.maxAgents != 0 {
+		old := -1
+		if ag, _ := m["agents"].(map[string]any); ag != nil {
+			if v, ok := ag["maxParallel"].(float64); ok {
+				old = int(v)
+			}
+		}
+		switch {
+		case old == o.maxAgents:
+			fmt.Fprintf(stderr, "  agents.maxParallel is already %d\n", old)
+		default:
+			if err := config.SetKey(path, "agents.maxParallel", o.maxAgents); err != nil {
+				fmt.Fprintf(stderr, "warning: setting agents.maxParallel in %s: %v\n", path, err)
+			} else if old >= 0 {
+				fmt.Fprintf(stderr, "  updated agents.maxParallel %d → %d in .chorus/config.json\n", old, o.maxAgents)
+			} else {
+				fmt.Fprintf(stderr, "  set agents.maxParallel to %d in .chorus/config.json\n", o.maxAgents)
+			}
+		}
+	}
+	if o.prefix != "" {
+		want := strings.TrimSuffix(strings.ToLower(o.prefix), "-")
+		cur := ""
+		if pj, _ := m["project"].(map[string]any); pj != nil {
+			cur, _ = pj["taskIdPrefix"].(string)
+		}
+		if cur != want {
+			fmt.Fprintf(stderr, "  kept task id prefix %q, not %q: tasks already made carry it; to change it, edit project.taskIdPrefix in .chorus/config.json\n", cur, want)
+		}
+	}
 }

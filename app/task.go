@@ -75,6 +75,7 @@ func completeTaskIDs(g *globals) func(*cobra.Command, []string, string) ([]strin
 
 func newTaskCreateCmd(g *globals) *cobra.Command {
 	var opt beads.CreateOptions
+	var accs []string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "create TITLE",
@@ -96,6 +97,7 @@ func newTaskCreateCmd(g *globals) *cobra.Command {
 						return withCode(ExitUsage, fmt.Errorf("--agent: %q is not valid; allowed: %s", opt.Agent, strings.Join(p.cfg.AgentNames(), ", ")))
 					}
 				}
+				opt.Acceptance = strings.Join(accs, "\n")
 				opt.PrioritySet = true // -p defaults to 2; an explicit 0 is critical, not unset
 				t, err := s.Create(ctx, title, opt)
 				if err != nil {
@@ -117,7 +119,8 @@ func newTaskCreateCmd(g *globals) *cobra.Command {
 	f.StringSliceVarP(&opt.Labels, "labels", "l", nil, "labels, comma-separated")
 	f.StringSliceVar(&opt.Deps, "deps", nil, "ids of tasks this one waits for, comma-separated")
 	f.StringVarP(&opt.Description, "description", "d", "", "what to do")
-	f.StringVar(&opt.Acceptance, "acceptance", "", "acceptance criteria")
+	// Repeated --acceptance flags are one criterion each, all kept.
+	f.StringArrayVar(&accs, "acceptance", nil, "an acceptance criterion (repeat the flag for several)")
 	f.StringVar(&opt.Model, "model", "", "model for the agent working on this task")
 	f.StringVar(&opt.Agent, "agent", "", "agent profile for this task (see agents.available)")
 	f.BoolVar(&asJSON, "json", false, "print the created task as JSON")

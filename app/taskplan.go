@@ -131,6 +131,7 @@ func warnRules(w io.Writer, p *project, t beads.Task) {
 
 func newTaskUpdateCmd(g *globals) *cobra.Command {
 	var title, desc, acc, model, agentName string
+	var accs []string
 	var prio int
 	var labels, addLabels, removeLabels []string
 	var asJSON bool
@@ -151,6 +152,7 @@ func newTaskUpdateCmd(g *globals) *cobra.Command {
 				}
 				return nil
 			}
+			acc = strings.Join(accs, "\n")
 			u.Title, u.Description, u.Acceptance = set("title", &title), set("description", &desc), set("acceptance", &acc)
 			if u.Title != nil && strings.TrimSpace(title) == "" {
 				return withCode(ExitUsage, errors.New("--title is empty; give the task a title"))
@@ -231,7 +233,7 @@ func newTaskUpdateCmd(g *globals) *cobra.Command {
 	fl := c.Flags()
 	fl.StringVar(&title, "title", "", "new title")
 	fl.StringVarP(&desc, "description", "d", "", "new description")
-	fl.StringVar(&acc, "acceptance", "", "new acceptance criteria (one per line)")
+	fl.StringArrayVar(&accs, "acceptance", nil, "new acceptance criteria, replacing the old (one per line, or repeat the flag)")
 	fl.IntVarP(&prio, "priority", "p", 2, "priority 0 (critical) to 4 (backlog)")
 	fl.StringSliceVarP(&labels, "labels", "l", nil, "replace the labels, comma-separated")
 	fl.StringSliceVar(&addLabels, "add-label", nil, "add labels, comma-separated")

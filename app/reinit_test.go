@@ -1,0 +1,78 @@
+package app
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chorus-dev/chorus/beads"
+)
+
+// Repeated --acceptance flags are each a criterion, all kept (create and
+// update).
+func TestTaskCreateKeepsEveryAcceptance(t *testing.T) {
+	dir := gitRepo(t)
+	if r := chorus(t, dir, "init", "--yes"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := chorus(t, dir, "task", "create", "two criteria", "--acceptance", "go test ./a passes", "--acceptance", "go vet ./a is clean", "--json")
+	if r.code != 0 {
+		t.Fatalf("create: %s", r.stderr)
+	}
+	var task beads.Task
+	if err := json.Unmarshal([]byte(r.stdout), &task); err != nil {
+		t.Fatal(err)
+	}
+	if task.AcceptanceCriteria != "go test ./a passes\ngo vet ./a is clean" {
+		t.Fatalf("acceptance %q", task.AcceptanceCriteria)
+	}
+	if r := chorus(t, dir, "task", "update", task.ID, "--acceptance", "one", "--acceptance", "two"); r.code != 0 {
+		t.Fatalf("update: %s", r.stderr)
+	}
+	r = chorus(t, dir, "task", "show", task.ID, "--json")
+	if !strings.Contains(r.stdout, `one\ntwo`) {
+		t.Fatalf("after update: %s", r.stdout)
+	}
+}
+
+// Re-running init --yes with --max-agents writes it, and the prefix
+// printed is the one the config holds; a different --prefix is kept out,
+// saying why.
+func TestReinitMaxAgentsAndPrefix(t *testing.T) {
+	dir := gitRepo(t)
+	if r := chorus(t, dir, "init", "--yes", "--prefix", "first"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	r := chorus(t, dir, "init", "--yes", "--max-agents", "2", "--prefix", "second")
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ".chorus", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Project struct {
+			TaskIDPrefix string `json:"taskIdPrefix"`
+		} `json:"project"`
+		Agents struct {
+			MaxParallel int `json:"maxParallel"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agents.MaxParallel != 2 || cfg.Project.TaskIDPrefix != "first" {
+		t.Fatalf("config: %+v\n%s", cfg, r.stderr)
+	}
+	for _, want := range []string{`task id prefix "first"`, "updated agents.maxParallel 3 → 2", `kept task id prefix "first", not "second"`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("init output lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, `prefix "second"`) && !strings.Contains(r.stderr, `not "second"`) {
+		t.Errorf("init printed a prefix the config does not hold:\n%s", r.stderr)
+	}
+}
