@@ -86,8 +86,13 @@ func pendingQuestions(d chorusdir.Dir) ([]pendingQuestion, error) {
 	if err != nil || st == nil {
 		return nil, err
 	}
+	return questionsOf(st.Agents), nil
+}
+
+// questionsOf lists the questions agents wait on, by task.
+func questionsOf(agents map[string]*orchestrator.AgentState) []pendingQuestion {
 	var out []pendingQuestion
-	for _, a := range st.Agents {
+	for _, a := range agents {
 		if a.Status != orchestrator.AgentNeedsHelp || a.Question == "" {
 			continue
 		}
@@ -98,12 +103,12 @@ func pendingQuestions(d chorusdir.Dir) ([]pendingQuestion, error) {
 		if q.ID != "" {
 			q.Answer = "chorus answer " + a.TaskID + " CHOICE"
 		} else {
-			q.Answer = "answer it in the running Chorus (a on the agent)"
+			q.Answer = "chorus answer " + a.TaskID + " TEXT (typed to the agent), or a on the agent in the TUI"
 		}
 		out = append(out, q)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
-	return out, nil
+	return out
 }
 
 // newAnswerCmd answers a `chorus ask` question from any shell.
@@ -115,18 +120,47 @@ func newAnswerCmd(g *globals) *cobra.Command {
   chorus answer bd-a1b2 "use SQLite, it is a demo"`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := g.loadProject(cmd.Context(), cmd.ErrOrStderr(), true)
+			ctx := cmd.Context()
+			p, err := g.loadProject(ctx, cmd.ErrOrStderr(), true)
 			if err != nil {
 				return err
 			}
-			qs, err := pendingQuestions(p.dir)
+			task := args[0]
+			ec, err := cliEngine(ctx, p)
 			if err != nil {
+				return err
+			}
+			var qs []pendingQuestion
+			if ec != nil {
+				defer ec.Close()
+				snap, err := ec.Current(ctx)
+				if err != nil {
+					return withCode(ExitFailure, err)
+				}
+				qs = questionsOf(snap.Agents)
+			} else if qs, err = pendingQuestions(p.dir); err != nil {
 				return withCode(ExitFailure, err)
 			}
-			task := args[0]
 			for _, q := range qs {
 				if q.Task != task {
 					continue
+				}
+				if ec != nil {
+					// The engine answers: a `chorus ask` question through its
+					// answer file, a NEEDS_HELP by typing to the agent.
+					text, shown := joinArgs(args[1:]), joinArgs(args[1:])
+					if q.ID != "" {
+						a, err := signal.ResolveChoice(q.Options, text)
+						if err != nil {
+							return withCode(ExitUsage, err)
+						}
+						shown = a.Text
+					}
+					if err := ec.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdAnswer, AgentID: q.Agent, Text: text}); err != nil {
+						return withCode(ExitUsage, fmt.Errorf("answering %s: %w", task, err))
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "answered %s: %s\n", task, line(shown))
+					return nil
 				}
 				if q.ID == "" {
 					return withCode(ExitUsage, fmt.Errorf("%s asked with NEEDS_HELP, which is answered by typing to the agent: select it in the running Chorus and press a", task))

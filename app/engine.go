@@ -115,6 +115,7 @@ func runEngine(ctx context.Context, g *globals, o *runOptions, ready io.WriteClo
 	defer cancel()
 	srv := &remote.Server{Eng: ss.engine, Stop: cancel, Log: ss.log}
 	srvCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	go recordModeChoices(srvCtx, p, ss.engine.Subscribe(), ss.log)
 	n := notifierFor(p.cfg, ss.log)
 	if n != nil {
 		go n.follow(srvCtx, ss.engine.Subscribe())

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
@@ -148,12 +149,18 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 		defer stop()
 	}
 	// The engine outlives a signal until the UI has let go of the terminal.
-	_, cancel, done, err := ss.run(context.WithoutCancel(ctx))
+	runCtx, cancel, done, err := ss.run(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	uerr := ui.Run(ctx, ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
+	go recordModeChoices(runCtx, p, eng.Subscribe(), ss.log)
+	// Other shells reach this engine too; their stop request quits the UI.
+	uctx, quitUI := context.WithCancel(ctx)
+	defer quitUI()
+	stopServing := serveInProcess(ctx, p, eng, quitUI, ss.log, stderr)
+	defer stopServing()
+	uerr := ui.Run(uctx, ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
 	running := eng.Snapshot().Running
 	stopAt := time.Now()
 	cancel()
@@ -217,11 +224,18 @@ func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptio
 	// Fed from this loop's own events, so the run's last events are told
 	// before it ends.
 	notify := notifierFor(p.cfg, ss.log)
-	_, cancel, done, err := ss.run(ctx)
+	runCtx, cancel, done, err := ss.run(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
+	go recordModeChoices(runCtx, p, eng.Subscribe(), ss.log)
+	// Other shells reach this engine too (the CLI, `chorus attach`,
+	// `chorus events`); their stop request ends the run as quitting does.
+	stopped := make(chan struct{})
+	var stopOnce sync.Once
+	stopServing := serveInProcess(ctx, p, eng, func() { stopOnce.Do(func() { close(stopped) }) }, ss.log, out)
+	defer stopServing()
 	start := time.Now()
 	fmt.Fprintf(out, "%s chorus: %s mode, up to %d agents, target branch %s\n", start.Format("15:04:05"), p.cfg.Mode, p.cfg.Agents.MaxParallel, ss.target)
 	if first != nil {
@@ -270,6 +284,9 @@ loop:
 			}
 		case <-ctx.Done():
 			interrupted = true
+			break loop
+		case <-stopped:
+			fmt.Fprintf(out, "%s chorus: stop requested from another shell\n", time.Now().Format("15:04:05"))
 			break loop
 		}
 	}

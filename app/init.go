@@ -348,7 +348,7 @@ func afterWizard(cmd *cobra.Command, g *globals) error {
 		return nil
 	}
 	fmt.Fprintln(stderr, "No tasks yet: starting planning.")
-	return resumePlanScreen(ctx, p, s, stderr)
+	return resumePlanScreen(ctx, p, s, stderr, backgroundHandover(p, g, nil, s, stderr))
 }
 
 // hasCommit says the checked-out branch has a commit to branch from.

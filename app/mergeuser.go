@@ -18,8 +18,9 @@ func newMergeUserCmd(g *globals) *cobra.Command {
 		Short: "Merge one of your own branches through Chorus's merge queue (quality commands first)",
 		Long: `Queues BRANCH like a finished agent branch: merged without touching your
 working tree, checked with the required quality commands, then landed on the
-target branch. Your branch is kept. Runs until the merge lands or needs you;
-when another Chorus is running in this repository, it says so instead.`,
+target branch. Your branch is kept. With no Chorus running, runs until the
+merge lands or needs you; while one runs, queues the branch in it and
+returns (its merge worker lands it; ` + "`chorus events`" + ` follows it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runQueueCommand(cmd, g, orchestrator.Command{Kind: orchestrator.CmdMergeUser, Text: args[0]}, "queued "+args[0]+" for merging")
@@ -46,7 +47,8 @@ git update-ref, a push, a reset), the merge queue holds: nothing lands on a
 tip no quality command verified. Look at the new tip; if it is good, this
 command makes it the baseline and lands what is queued. TIP, when given
 (the new tip as shown in the message), must still be the target's tip.
-While Chorus runs in the full-screen view, press A in its merge view instead.`,
+While Chorus runs, the running engine accepts it (or press A in the TUI's
+merge view).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tip := ""
@@ -78,6 +80,18 @@ func runQueueCommandTo(cmd *cobra.Command, g *globals, c orchestrator.Command, d
 	p, err := g.loadProject(ctx, out, true)
 	if err != nil {
 		return err
+	}
+	// An engine runs: it acts on the command live, and its merge worker
+	// does the rest.
+	if ec, err := cliEngine(ctx, p); err != nil {
+		return err
+	} else if ec != nil {
+		defer ec.Close()
+		if err := ec.Do(ctx, c); err != nil {
+			return withCode(ExitFailure, err)
+		}
+		fmt.Fprintf(out, "%s (by the running engine, pid %d; `chorus events` follows it)\n", done(p.cfg.Merge.TargetBranch), ec.PID())
+		return nil
 	}
 	s, err := p.store(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,19 +141,22 @@ func TestPlanBadInput(t *testing.T) {
 	}
 }
 
-// A ready plan run headless with a mode goes to implementation and records
-// the choice in planning-state.json.
+// A ready plan run headless goes to implementation. A one-off --autopilot
+// leaves the recorded choice alone; --mode records it (the mode rule).
 func TestReadyPlanRecordsChosenMode(t *testing.T) {
 	dir := scriptedProject(t, "signal COMPLETE\n", nil)
-	if r := chorus(t, dir, "task", "create", "Add a", "--acceptance", "a returns 1"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	code, out := runBinary(t, dir, "--headless", "--autopilot")
-	if code != 0 && code != ExitUnfinished {
-		t.Fatalf("run: %d\n%s", code, out)
-	}
-	st := loadPlanState(t, dir)
-	if st.Status != planning.StatusImplementation || st.Mode() != "autopilot" {
-		t.Fatalf("state: %+v", st)
+	for i, args := range [][]string{{"--autopilot"}, {"--mode", "autopilot"}} {
+		if r := chorus(t, dir, "task", "create", fmt.Sprintf("Add a%d", i), "--acceptance", "a returns 1"); r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+		code, out := runBinary(t, dir, append([]string{"--headless"}, args...)...)
+		if code != 0 && code != ExitUnfinished {
+			t.Fatalf("run %v: %d\n%s", args, code, out)
+		}
+		st := loadPlanState(t, dir)
+		want := map[int]string{0: "", 1: "autopilot"}[i]
+		if st.Status != planning.StatusImplementation || st.Mode() != want {
+			t.Fatalf("after %v: state %+v, want chosen mode %q", args, st, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -27,6 +28,27 @@ type planStart struct {
 	choose    bool // the plan is ready: only the mode is left to choose
 	// uiOptions adjusts the interface's options (tests give it a screen).
 	uiOptions func(*ui.Options)
+	// handover, when set, runs the implementation once a mode is chosen:
+	// the planning screen and its engine end, and the agents run in a
+	// background engine the terminal attaches to (detach, attach,
+	// `chorus events`, `chorus stop` from the first agent on). Unset, the
+	// implementation view follows in this process.
+	handover func(ctx context.Context, mode string) error
+}
+
+// backgroundHandover starts the chosen mode in a background engine and
+// attaches this terminal to it, as a plain `chorus` does.
+func backgroundHandover(p *project, g *globals, o *runOptions, s beads.Store, stderr io.Writer) func(context.Context, string) error {
+	return func(ctx context.Context, mode string) error {
+		p.cfg.Mode = mode
+		if o == nil {
+			o = &runOptions{}
+		}
+		if g == nil {
+			g = &globals{}
+		}
+		return runEngineTUI(ctx, p, g, s, o, stderr)
+	}
 }
 
 // runPlanScreen is planning in the full-screen interface, then the
@@ -37,11 +59,13 @@ type planStart struct {
 func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart, stderr io.Writer) error {
 	cfg := p.cfg
 	p.cfg.Mode = config.ModeSemiAuto
-	ss, release, err := startSession(ctx, p, s, stderr)
+	ss, releaseLock, err := startSession(ctx, p, s, stderr)
 	p.cfg = cfg
 	if err != nil {
 		return err
 	}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(releaseLock) }
 	defer release()
 	eng := ss.engine
 	// A night chosen on this screen runs in this process: notify from here.
@@ -61,7 +85,15 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 		Max: p.cfg.Planning.MaxReviewIterations, Agent: st.agent,
 		TurnTimeout: time.Duration(p.cfg.Planning.TimeoutMinutes) * time.Minute,
 	}
+	// Other shells reach this engine while the plan is written (the task
+	// CLI goes through it, `chorus events` follows it); their stop request
+	// quits the screen, as does a mode chosen for a handover.
+	uctx, quitUI := context.WithCancel(ctx)
+	defer quitUI()
 	d := &planDriver{p: p, eng: eng, loop: loop, st: st, views: make(chan ui.PlanView, 64), acts: make(chan ui.PlanAction, 16)}
+	if st.handover != nil {
+		d.quit = quitUI
+	}
 	driverDone := make(chan struct{})
 	go func() {
 		defer close(driverDone)
@@ -71,12 +103,22 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 	if st.uiOptions != nil {
 		st.uiOptions(&o)
 	}
-	uerr := ui.Run(ctx, o)
+	go recordModeChoices(runCtx, p, eng.Subscribe(), ss.log)
+	stopServing := serveInProcess(ctx, p, eng, quitUI, ss.log, stderr)
+	defer stopServing()
+	uerr := ui.Run(uctx, o)
 	running := eng.Snapshot().Running
 	stopAt := time.Now()
 	cancel()
 	<-driverDone
 	eerr := <-done
+	if uerr == nil && eerr == nil && d.chosen() && st.handover != nil && ctx.Err() == nil {
+		// The planning engine is done (its Plan Agent stopped); the
+		// repository goes to the background engine.
+		stopServing()
+		release()
+		return st.handover(ctx, d.mode)
+	}
 	if uerr != nil {
 		ss.log.Error("full-screen interface failed", "err", uerr)
 		return withCode(ExitFailure, fmt.Errorf("%w (run with --headless where there is no terminal)", uerr))
@@ -111,7 +153,11 @@ type planDriver struct {
 	views chan ui.PlanView
 	acts  chan ui.PlanAction
 
-	done bool // a mode was chosen; read once run returned
+	done bool   // a mode was chosen; read once run returned
+	mode string // the mode chosen
+	// quit ends the screen once a mode is chosen (a handover); nil: the
+	// implementation view follows in place.
+	quit func()
 }
 
 func (d *planDriver) Views() <-chan ui.PlanView { return d.views }
@@ -326,6 +372,13 @@ func (d *planDriver) chooseMode(ctx context.Context, mode string) bool {
 		return false
 	}
 	d.loop.Stop(ctx)
+	d.mode = mode
+	if d.quit != nil {
+		d.done = true
+		d.show(ctx, ui.PlanView{Stage: ui.PlanDone, Text: "the plan is ready: starting " + mode + " in the background engine"})
+		d.quit()
+		return true
+	}
 	if mode != config.ModeSemiAuto {
 		if err := d.eng.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdMode, Text: mode}); err != nil {
 			d.show(ctx, ui.PlanView{Stage: ui.PlanChoose, Text: err.Error()})
@@ -346,7 +399,7 @@ func (d *planDriver) tasks(ctx context.Context) int {
 // chooseModeScreen is the mode choice for a ready plan: the planning
 // screen opened at its last dialog, the implementation view after it.
 // uiOptions adjusts the interface's options (tests give it a screen).
-func chooseModeScreen(ctx context.Context, p *project, s beads.Store, stderr io.Writer, uiOptions func(*ui.Options)) error {
+func chooseModeScreen(ctx context.Context, p *project, s beads.Store, stderr io.Writer, uiOptions func(*ui.Options), handover func(context.Context, string) error) error {
 	st, err := planning.Load(p.dir.PlanningState())
 	if err != nil {
 		return withCode(ExitSetup, err)
@@ -355,13 +408,13 @@ func chooseModeScreen(ctx context.Context, p *project, s beads.Store, stderr io.
 	if err != nil {
 		return err
 	}
-	return runPlanScreen(ctx, p, s, planStart{prompt: p.planPrompt(rules), agent: st.Agent, choose: true, uiOptions: uiOptions}, stderr)
+	return runPlanScreen(ctx, p, s, planStart{prompt: p.planPrompt(rules), agent: st.Agent, choose: true, uiOptions: uiOptions, handover: handover}, stderr)
 }
 
 // resumePlanScreen opens the planning screen where planning-state.json
 // left off: the review of a plan under review, the interrupted plan's
 // goal again, or the question for a new goal.
-func resumePlanScreen(ctx context.Context, p *project, s beads.Store, stderr io.Writer) error {
+func resumePlanScreen(ctx context.Context, p *project, s beads.Store, stderr io.Writer, handover func(context.Context, string) error) error {
 	st, err := planning.Load(p.dir.PlanningState())
 	if err != nil {
 		return withCode(ExitSetup, err)
@@ -370,7 +423,7 @@ func resumePlanScreen(ctx context.Context, p *project, s beads.Store, stderr io.
 	if err != nil {
 		return err
 	}
-	ps := planStart{prompt: p.planPrompt(rules), agent: st.Agent}
+	ps := planStart{prompt: p.planPrompt(rules), agent: st.Agent, handover: handover}
 	switch st.Status {
 	case planning.StatusPlanning, planning.StatusReviewing:
 		ps.req.Goal = st.PlanSummary.UserGoal

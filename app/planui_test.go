@@ -247,7 +247,7 @@ func TestModeChoiceScreen(t *testing.T) {
 			defer cancel()
 			p, s := openProject(t, ctx, dir)
 			r := startSim(t, func(sc tcell.Screen) error {
-				return chooseModeScreen(ctx, p, s, io.Discard, func(o *ui.Options) { o.Screen = sc })
+				return chooseModeScreen(ctx, p, s, io.Discard, func(o *ui.Options) { o.Screen = sc }, nil)
 			})
 			txt := r.wait("Semi-Auto: you assign tasks")
 			if !strings.Contains(txt, c.remark) {

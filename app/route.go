@@ -99,8 +99,10 @@ func planningState(path string) (status string, chosen string, err error) {
 	return st.Status, st.Mode(), nil
 }
 
-// effectiveMode applies --autopilot, --mode and the planning state's chosen
-// mode over the config.
+// effectiveMode is the mode rule (README, "The mode"): --autopilot for
+// this run only, else --mode (recorded as the choice by dispatch), else
+// the user's last explicit choice (planning-state.json's chosenMode: m,
+// `chorus mode`, --mode, the mode dialog), else the config's mode.
 func (o *runOptions) effectiveMode(cfg config.Config, chosen string) (string, error) {
 	mode := cfg.Mode
 	if chosen != "" {
@@ -223,7 +225,7 @@ func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *ru
 	switch route {
 	case RoutePlanning, RouteReview:
 		if !o.headless && isTTY(os.Stdin) && isTTY(os.Stdout) {
-			return resumePlanScreen(ctx, p, s, stderr)
+			return resumePlanScreen(ctx, p, s, stderr, backgroundHandover(p, o.global, o, s, stderr))
 		}
 		if ready > 0 {
 			// The plan is not final yet, though tasks exist and are ready.
@@ -241,14 +243,18 @@ func dispatch(ctx context.Context, route Route, p *project, s beads.Store, o *ru
 		// A ready plan whose mode nobody gave: the person picks it, and
 		// the choice is recorded as the dialog closes.
 		if route == RouteModeChoice && !o.headless && isTTY(os.Stdin) && isTTY(os.Stdout) {
-			return chooseModeScreen(ctx, p, s, stderr, nil)
+			return chooseModeScreen(ctx, p, s, stderr, nil, backgroundHandover(p, o.global, o, s, stderr))
 		}
-		// The mode was given (--autopilot, --mode, headless: the configured
-		// one): record it as the choice.
+		// The plan is under way. Only --mode is a choice that lasts (the
+		// mode rule, modeRule): a one-off --autopilot, or headless in the
+		// configured mode, leaves the recorded choice alone.
 		if o.headless || (isTTY(os.Stdin) && isTTY(os.Stdout)) {
 			if _, err := planning.Update(p.dir.PlanningState(), func(st *planning.State) {
-				mode := p.cfg.Mode
-				st.Status, st.ChosenMode = planning.StatusImplementation, &mode
+				st.Status = planning.StatusImplementation
+				if o.mode != "" && !o.autopilot {
+					mode := o.mode
+					st.ChosenMode = &mode
+				}
 			}); err != nil {
 				return withCode(ExitSetup, err)
 			}

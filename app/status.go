@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/remote"
 )
 
 type statusReport struct {
@@ -38,6 +39,65 @@ type statusReport struct {
 	// Hold is why autopilot starts no agents now (an outage, a usage
 	// limit) and until when.
 	Hold *orchestrator.Hold `json:"hold,omitempty"`
+	// Mode is the running engine's mode, the recorded choice and the
+	// configured one, and what a plain start uses (the mode rule).
+	Mode modeReport `json:"mode"`
+	// Agents are the running engine's agents (empty with none running).
+	Agents []agentInfo `json:"agents"`
+	// Paused: the running engine starts no new agents.
+	Paused bool `json:"paused,omitempty"`
+}
+
+// agentInfo is one running agent, as `chorus status` lists it.
+type agentInfo struct {
+	Name      string    `json:"name"`
+	Profile   string    `json:"profile"`
+	Task      string    `json:"task"`
+	Title     string    `json:"title,omitempty"`
+	State     string    `json:"state"`  // running, checking, waiting for a person, idle, stopping
+	Status    string    `json:"status"` // the engine's own word
+	Iteration int       `json:"iteration"`
+	StartedAt time.Time `json:"startedAt"`
+	Runtime   int64     `json:"runtimeSeconds"`
+	Tokens    int64     `json:"tokens"`
+	CostUSD   float64   `json:"costUsd"`
+	Why       string    `json:"why,omitempty"` // the question or what stops it
+}
+
+// agentsOf lists a snapshot's agents by name.
+func agentsOf(snap orchestrator.Snapshot, now time.Time) []agentInfo {
+	out := []agentInfo{}
+	for _, a := range snap.Agents {
+		ai := agentInfo{Name: a.ID, Profile: a.Type, Task: a.TaskID, Title: a.Title, State: agentState(a.Status), Status: a.Status,
+			Iteration: a.Iteration, StartedAt: a.StartedAt, Tokens: a.Usage.Tokens(), CostUSD: a.Usage.CostUSD}
+		if !a.StartedAt.IsZero() {
+			ai.Runtime = int64(now.Sub(a.StartedAt).Seconds())
+		}
+		switch {
+		case a.Question != "":
+			ai.Why = a.Question
+		case a.Stuck != "":
+			ai.Why = a.Stuck
+		}
+		out = append(out, ai)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// liveUsage is the running engine's spending: the session's, and each
+// task's that it still holds.
+func liveUsage(snap orchestrator.Snapshot) *usageReport {
+	u := &usageReport{SessionStarted: snap.StartedAt, Session: snap.Usage, Tasks: map[string]orchestrator.Usage{}}
+	for id, tr := range snap.Tasks {
+		if !tr.Usage.IsZero() {
+			u.Tasks[id] = tr.Usage
+		}
+	}
+	if u.Session.IsZero() && len(u.Tasks) == 0 {
+		return nil
+	}
+	return u
 }
 
 // usageReport is what agents reported spending in the current (or last)
@@ -116,14 +176,42 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			for _, q := range p.cfg.SortedQuality() {
 				r.Config.QualityCommands = append(r.Config.QualityCommands, q.Name)
 			}
+			r.Agents = []agentInfo{}
+			r.Mode = modeReport{Configured: p.cfg.Mode}
+			r.Mode.Next, r.Mode.From = modeRule(p.cfg.Mode, "")
+			var ec *remote.Client
 			if p.loaded != nil {
-				r.Usage = readUsage(p.dir)
-				if st, err := orchestrator.LoadState(p.dir.State()); err == nil && st != nil {
-					r.Hold = st.Hold
+				// A running engine is asked: state.json lags behind its journal.
+				if ec, err = cliEngine(ctx, p); err != nil {
+					return err
+				}
+				if ec != nil {
+					defer ec.Close()
+				}
+				if r.Mode, err = modeInfo(ctx, p, ec); err != nil {
+					return withCode(ExitFailure, err)
 				}
 				r.Planning, _, _ = planningState(p.dir.PlanningState())
-				if st, err := p.dir.InspectLock(); err == nil && st.Held {
-					r.Running = &runningInfo{PID: st.Holder.PID, Host: st.Holder.Host}
+				if ec != nil {
+					snap, err := ec.Current(ctx)
+					if err != nil {
+						return withCode(ExitFailure, err)
+					}
+					host, _ := os.Hostname()
+					r.Running = &runningInfo{PID: ec.PID(), Host: host}
+					r.Agents, r.Usage, r.Questions, r.Paused = agentsOf(snap, time.Now()), liveUsage(snap), questionsOf(snap.Agents), snap.Paused
+					r.Hold = snap.Hold
+				} else {
+					r.Usage = readUsage(p.dir)
+					if st, err := orchestrator.LoadState(p.dir.State()); err == nil && st != nil {
+						r.Hold = st.Hold
+					}
+					if st, err := p.dir.InspectLock(); err == nil && st.Held {
+						r.Running = &runningInfo{PID: st.Holder.PID, Host: st.Holder.Host}
+					}
+					if r.Questions, err = pendingQuestions(p.dir); err != nil {
+						return withCode(ExitFailure, fmt.Errorf("reading pending questions: %w", err))
+					}
 				}
 			}
 			r.Kept, err = gitx.ListKept(ctx, p.root)
@@ -132,9 +220,6 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			}
 			if r.Kept == nil {
 				r.Kept = []gitx.Kept{}
-			}
-			if r.Questions, err = pendingQuestions(p.dir); err != nil {
-				return withCode(ExitFailure, fmt.Errorf("reading pending questions: %w", err))
 			}
 			if r.Questions == nil {
 				r.Questions = []pendingQuestion{}
@@ -170,7 +255,29 @@ func printStatus(w io.Writer, r statusReport) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Backend     %s (%s)\n", r.Backend.Name, r.Backend.Reason)
-	fmt.Fprintf(w, "Mode        %s, up to %d agents, default agent %s\n", r.Config.Mode, r.Config.MaxParallel, r.Config.DefaultAgent)
+	mode := r.Mode.Next + " at the next start (" + r.Mode.From + ")"
+	if r.Mode.Live != "" {
+		mode = r.Mode.Live + " (live)"
+		if r.Paused {
+			mode += ", paused"
+		}
+		if r.Mode.Live != r.Mode.Next {
+			mode += "; " + r.Mode.Next + " at the next start (" + r.Mode.From + ")"
+		}
+	}
+	fmt.Fprintf(w, "Mode        %s\n", mode)
+	fmt.Fprintf(w, "Agents      up to %d, default agent %s\n", r.Config.MaxParallel, r.Config.DefaultAgent)
+	for _, a := range r.Agents {
+		cost := "-"
+		if a.Tokens > 0 {
+			cost = fmt.Sprintf("%d tok, $%.4f", a.Tokens, a.CostUSD)
+		}
+		fmt.Fprintf(w, "  %-24s %-12s %-20s iteration %d, %s, %s\n", line(a.Name), line(a.Task), a.State, a.Iteration,
+			(time.Duration(a.Runtime) * time.Second).String(), cost)
+		if a.Why != "" {
+			fmt.Fprintf(w, "  %-24s %s\n", "", line(a.Why))
+		}
+	}
 	q := "none"
 	if len(r.Config.QualityCommands) > 0 {
 		q = strings.Join(r.Config.QualityCommands, ", ")

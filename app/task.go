@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/remote"
 )
 
 func newTaskCmd(g *globals) *cobra.Command {
@@ -33,6 +34,24 @@ func newTaskCmd(g *globals) *cobra.Command {
 // unreadable lines in the task file.
 func withStore(cmd *cobra.Command, g *globals, fn func(ctx context.Context, p *project, s beads.Store) error) error {
 	return useStore(cmd, g, true, fn)
+}
+
+// changeStore is withStore for commands that change tasks: while an
+// engine runs, its writes go through the engine (the one writer), which
+// stops the agent of a task closed, blocked or deleted under it and shows
+// the change on every screen at once.
+func changeStore(cmd *cobra.Command, g *globals, fn func(ctx context.Context, p *project, s beads.Store) error) error {
+	return useStore(cmd, g, true, func(ctx context.Context, p *project, s beads.Store) error {
+		c, err := cliEngine(ctx, p)
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			return fn(ctx, p, s)
+		}
+		defer c.Close()
+		return fn(ctx, p, remote.Store{Store: s, C: c})
+	})
 }
 
 // useStore is withStore with the warning left to fn when warn is false.
@@ -91,7 +110,7 @@ func newTaskCreateCmd(g *globals) *cobra.Command {
 			if opt.Priority < 0 || opt.Priority > 4 {
 				return withCode(ExitUsage, fmt.Errorf("-p: %d is not valid; allowed: 0 (critical) to 4 (backlog)", opt.Priority))
 			}
-			return withStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
+			return changeStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
 				if opt.Agent != "" {
 					if _, ok := p.cfg.Profile(opt.Agent); !ok {
 						return withCode(ExitUsage, fmt.Errorf("--agent: %q is not valid; allowed: %s", opt.Agent, strings.Join(p.cfg.AgentNames(), ", ")))
@@ -262,7 +281,7 @@ func newTaskSetCmd(g *globals, verb string) *cobra.Command {
 		ValidArgsFunction: completeTaskIDs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			return withStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
+			return changeStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
 				var err error
 				switch verb {
 				case "close":
@@ -312,7 +331,7 @@ func newTaskLabelCmd(g *globals) *cobra.Command {
 			if strings.TrimSpace(label) == "" || strings.ContainsAny(label, ", \t\n") {
 				return withCode(ExitUsage, fmt.Errorf("label %q is not valid; allowed: one word without commas or spaces", label))
 			}
-			return withStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
+			return changeStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
 				var err error
 				if op == "add" {
 					err = s.AddLabel(ctx, id, label)

@@ -187,7 +187,7 @@ func newTaskUpdateCmd(g *globals) *cobra.Command {
 			if !changed {
 				return withCode(ExitUsage, errors.New("nothing to change; give at least one of --title, -d, --acceptance, -p, --labels, --add-label, --remove-label, --model, --agent"))
 			}
-			return withStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
+			return changeStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
 				if f.Changed("agent") && agentName != "" {
 					if _, ok := p.cfg.Profile(agentName); !ok {
 						return withCode(ExitUsage, fmt.Errorf("--agent: %q is not valid; allowed: %s", agentName, strings.Join(p.cfg.AgentNames(), ", ")))
@@ -267,7 +267,7 @@ cycle is refused and the cycle is named. remove: drop that dependency.`,
 			if id == dep {
 				return withCode(ExitUsage, fmt.Errorf("%s cannot wait for itself", id))
 			}
-			return withStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
+			return changeStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
 				var err error
 				if op == "add" {
 					err = s.AddDependency(ctx, id, dep)
@@ -305,7 +305,7 @@ worktree has it checked out.`,
 		ValidArgsFunction: completeTaskIDs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
-			return withStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
+			return changeStore(cmd, g, func(ctx context.Context, p *project, s beads.Store) error {
 				if _, err := s.Get(ctx, id); err != nil {
 					return withCode(ExitFailure, err)
 				}

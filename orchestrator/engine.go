@@ -100,6 +100,9 @@ type Snapshot struct {
 	Running     int
 	Idle        bool
 	Merge       merge.Snapshot
+	// TaskGen changes whenever the task store may have changed (through
+	// the engine or beside it): a front end reloads its tasks then.
+	TaskGen uint64
 }
 
 // Engine is the orchestrator.
@@ -112,6 +115,10 @@ type Engine struct {
 
 	msgs    chan func()
 	changed chan struct{}
+	// more are further Changed channels (Watch): a front end in this
+	// process and the socket server beside it each need their own.
+	moreMu sync.Mutex
+	more   []chan struct{}
 
 	// Owned by the loop goroutine.
 	idleTold  bool // EvIdle was emitted for the idleness that lasts
@@ -124,6 +131,7 @@ type Engine struct {
 	badIDs    map[string]bool   // ready tasks refused for their id (reported once)
 	trust     map[string]string // profile → why it would stop at Claude Code's trust dialog (trust.go)
 	wantTasks []string          // semi-auto headless: tasks to run
+	taskGen   uint64            // Snapshot.TaskGen (taskwatch.go)
 	closing   bool
 	dirty     bool     // the current message changed State
 	onPublish []func() // run after the next publish (Sync)
@@ -283,6 +291,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer tick.Stop()
 	e.watchAnswers(mctx)
 	e.preflightTrust()
+	e.watchTasks(mctx)
 	e.needReady = true
 	e.schedule()
 	for {
@@ -369,7 +378,7 @@ func (e *Engine) after() {
 }
 
 func (e *Engine) publish() {
-	s := Snapshot{State: e.st.clone(), MaxParallel: e.cfg.Agents.MaxParallel, Running: len(e.runs), Idle: e.idle()}
+	s := Snapshot{State: e.st.clone(), MaxParallel: e.cfg.Agents.MaxParallel, Running: len(e.runs), Idle: e.idle(), TaskGen: e.taskGen}
 	if e.merge != nil {
 		s.Merge = e.merge.Snapshot()
 	}
@@ -386,6 +395,24 @@ func (e *Engine) publish() {
 	case e.changed <- struct{}{}:
 	default:
 	}
+	e.moreMu.Lock()
+	for _, ch := range e.more {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	e.moreMu.Unlock()
+}
+
+// Watch returns a further channel that fires (coalesced) after every
+// state change, for a second reader beside the one of Changed.
+func (e *Engine) Watch() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	e.moreMu.Lock()
+	e.more = append(e.more, ch)
+	e.moreMu.Unlock()
+	return ch
 }
 
 // emit logs an event and fans it out.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
@@ -280,7 +281,7 @@ func (c *Client) call(ctx context.Context, m *Msg) (*Msg, error) {
 			return nil, errClosedBeforeAnswer
 		}
 		if r.Err != "" {
-			return r, errors.New(r.Err)
+			return r, decodeError(r.Err, r.Code)
 		}
 		return r, nil
 	case <-ctx.Done():
@@ -366,6 +367,22 @@ func (w input) Write(p []byte) (int, error) {
 // when the engine says it did, in order with the output.
 func (c *Client) Resize(agentID string, cols, rows int) {
 	_ = c.send(&Msg{T: "resize", Agent: agentID, Cols: cols, Rows: rows})
+}
+
+// ChangeTask has the engine change the task store (the one writer while
+// it runs) and returns the task as it is afterwards.
+func (c *Client) ChangeTask(ctx context.Context, op orchestrator.TaskOp) (beads.Task, error) {
+	var t beads.Task
+	err := c.result(ctx, &Msg{Op: "task", TaskOp: &op}, &t)
+	return t, err
+}
+
+// Current asks the engine for its state now: for clients that do not
+// follow its snapshots (the cli role).
+func (c *Client) Current(ctx context.Context) (orchestrator.Snapshot, error) {
+	var s orchestrator.Snapshot
+	err := c.result(ctx, &Msg{Op: "snapshot"}, &s)
+	return s, err
 }
 
 // Checkpoints lists the merge checkpoints.

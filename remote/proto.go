@@ -20,13 +20,17 @@ import (
 // Version is the protocol's version. A client and an engine of different
 // versions refuse each other in the handshake, saying which is which.
 // Bump it on any change a peer of the other version would misread.
-const Version = 1
+// docs/protocol.md describes it.
+//
+// 2: the cli role, the task and snapshot requests, error codes.
+const Version = 2
 
 // Roles a client announces in its hello.
 const (
 	RoleTUI    = "tui"    // snapshots, events, screens, commands
 	RoleEvents = "events" // events only
 	RoleStop   = "stop"   // just the stop request
+	RoleCLI    = "cli"    // requests only: commands, task changes, snapshots
 )
 
 // Frame kinds: a JSON message, or output of one agent's terminal.
@@ -41,10 +45,11 @@ const maxFrame = 256 << 20
 // Msg is every JSON frame. T says what it is:
 //
 //	hello   both ways first: Version, Role (client), PID (engine), Err
-//	req     client → engine: ID, Op (do, screen, checkpoints, dependents,
-//	        diff, stop) and its arguments
-//	resp    engine → client: ID, Err, Result; for screen also Cols, Rows,
-//	        Data (the emulator's state)
+//	req     client → engine: ID, Op (do, task, snapshot, screen,
+//	        checkpoints, dependents, diff, stop) and its arguments
+//	resp    engine → client: ID, Err (with Code for errors a client
+//	        branches on), Result; for screen also Cols, Rows, Data (the
+//	        emulator's state)
 //	input   client → engine: Agent, Data typed into its terminal
 //	resize  client → engine: resize Agent's terminal; engine → client:
 //	        Agent's terminal was resized (in order with its output)
@@ -59,7 +64,9 @@ type Msg struct {
 	Role    string                 `json:"role,omitempty"`
 	PID     int                    `json:"pid,omitempty"`
 	Err     string                 `json:"err,omitempty"`
+	Code    string                 `json:"code,omitempty"`
 	Cmd     *orchestrator.Command  `json:"cmd,omitempty"`
+	TaskOp  *orchestrator.TaskOp   `json:"taskOp,omitempty"`
 	Event   *orchestrator.Event    `json:"event,omitempty"`
 	Snap    *orchestrator.Snapshot `json:"snap,omitempty"`
 	Agent   string                 `json:"agent,omitempty"`

@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
@@ -72,6 +74,12 @@ func (e *engine) Dependents(_ context.Context, id string) ([]string, error) {
 }
 func (e *engine) TaskDiff(_ context.Context, id string, stat bool) (orchestrator.TaskDiff, error) {
 	return orchestrator.TaskDiff{TaskID: id, Text: fmt.Sprint("stat=", stat)}, nil
+}
+func (e *engine) ChangeTask(_ context.Context, op orchestrator.TaskOp) (beads.Task, error) {
+	if op.ID == "missing" {
+		return beads.Task{}, fmt.Errorf("task %s: %w", op.ID, beads.ErrNotFound)
+	}
+	return beads.Task{ID: "t-9", Title: op.Title}, nil
 }
 
 type writerFunc func(p []byte)
@@ -223,6 +231,16 @@ func TestClientMirrorsTheEngine(t *testing.T) {
 	}
 	if d, err := c.TaskDiff(ctx, "t-1", true); err != nil || d.TaskID != "t-1" || d.Text != "stat=true" {
 		t.Fatalf("diff %+v %v", d, err)
+	}
+	// Task writes go to the engine; its errors keep their identity.
+	if tk, err := c.ChangeTask(ctx, orchestrator.TaskOp{Op: orchestrator.TaskCreate, Title: "new"}); err != nil || tk.ID != "t-9" || tk.Title != "new" {
+		t.Fatalf("create through the engine: %+v %v", tk, err)
+	}
+	if err := (Store{C: c}).Close(ctx, "missing", ""); !errors.Is(err, beads.ErrNotFound) || err.Error() != "task missing: task not found" {
+		t.Fatalf("an engine's store error: %v", err)
+	}
+	if snap, err := c.Current(ctx); err != nil || snap.Agents["a1"] == nil {
+		t.Fatalf("snapshot request: %+v %v", snap, err)
 	}
 
 	e.events <- orchestrator.Event{Kind: orchestrator.EvCompleted, Task: "t-1", Fields: map[string]any{"n": 1}}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
@@ -30,6 +31,7 @@ type Engine interface {
 	Checkpoints(ctx context.Context) ([]merge.Checkpoint, error)
 	Dependents(ctx context.Context, taskID string) ([]string, error)
 	TaskDiff(ctx context.Context, taskID string, stat bool) (orchestrator.TaskDiff, error)
+	ChangeTask(ctx context.Context, op orchestrator.TaskOp) (beads.Task, error)
 }
 
 // DefaultInterval is how long terminal output is gathered before it is
@@ -276,7 +278,7 @@ func (c *conn) handshake(r *bufio.Reader) (*Msg, error) {
 		return refuse(versionError(Version, m.Version, os.Getpid()))
 	}
 	switch m.Role {
-	case RoleTUI, RoleEvents, RoleStop:
+	case RoleTUI, RoleEvents, RoleStop, RoleCLI:
 	default:
 		return refuse(fmt.Errorf("unknown role %q", m.Role))
 	}
@@ -324,6 +326,17 @@ func (c *conn) reply(ctx context.Context, m *Msg) {
 		} else {
 			err = e.Do(ctx, *m.Cmd)
 		}
+	case "task":
+		if m.TaskOp == nil {
+			err = errors.New("no task operation")
+		} else {
+			var t beads.Task
+			if t, err = e.ChangeTask(ctx, *m.TaskOp); err == nil && t.ID != "" {
+				result = t
+			}
+		}
+	case "snapshot":
+		result = e.Snapshot()
 	case "checkpoints":
 		result, err = e.Checkpoints(ctx)
 	case "dependents":
@@ -341,7 +354,7 @@ func (c *conn) reply(ctx context.Context, m *Msg) {
 		err = fmt.Errorf("unknown request %q (a newer chorus?)", m.Op)
 	}
 	if err != nil {
-		resp.Err = err.Error()
+		resp.Err, resp.Code = err.Error(), errCode(err)
 	} else if result != nil {
 		resp.Result, err = json.Marshal(result)
 		if err != nil {

@@ -189,6 +189,11 @@ func (u *UI) pumpApply(fn func()) { u.pumpPending = append(u.pumpPending, fn) }
 func (u *UI) refresh(apply func(func())) {
 	snap := u.eng.Snapshot()
 	u.snap = snap
+	if snap.TaskGen != u.taskGen {
+		// The task store changed, maybe from another shell.
+		u.taskGen = snap.TaskGen
+		u.loadTasks()
+	}
 	for id := range snap.Agents {
 		if u.tiles[id] != nil {
 			continue

@@ -145,6 +145,7 @@ type pumpState struct {
 	tasks       []beads.Task
 	loading     bool
 	reloadMore  bool
+	taskGen     uint64 // the snapshot's TaskGen the tasks were last loaded for
 	snap        orchestrator.Snapshot
 	labels      map[string]string
 	waitQuit    <-chan time.Time // set while "wait for agents" runs

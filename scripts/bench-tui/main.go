@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -145,6 +146,9 @@ func (e *engine) Checkpoints(context.Context) ([]merge.Checkpoint, error) { retu
 func (e *engine) Dependents(context.Context, string) ([]string, error)    { return nil, nil }
 func (e *engine) TaskDiff(context.Context, string, bool) (orchestrator.TaskDiff, error) {
 	return orchestrator.TaskDiff{}, nil
+}
+func (e *engine) ChangeTask(context.Context, orchestrator.TaskOp) (beads.Task, error) {
+	return beads.Task{}, errors.New("the benchmark has no task store")
 }
 func (e *engine) Resize(id string, cols, rows int) {
 	e.emus[id].Resize(cols, rows)
