@@ -260,7 +260,8 @@ func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Clien
 		case <-uctx.Done():
 		}
 	}()
-	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
+	// The TUI's task writes go through the engine, as the CLI's do.
+	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: remote.Store{Store: s, C: c}, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
 	if uerr != nil {
 		return withCode(ExitFailure, fmt.Errorf("%w (the engine, pid %d, keeps running: `chorus attach` to try again, `chorus stop` to end it)", uerr, c.PID()))
 	}

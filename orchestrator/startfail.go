@@ -79,17 +79,23 @@ func (e *Engine) startFailed(r *agentRun, o outcome) {
 		e.holdRun(o.reason, r.taskID)
 		return
 	case n >= limit:
-		delete(e.retryAt, r.taskID)
+		// Held back until the store says FAILED: a ready list read in
+		// between (the store changed, a slot freed) still shows it open.
+		e.retryAt[r.taskID] = time.Now().Add(time.Hour)
 		reason := fmt.Sprintf("cannot start an agent (%d attempts): %s", n, o.reason)
 		id := r.taskID
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
 			if err := markFailed(e.opt.Store, id, reason); err != nil {
-				e.post(func() { e.emit(Event{Kind: EvError, Task: id, Text: "marking the task failed: " + err.Error()}) })
+				e.post(func() {
+					delete(e.retryAt, id)
+					e.emit(Event{Kind: EvError, Task: id, Text: "marking the task failed: " + err.Error()})
+				})
 				return
 			}
 			e.post(func() {
+				delete(e.retryAt, id)
 				e.needReady = true
 				e.st.run(id).setFailed(reason, "")
 				e.st.Stats.TasksFailed++

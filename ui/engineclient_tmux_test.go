@@ -99,6 +99,14 @@ hang
 	t.Logf("task create → TUI: %v from the command's start, %v from its return", time.Since(start).Round(time.Millisecond), time.Since(returned).Round(time.Millisecond))
 	cli("task", "block", id, "-r", "not now")
 	x.waitScreen("TASKS (5)")
+	// One written beside the engine (as bd or an editor would) shows too:
+	// the engine watches the store.
+	start = time.Now()
+	s.task("t-x", "written beside the engine", 4)
+	x.waitScreen("written beside the engine")
+	t.Logf("store write beside the engine → TUI: %v", time.Since(start).Round(time.Millisecond))
+	cli("task", "block", "t-x", "-r", "not now")
+	x.waitScreen("TASKS (6)")
 
 	// Two agents: status lists them, in the live mode.
 	for _, id := range []string{"t-a", "t-q"} {
@@ -125,12 +133,16 @@ hang
 
 	// answer: through the engine to the asking agent.
 	cli("answer", "t-q", "2")
-	events.Wait(func(ev orchestrator.Event) bool { return ev.Kind == orchestrator.EvAnswered && ev.Task == "t-q" && ev.Text == "blue" })
+	events.Wait(func(ev orchestrator.Event) bool {
+		return ev.Kind == orchestrator.EvAnswered && ev.Task == "t-q" && ev.Text == "blue"
+	})
 	x.waitScreen("answer-was-blue")
 
 	// task close of a running task: its agent stops, the task stays closed.
 	cli("task", "close", "t-a", "-r", "done by hand")
-	events.Wait(func(ev orchestrator.Event) bool { return ev.Kind == orchestrator.EvFinished && ev.Agent == "script-t-a" })
+	events.Wait(func(ev orchestrator.Event) bool {
+		return ev.Kind == orchestrator.EvFinished && ev.Agent == "script-t-a"
+	})
 	if tk := s.get("t-a"); tk.Status != beads.StatusClosed {
 		t.Fatalf("t-a after close: %s", tk.Status)
 	}
@@ -203,7 +215,7 @@ hang
 
 // The first run has a background engine: with no tasks, chorus plans
 // (the goal, the Plan Agent's tasks), the mode dialog starts the agents in
-// a background engine, the terminal detaches with the prefix key then d,
+// a background engine, the terminal detaches (q, then d),
 // `chorus attach` in another terminal shows the agent's tile again, and
 // `chorus stop` ends it.
 func TestFirstRunDetachAttach(t *testing.T) {
@@ -245,7 +257,9 @@ exit 0
 	if err != nil || snap.Running != 1 || snap.Mode != "autopilot" {
 		t.Fatalf("the engine after the mode dialog: running %d, mode %s, %v", snap.Running, snap.Mode, err)
 	}
-	x.cmd("send-keys", "-t", "first", "C-g", "d")
+	x.cmd("send-keys", "-t", "first", "q") // with agents running, q offers to detach
+	waitPane(x, "first", "(d) Detach")
+	x.cmd("send-keys", "-t", "first", "d")
 	waitPane(x, "first", "detached; the engine")
 	waitPane(x, "first", "chorus-exited-0")
 	if snap, err := c.Current(context.Background()); err != nil || snap.Running != 1 {
