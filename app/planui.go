@@ -374,8 +374,10 @@ func (d *planDriver) chooseMode(ctx context.Context, mode string) bool {
 	d.loop.Stop(ctx)
 	d.mode = mode
 	if d.quit != nil {
+		// No PlanDone view: its header would show this planning engine's
+		// mode, and keys typed at it would be lost with the screen. The
+		// background engine's screen comes next.
 		d.done = true
-		d.show(ctx, ui.PlanView{Stage: ui.PlanDone, Text: "the plan is ready: starting " + mode + " in the background engine"})
 		d.quit()
 		return true
 	}
