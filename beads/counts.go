@@ -1,6 +1,12 @@
 package beads
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"time"
+)
 
 // Counts is how many tasks a store holds, by status, and how many are ready.
 type Counts struct {
@@ -47,14 +53,33 @@ func (c *Counts) add(status string, labels []string) {
 
 // Counts reads the index fields only: the load pass already has each
 // record's status, labels and edges, so nothing is decoded in full and
-// Ready is computed once.
+// Ready is computed once. The answer is kept in the ready cache beside the
+// ready lists, under the same validity rules, so that the next `chorus
+// status` on an unchanged file does not read the file at all.
 func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sn, err := s.load()
+	variant := variantOf(opt, "counts")
+	path := filepath.Join(s.dir, readyCacheDir, "counts-"+variant[:16])
+	var c Counts
+	if f, e, ok := s.openCached(path, variant); ok {
+		var buf bytes.Buffer
+		err := copyPayload(&buf, f, e)
+		f.Close()
+		if err == nil && json.Unmarshal(buf.Bytes(), &c) == nil && c.ByStatus != nil {
+			return c, nil
+		}
+	}
+	out, err := s.renderCached(path, variant, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+		c := indexCounts(sn, opt, now)
+		return func() ([]byte, error) { return json.Marshal(c) }
+	})
 	if err != nil {
 		return Counts{}, err
 	}
+	c = Counts{}
+	return c, json.Unmarshal(out, &c)
+}
+
+func indexCounts(sn *snapshot, opt ReadyOptions, now time.Time) Counts {
 	c := Counts{ByStatus: map[string]int{}}
 	for _, r := range sn.recs {
 		if r.kind == "issue" {
@@ -62,6 +87,6 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 			c.add(r.status, r.labels)
 		}
 	}
-	c.Ready = len(readyIndex(sn.recs, sn.byID, opt, s.now()))
-	return c, nil
+	c.Ready = len(readyIndex(sn.recs, sn.byID, opt, now))
+	return c
 }

@@ -2,6 +2,9 @@ package beads_test
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chorus-dev/chorus/beads"
@@ -45,5 +48,44 @@ func TestCountsMatchListAndReady(t *testing.T) {
 		if got.Total != 3000 || got.Failed != 1 || got.ByStatus[beads.StatusBlocked] < 3 || got.Ready == 0 {
 			t.Errorf("%+v: counts %+v", opt, got)
 		}
+	}
+}
+
+// A second store (another process) gets the counts from the cache while
+// the file is unchanged, and fresh ones after a write.
+func TestCountsCachedUntilTheFileChanges(t *testing.T) {
+	repo := initRepo(t)
+	writeBig(t, repo, 500)
+	first, err := beads.CountTasks(bg, builtin(t, repo), beads.ReadyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(repo, ".beads", "chorus-cache"))
+	cached := false
+	for _, e := range entries {
+		cached = cached || strings.HasPrefix(e.Name(), "counts-")
+	}
+	if !cached {
+		t.Fatalf("no counts in the cache: %v", entries)
+	}
+	s := builtin(t, repo)
+	again, err := beads.CountTasks(bg, s, beads.ReadyOptions{})
+	if err != nil || !maps.Equal(again.ByStatus, first.ByStatus) || again.Ready != first.Ready || again.Total != first.Total {
+		t.Fatalf("cached %+v (%v), first %+v", again, err, first)
+	}
+	ready, err := s.Ready(bg, beads.ReadyOptions{})
+	if err != nil || len(ready) == 0 {
+		t.Fatal(err)
+	}
+	if err := s.Close(bg, ready[0].ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := beads.CountTasks(bg, builtin(t, repo), beads.ReadyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := beads.CountTasks(bg, listOnly{builtin(t, repo)}, beads.ReadyOptions{})
+	if after.ByStatus[beads.StatusClosed] != first.ByStatus[beads.StatusClosed]+1 || after.Ready != want.Ready {
+		t.Fatalf("after closing %s: %+v, want %+v", ready[0].ID, after, want)
 	}
 }

@@ -110,7 +110,10 @@ func (s *builtinStore) CachedReady(ctx context.Context, w io.Writer, opt ReadyOp
 		defer f.Close()
 		return false, copyPayload(w, f, e)
 	}
-	out, err := s.renderReady(path, variant, opt, render)
+	out, err := s.renderCached(path, variant, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+		ts := readyTasks(sn, opt, now)
+		return func() ([]byte, error) { return render(ts) }
+	})
 	if err != nil {
 		return true, err
 	}
@@ -205,9 +208,11 @@ func copyPayload(w io.Writer, f *os.File, e cacheEntry) error {
 	return err
 }
 
-// renderReady computes the answer and, when it can, leaves it in the cache.
-// A cache that cannot be written is no error: the answer stands.
-func (s *builtinStore) renderReady(path, variant string, opt ReadyOptions, render func([]Task) ([]byte, error)) ([]byte, error) {
+// renderCached computes the answer and, when it can, leaves it in the
+// cache. compute runs on the loaded snapshot with the store locked and
+// returns what renders the answer after the lock is let go. A cache that
+// cannot be written is no error: the answer stands.
+func (s *builtinStore) renderCached(path, variant string, compute func(sn *snapshot, now time.Time) func() ([]byte, error)) ([]byte, error) {
 	// The temp file is made first: its ctime is a filesystem clock reading
 	// from before the task file is looked at (see cacheEntry).
 	tmp, tst := s.cacheTemp(filepath.Dir(path))
@@ -227,7 +232,7 @@ func (s *builtinStore) renderReady(path, variant string, opt ReadyOptions, rende
 		return nil, err
 	}
 	now := s.now()
-	ts := readyTasks(sn, opt, now)
+	render := compute(sn, now)
 	e := cacheEntry{variant: variant, exe: exeID(), key: sn.key, sum: "-"}
 	e.lo, e.hi = deferWindow(sn.recs, now)
 	clean := sn.bad == nil && sn.key.ok
@@ -236,7 +241,7 @@ func (s *builtinStore) renderReady(path, variant string, opt ReadyOptions, rende
 		e.sum = hex.EncodeToString(h[:])
 	}
 	s.mu.Unlock()
-	out, err := render(ts)
+	out, err := render()
 	if err != nil || tmp == nil || !clean || e.exe == "" {
 		return out, err
 	}
