@@ -87,11 +87,12 @@ func TestLearningsExtractedOnAgentBranch(t *testing.T) {
 	b, wt := r.agentBranch("ch-1", "main", map[string]string{"x.txt": "x"}, true)
 	r.writeIn(wt, ScratchpadPath, "# Scratchpad\n\n## Plan\n- do x\n\n## Learnings\n- the API needs a token\n- tests need -race\n\n## Notes\nignored\n")
 	userHead := r.git("rev-parse", "HEAD")
-	h := start(t, r, nil, nil)
+	h := start(t, r, func(o *Options) { o.Now = func() time.Time { return time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC) } }, nil)
 	h.enqueue(Request{TaskID: "ch-1", Branch: b, Agent: "claude", Worktree: wt})
 	it := h.waitStatus("ch-1", StatusLanded)
 	got := r.show("main", LearningsPath)
-	want := "# Learnings\n\n## ch-1 (claude)\n- the API needs a token\n- tests need -race"
+	day := "2026-01-09"
+	want := "# Learnings\n\n- the API needs a token\n  Source: ch-1 (" + day + ", claude)\n- tests need -race\n  Source: ch-1 (" + day + ", claude)"
 	if got != want {
 		t.Fatalf("learnings:\n%q\nwant\n%q", got, want)
 	}

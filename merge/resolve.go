@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 )
 
 // MediumMaxFiles is the most files a content-only conflict may span and
@@ -508,6 +509,37 @@ func LearningsSection(scratchpad string) string {
 	return strings.TrimSpace(m[1])
 }
 
+// FormatLearnings lays a scratchpad's learnings out as the learnings file
+// has them: each learning (a "- " or "* " line, with the lines under it)
+// followed by its attribution, "  Source: <task> (<date>, <agent>)".
+// Other lines (a topic heading) are kept as they are.
+func FormatLearnings(body, task, agent string, now time.Time) string {
+	src := fmt.Sprintf("  Source: %s (%s, %s)", task, now.Format("2006-01-02"), agent)
+	var out []string
+	open, attributed := false, false
+	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+		t := strings.TrimSpace(l)
+		bullet := strings.HasPrefix(t, "- ") || strings.HasPrefix(t, "* ")
+		if open && (bullet || t == "" || strings.HasPrefix(t, "#")) {
+			out = append(out, src)
+			open, attributed = false, true
+		}
+		switch {
+		case bullet:
+			out = append(out, "- "+strings.TrimSpace(t[2:]))
+			open = true
+		case open:
+			out = append(out, "  "+t) // a continuation of the learning
+		default:
+			out = append(out, l)
+		}
+	}
+	if open || !attributed {
+		out = append(out, src) // the last learning, or prose with no list
+	}
+	return strings.Join(out, "\n")
+}
+
 // extractLearnings appends the scratchpad's learnings to the shared
 // learnings file as a commit on the task branch, in the task's worktree, so
 // they land with the task; never in the user's checkout. Returns the
@@ -525,12 +557,12 @@ func (s *Service) extractLearnings(ctx context.Context, it Item, head string) (s
 	if agent == "" {
 		agent = "agent"
 	}
-	header := fmt.Sprintf("## %s (%s)", it.TaskID, agent)
+	source := fmt.Sprintf("Source: %s (", it.TaskID)
 	p := filepath.Join(it.Worktree, LearningsPath)
 	cur, _ := os.ReadFile(p)
 	committed, _ := git(ctx, it.Worktree, "show", "HEAD:"+LearningsPath)
-	if strings.Contains(committed, header) {
-		return head, nil
+	if strings.Contains(committed, source) || strings.Contains(committed, fmt.Sprintf("## %s (%s)", it.TaskID, agent)) {
+		return head, nil // extracted already (the second form is older Chorus's)
 	}
 	if ref, err := git(ctx, it.Worktree, "symbolic-ref", "-q", "HEAD"); err != nil || ref != "refs/heads/"+it.Branch {
 		return head, nil // the worktree is not on the task branch: leave it alone
@@ -551,7 +583,7 @@ func (s *Service) extractLearnings(ctx context.Context, it Item, head string) (s
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	text += "\n" + header + "\n" + body + "\n"
+	text += "\n" + FormatLearnings(body, it.TaskID, agent, s.opt.Now()) + "\n"
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return head, err
 	}

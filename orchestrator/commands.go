@@ -412,6 +412,9 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if err := signal.RetireAllKeys(e.opt.Dir.Path); err != nil {
 		return fmt.Errorf("clearing old signal keys: %w", err)
 	}
+	if w := e.checkLearnings(ctx); w != "" {
+		e.startAlerts = append(e.startAlerts, w)
+	}
 	old, err := LoadState(e.opt.Dir.State())
 	if err != nil {
 		return err

@@ -107,11 +107,14 @@ type Snapshot struct {
 
 // Engine is the orchestrator.
 type Engine struct {
-	opt     Options
-	cfg     config.Config // immutable after New
-	wt      *worktree.Manager
-	merge   *merge.Service // nil with NoMerge
-	history *mergeHistory
+	opt Options
+	// startAlerts are found by Recover, before anyone listens, and
+	// emitted when Run starts.
+	startAlerts []string
+	cfg         config.Config // immutable after New
+	wt          *worktree.Manager
+	merge       *merge.Service // nil with NoMerge
+	history     *mergeHistory
 
 	msgs    chan func()
 	changed chan struct{}
@@ -273,6 +276,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.running.Store(true)
 	e.stMu.Unlock()
 	defer e.running.Store(false)
+	for _, a := range e.startAlerts {
+		e.emit(Event{Kind: EvAlert, Text: a, Fields: map[string]any{"recovered": "learnings"}})
+	}
+	e.startAlerts = nil
 	mctx, mcancel := context.WithCancel(context.Background())
 	defer mcancel()
 	mdone := make(chan error, 1)

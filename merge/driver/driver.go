@@ -75,29 +75,32 @@ func lines(b []byte) []string {
 	return strings.Split(s, "\n")
 }
 
-// MergeLearnings keeps ours and appends the lines theirs added since base,
-// skipping non-blank lines ours already has. Learnings are append-only
-// notes, so a line either side deleted is not resurrected from base.
+// MergeLearnings keeps ours and appends the entries theirs added since
+// base, skipping non-blank entries ours already has. An entry is a line
+// with the indented lines under it (a learning and its "  Source: …"
+// line), so two learnings of one task keep a Source line each. Learnings
+// are append-only notes, so an entry either side deleted is not
+// resurrected from base.
 func MergeLearnings(base, ours, theirs []byte) []byte {
 	baseSet := map[string]int{}
-	for _, l := range lines(base) {
-		baseSet[l]++
+	for _, u := range units(lines(base)) {
+		baseSet[u]++
 	}
 	have := map[string]bool{}
-	for _, l := range lines(ours) {
-		have[l] = true
+	for _, u := range units(lines(ours)) {
+		have[u] = true
 	}
 	var add []string
-	for _, l := range lines(theirs) {
-		if baseSet[l] > 0 {
-			baseSet[l]--
+	for _, u := range units(lines(theirs)) {
+		if baseSet[u] > 0 {
+			baseSet[u]--
 			continue
 		}
-		if strings.TrimSpace(l) != "" && have[l] {
+		if strings.TrimSpace(u) != "" && have[u] {
 			continue
 		}
-		have[l] = true
-		add = append(add, l)
+		have[u] = true
+		add = append(add, u)
 	}
 	// Blank lines only separate sections; never end on a pile of them.
 	for len(add) > 0 && strings.TrimSpace(add[len(add)-1]) == "" {
@@ -108,11 +111,25 @@ func MergeLearnings(base, ours, theirs []byte) []byte {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	for _, l := range add {
-		b.WriteString(l)
+	for _, u := range add {
+		b.WriteString(u)
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
+}
+
+// units groups lines into entries: an indented non-blank line belongs to
+// the entry above it.
+func units(ls []string) []string {
+	var out []string
+	for _, l := range ls {
+		if len(out) > 0 && strings.TrimSpace(l) != "" && (l[0] == ' ' || l[0] == '\t') && strings.TrimSpace(out[len(out)-1]) != "" {
+			out[len(out)-1] += "\n" + l
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 type record struct {

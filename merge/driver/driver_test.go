@@ -16,6 +16,20 @@ func TestMergeLearningsAppendsBothAndDedupes(t *testing.T) {
 	}
 }
 
+// Two learnings of one task each keep their Source line; an entry ours
+// has already is not added twice.
+func TestMergeLearningsKeepsSourceLines(t *testing.T) {
+	base := "# Learnings\n"
+	src := "  Source: ch-2 (2026-01-09, claude)"
+	ours := base + "\n- use X\n  Source: ch-1 (2026-01-09, codex)\n"
+	theirs := base + "\n- use Y\n" + src + "\n- use Z\n" + src + "\n- use X\n  Source: ch-1 (2026-01-09, codex)\n"
+	got := string(MergeLearnings([]byte(base), []byte(ours), []byte(theirs)))
+	want := ours + "\n- use Y\n" + src + "\n- use Z\n" + src + "\n"
+	if got != want {
+		t.Fatalf("got %q want %q", got, want)
+	}
+}
+
 func TestMergeJSONL(t *testing.T) {
 	base := `{"id":"a","status":"pending"}` + "\n" + `{"id":"c","status":"open"}` + "\n"
 	ours := `{"id":"a","status":"in_progress"}` + "\n" + `{"id":"c","status":"open"}` + "\n"
