@@ -38,7 +38,7 @@ func (k keySpec) String() string {
 var keyNames = map[tcell.Key]string{
 	tcell.KeyUp: "↑", tcell.KeyDown: "↓", tcell.KeyLeft: "←", tcell.KeyRight: "→",
 	tcell.KeyTab: "Tab", tcell.KeyBacktab: "Shift-Tab", tcell.KeyEnter: "Enter", tcell.KeyEsc: "Esc",
-	tcell.KeyCtrlBackslash: "Ctrl-\\", tcell.KeyCtrlRightSq: "Ctrl-]",
+	tcell.KeyCtrlBackslash: "Ctrl-\\", tcell.KeyCtrlRightSq: "Ctrl-]", tcell.KeyPgUp: "PgUp", tcell.KeyPgDn: "PgDn",
 }
 
 // parseKey reads the config's key syntax: a single character, a name
@@ -59,6 +59,10 @@ func parseKey(s string) (keySpec, error) {
 		return keySpec{key: tcell.KeyUp}, nil
 	case "Down":
 		return keySpec{key: tcell.KeyDown}, nil
+	case "PgUp":
+		return keySpec{key: tcell.KeyPgUp}, nil
+	case "PgDn":
+		return keySpec{key: tcell.KeyPgDn}, nil
 	}
 	if rest, ok := strings.CutPrefix(s, "Ctrl-"); ok && len([]rune(rest)) == 1 {
 		c := []rune(rest)[0]
@@ -140,6 +144,7 @@ func defaultKeys() []keyAction {
 
 		{Keys: []string{"f"}, Group: groupView, Desc: "Fullscreen agent", Run: func(u *UI, _ *tcell.EventKey) { u.toggleFull() }},
 		{Keys: []string{"g"}, Group: groupView, Desc: "Grid layout (cycle)", Run: func(u *UI, _ *tcell.EventKey) { u.cycleGrid() }},
+		{Keys: []string{"PgUp", "PgDn"}, Label: "PgUp/Dn", Group: groupView, Desc: "Scroll the selected agent's history", Run: func(u *UI, ev *tcell.EventKey) { u.scrollAgent(ev.Key()) }},
 		{Keys: []string{"l"}, Group: groupView, Desc: "View logs", Run: func(u *UI, _ *tcell.EventKey) { u.showLogs() }},
 		{Keys: []string{"D"}, Group: groupView, Desc: "Diff of the task's work", Run: func(u *UI, _ *tcell.EventKey) { u.showDiff(u.currentTask()) }},
 		{Keys: []string{"L"}, Group: groupView, Desc: "View learnings", Run: func(u *UI, _ *tcell.EventKey) { u.showLearnings() }},

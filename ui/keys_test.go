@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -325,4 +326,36 @@ func TestPrefixDetachAsks(t *testing.T) {
 	if d.u.outcome != OutcomeDetach {
 		t.Fatalf("outcome %v", d.u.outcome)
 	}
+}
+
+// PgUp/PgDn read the selected agent's history from the keyboard, keys
+// staying with Chorus.
+func TestKeyboardScrollsAgentHistory(t *testing.T) {
+	f, _, o := fixture()
+	emu := f.screens["claude-ch-ah6"]
+	for i := 0; i < 100; i++ {
+		emu.Write([]byte(fmt.Sprintf("line %d\r\n", i)))
+	}
+	d := startUI(t, o, 150, 40)
+	d.press("<Tab>")
+	d.ui(func() { d.u.selAgent = "claude-ch-ah6" })
+	off := func() (n int) {
+		d.ui(func() { n = d.u.vm.tiles["claude-ch-ah6"].ScrollOffset() })
+		return n
+	}
+	d.key(tcell.KeyPgUp, 0, 0)
+	d.key(tcell.KeyPgUp, 0, 0)
+	if off() == 0 {
+		t.Fatal("PgUp did not scroll the selected tile")
+	}
+	d.expect("[scrollback]")
+	if f.input("claude-ch-ah6") != "" {
+		t.Fatal("the scroll keys reached the agent")
+	}
+	d.key(tcell.KeyPgDn, 0, 0)
+	d.key(tcell.KeyPgDn, 0, 0)
+	if n := off(); n != 0 {
+		t.Fatalf("PgDn left the view %d rows back", n)
+	}
+	d.expectNot("[scrollback]")
 }

@@ -328,6 +328,26 @@ func (u *UI) toggleFull() {
 	}
 }
 
+// scrollAgent reads the selected agent's history from the keyboard
+// (PgUp back, PgDn forward; any key typed to it returns to live output).
+func (u *UI) scrollAgent(k tcell.Key) {
+	id := u.currentAgent()
+	if id == "" {
+		id = u.selAgent
+	}
+	t := u.tileFor(id)
+	if t == nil {
+		u.setFlash("no agent selected to scroll", present.Warn)
+		return
+	}
+	u.selAgent = id
+	if k == tcell.KeyPgUp {
+		t.Scroll(1)
+	} else {
+		t.Scroll(-1)
+	}
+}
+
 func (u *UI) cycleGrid() {
 	u.full = false
 	u.gridSpec = present.NextGrid(u.gridSpec)

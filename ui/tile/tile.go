@@ -286,6 +286,14 @@ func (t *Tile) send(b []byte) {
 	}
 }
 
+// Scroll moves the view half a tile back into the history (pages > 0) or
+// forward toward the live screen, pages halves at a time: the keyboard's
+// way to read a tile's history while keys go to Chorus.
+func (t *Tile) Scroll(pages int) {
+	_, _, _, h := t.GetInnerRect()
+	t.scroll(pages * max(h/2, 1))
+}
+
 // scroll moves the scrollback view by n rows (positive: back in time).
 func (t *Tile) scroll(n int) {
 	t.offset += n
