@@ -5,7 +5,9 @@ package main
 // the signal starts to the merge_landed event, against the floor in the
 // same round: a shell that starts the same binary once (the signal's own
 // start) and runs the three git processes a landing needs (merge-tree,
-// commit-tree, update-ref) on a prepared branch.
+// commit-tree, and merge --ff-only, which moves main and its checkout as
+// Chorus's landing does when the target is checked out) on a prepared
+// branch.
 
 import (
 	"bufio"
@@ -35,7 +37,7 @@ for i in $(seq "$N"); do
 	"$CHORUS" --version >/dev/null
 	tree=$(git merge-tree --write-tree main "t$i")
 	c=$(git commit-tree "$tree" -p main -p "t$i" -m "Merge t$i")
-	git update-ref refs/heads/main "$c"
+	git merge --ff-only -q "$c"
 	echo "$s $(date +%s%N)"
 done
 `
@@ -140,7 +142,7 @@ func (b *bench) floorLatency(round int) ([]float64, error) {
 			return nil, err
 		}
 	}
-	if err := b.git(dir, "checkout", "-q", "--detach", "main"); err != nil {
+	if err := b.git(dir, "checkout", "-q", "main"); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command("sh", "-c", floorScript)
