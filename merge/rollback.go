@@ -304,7 +304,9 @@ func (s *Service) moveTarget(ctx context.Context, old, next, msg string, reset b
 }
 
 // RollbackToCheckpoint resets the target to a checkpoint (level 4, after
-// the user confirmed). The current tip is kept on refs/chorus/backup/<time>.
+// the user confirmed); ref "" takes the newest checkpoint the target is
+// not at. A checkpoint at the tip is refused (ErrNothingToRollBack): a
+// "rollback" that changes nothing would say it did something. The current tip is kept on refs/chorus/backup/<time>.
 // Returns the landed tasks that are no longer on the target.
 func (s *Service) RollbackToCheckpoint(ctx context.Context, ref string) ([]string, error) {
 	s.opMu.Lock()
@@ -312,16 +314,33 @@ func (s *Service) RollbackToCheckpoint(ctx context.Context, ref string) ([]strin
 	if err := s.ensureIntegration(ctx); err != nil {
 		return nil, err
 	}
-	ck, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", ref+"^{commit}")
-	if err != nil {
-		return nil, err
-	}
 	tip, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "refs/heads/"+s.opt.Target)
 	if err != nil {
 		return nil, err
 	}
+	if ref == "" {
+		// The default: the newest checkpoint the target is not at.
+		cps, err := s.Checkpoints(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cps {
+			if c.Commit != tip {
+				ref = c.Ref
+				break
+			}
+		}
+		if ref == "" {
+			return nil, fmt.Errorf("%w: no checkpoint differs from %s's tip %s", ErrNothingToRollBack, s.opt.Target, short(tip))
+		}
+	}
+	ck, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", ref+"^{commit}")
+	if err != nil {
+		return nil, err
+	}
 	if ck == tip {
-		return nil, nil
+		return nil, fmt.Errorf("%w: checkpoint %s is %s's current tip %s; pick an older checkpoint",
+			ErrNothingToRollBack, strings.TrimPrefix(ref, CheckpointPrefix), s.opt.Target, short(tip))
 	}
 	if err := s.checkoutInteg(ctx, ck); err != nil {
 		return nil, err

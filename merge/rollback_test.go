@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chorus-dev/chorus/config"
 )
@@ -191,4 +192,57 @@ func TestResetWorktreeTo(t *testing.T) {
 
 func configCheckpoints(n int) config.Checkpoints {
 	return config.Checkpoints{Enabled: true, Periodic: n}
+}
+
+// A checkpoint is listed with the time it was taken, not its commit's
+// date; rolling back to one at the target's tip is an error saying so,
+// and the default (no checkpoint named) is the newest one that differs.
+func TestCheckpointOwnTimeAndNotAtTip(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t)
+	when := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	h := start(t, r, func(o *Options) { o.Now = func() time.Time { return when } }, nil)
+	old, err := h.svc.Checkpoint(t.Context(), "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.agentBranch("ch-1", "main", map[string]string{"1.txt": "1"}, false)
+	h.enqueue(Request{TaskID: "ch-1", Branch: b})
+	h.waitStatus("ch-1", StatusLanded)
+	when = when.Add(time.Hour)
+	atTip, err := h.svc.Checkpoint(t.Context(), "now")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.svc.Checkpoints(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRef := map[string]Checkpoint{}
+	for _, c := range list {
+		byRef[c.Ref] = c
+	}
+	if c := byRef[atTip]; !c.Time.Equal(when) || !c.AtTip {
+		t.Fatalf("checkpoint at tip listed as %+v, want time %s and at tip", c, when)
+	}
+	if c := byRef[old]; !c.Time.Equal(when.Add(-time.Hour)) || c.AtTip {
+		t.Fatalf("older checkpoint listed as %+v", c)
+	}
+	if list[0].Ref != atTip {
+		t.Fatalf("not newest first: %+v", list)
+	}
+	tip := r.git("rev-parse", "main")
+	if _, err := h.svc.RollbackToCheckpoint(t.Context(), atTip); !errors.Is(err, ErrNothingToRollBack) || !strings.Contains(err.Error(), "current tip") {
+		t.Fatalf("rollback to the tip: %v", err)
+	}
+	if r.git("rev-parse", "main") != tip {
+		t.Fatal("main moved")
+	}
+	lost, err := h.svc.RollbackToCheckpoint(t.Context(), "")
+	if err != nil || strings.Join(lost, ",") != "ch-1" {
+		t.Fatalf("default rollback: %v %v", lost, err)
+	}
+	if r.git("rev-parse", "main") == tip {
+		t.Fatal("the default rollback changed nothing")
+	}
 }

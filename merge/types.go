@@ -224,6 +224,8 @@ var (
 	ErrBadState    = queue.ErrBadState
 	ErrNotMerged   = errors.New("task has no merge on the target branch")
 	ErrNoResolver  = errors.New("no resolver agent is working on this task")
+	// ErrNothingToRollBack: the checkpoint is where the target is already.
+	ErrNothingToRollBack = errors.New("rolling back would change nothing")
 )
 
 // Causes a resolver's context ends with.

@@ -85,7 +85,11 @@ func (u *UI) showRollback() {
 				if i == cpSel {
 					mark = "▶ "
 				}
-				fmt.Fprintf(&b, "    %s%s  %s  %s\n", mark, c.Time.Local().Format("2006-01-02 15:04"), short(c.Commit), strings.TrimPrefix(c.Ref, merge.CheckpointPrefix))
+				at := ""
+				if c.AtTip {
+					at = "  (the current tip: nothing to roll back)"
+				}
+				fmt.Fprintf(&b, "    %s%s  %s  %s%s\n", mark, c.Time.Local().Format("2006-01-02 15:04"), short(c.Commit), strings.TrimPrefix(c.Ref, merge.CheckpointPrefix), at)
 			}
 			b.WriteString("    (j/k picks the checkpoint)\n")
 		}
@@ -149,12 +153,24 @@ func (u *UI) showRollback() {
 		return func() {
 			u.pumpApply(func() {
 				deps, depsErr, cps, cpsErr, loaded = d, derr, c, cerr, true
+				cpSel = defaultCheckpoint(cps)
 				if u.over != nil && u.over.name == ovRollback {
 					render()
 				}
 			})
 		}
 	})
+}
+
+// defaultCheckpoint is the one level 4 offers first: the newest that is
+// not the target's current tip (going back there would change nothing).
+func defaultCheckpoint(cps []merge.Checkpoint) int {
+	for i, c := range cps {
+		if !c.AtTip {
+			return i
+		}
+	}
+	return 0
 }
 
 func short(h string) string {
