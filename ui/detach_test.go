@@ -118,7 +118,10 @@ hang
 	}
 
 	// q asks whether to stop the engine too; Esc keeps working; q then d
-	// detaches. The other terminal stays attached.
+	// detaches. The other terminal stays attached. The dialog is chosen
+	// from att1's own view of the engine, which can lag the events above:
+	// wait until it shows no agent running.
+	waitPane(other, "att1", "0/2 agents")
 	other.cmd("send-keys", "-t", "att1", "q")
 	waitPane(other, "att1", "Stop the engine and quit")
 	other.cmd("send-keys", "-t", "att1", "Escape")
