@@ -353,6 +353,11 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			var err error
 			gen++
 			p, err = r.spawn(t, wt, text, it, gen, det, record)
+			var held heldError
+			if errors.As(err, &held) {
+				r.ledgerEnd(t, wt, base, string(outReleased)+" autopilot holds: "+string(held))
+				return r.park(t, wt, nil, "autopilot holds: "+string(held))
+			}
 			if err != nil {
 				e.opt.Store.Release(context.Background(), t.ID)
 				return outcome{kind: outStartFailed, reason: err.Error()}

@@ -149,6 +149,11 @@ type Engine struct {
 	// whose agent tries whether the run's hold has cleared (outage.go).
 	streak streak
 	probe  string
+	// startMu makes an agent's start and a hold exclusive: a run holds it
+	// from its last look at the hold until its start is recorded, a run
+	// whose failure may hold the run while that is judged. Never taken
+	// on the loop.
+	startMu sync.Mutex
 
 	snapMu sync.Mutex
 	snap   Snapshot

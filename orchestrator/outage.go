@@ -265,6 +265,8 @@ func (e *Engine) agentWorked(task string) {
 // outageCheck asks the loop whether a failure of this run's agent is an
 // outage of the run; nil: it is the task's.
 func (r *agentRun) outageCheck(failure string) *Hold {
+	r.e.startMu.Lock()
+	defer r.e.startMu.Unlock()
 	var h *Hold
 	r.update(func(s *State, a *AgentState) {
 		if got := r.e.agentFailed(r.taskID, failure); got != nil {
@@ -292,6 +294,11 @@ func (r *agentRun) held() string {
 	})
 	return cause
 }
+
+// heldError is spawn's answer when the run holds: the cause.
+type heldError string
+
+func (h heldError) Error() string { return "autopilot holds: " + string(h) }
 
 // usageKey is the fingerprint of every usage-limit hold: one account, one
 // window.
@@ -330,5 +337,7 @@ func (e *Engine) usageLimited(task string, f usage.Finding) {
 
 // usageLimited tells the loop this run's agent hit the usage limit.
 func (r *agentRun) usageLimited(f usage.Finding) {
+	r.e.startMu.Lock()
+	defer r.e.startMu.Unlock()
 	r.update(func(s *State, a *AgentState) { r.e.usageLimited(r.taskID, f) })
 }

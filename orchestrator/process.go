@@ -198,6 +198,21 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		return nil, fmt.Errorf("writing the prompt file: %w", err)
 	}
 	r.trustWorktree(wt.Dir, r.env(it))
+	// The hold is looked at again with the start gate held: a hold set
+	// since the run's first look (another task's agent failed meanwhile)
+	// keeps this agent from starting, and one set after it sees the start.
+	r.e.startMu.Lock()
+	gated := true
+	ungate := func() {
+		if gated {
+			gated = false
+			r.e.startMu.Unlock()
+		}
+	}
+	defer ungate()
+	if h := r.held(); h != "" {
+		return nil, heldError(h)
+	}
 	started := r.starting() // its first signal may arrive before its pid is known
 	defer started()
 	p, err := ptyproc.Start(ptyproc.Spec{
@@ -218,6 +233,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		a.PID, a.PStart, a.Status = pid, pstart, AgentRunning
 		r.e.emit(Event{Kind: EvStarted, Agent: r.id, Task: r.taskID, Text: cmd, Fields: map[string]any{"pid": pid, "iteration": it}})
 	})
+	ungate()
 	// An interactive Claude Code or Codex records the assistant's messages
 	// and usage in its session files: signals come from there (source
 	// "transcript"), not from its screen. The pump reports the exit only
