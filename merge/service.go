@@ -56,10 +56,15 @@ type Service struct {
 	// bg counts resolver goroutines and stop clean-ups; Run waits for them.
 	bg sync.WaitGroup
 
-	wake    chan struct{}
-	clean   *cleaner // cleans up after landings, on a goroutine of its own
-	changed chan struct{}
-	events  chan Event
+	wake chan struct{}
+	// baseline is closed once Run has taken the target's tip as its
+	// baseline (or returned): a move of the target before that would be
+	// taken for the baseline, not held.
+	baseline     chan struct{}
+	baselineOnce sync.Once
+	clean        *cleaner // cleans up after landings, on a goroutine of its own
+	changed      chan struct{}
+	events       chan Event
 
 	// wtMu guards wtCache, the worktrees' git dirs as last read (git.go).
 	wtMu    sync.Mutex
@@ -145,10 +150,11 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 			integ: filepath.Join(opt.WorktreesDir, "_integration"),
 			refs:  gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
 			objs:  objs},
-		wake:    make(chan struct{}, 1),
-		changed: make(chan struct{}, 1),
-		events:  make(chan Event, 256),
-		jobs:    map[string]*resolveJob{},
+		wake:     make(chan struct{}, 1),
+		baseline: make(chan struct{}),
+		changed:  make(chan struct{}, 1),
+		events:   make(chan Event, 256),
+		jobs:     map[string]*resolveJob{},
 	}
 	// poke after each batch: Run decides whether the queue is idle now.
 	s.clean = newCleaner(s.nextCleanups, s.cleanup, s.poke)
@@ -182,6 +188,7 @@ func sortedQuality(q []config.QualityCommand) []config.QualityCommand {
 // Run is the single worker: it applies queue items one at a time until ctx
 // ends (or, after Drain, until the queue is idle).
 func (s *Service) Run(ctx context.Context) error {
+	defer s.baselineTaken()
 	if err := s.ensureIntegration(ctx); err != nil {
 		return err
 	}
@@ -225,6 +232,7 @@ func (s *Service) Run(ctx context.Context) error {
 			s.opMu.Lock()
 			s.observeTarget()
 			s.opMu.Unlock()
+			s.baselineTaken()
 		}
 		s.mu.Lock()
 		var id string
@@ -280,6 +288,13 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// Baseline is closed once Run has read the target's tip it judges later
+// moves against, or has returned. Agents that could move the target wait
+// for it: a move before the baseline would pass for it and go unnoticed.
+func (s *Service) Baseline() <-chan struct{} { return s.baseline }
+
+func (s *Service) baselineTaken() { s.baselineOnce.Do(func() { close(s.baseline) }) }
 
 func (s *Service) poke() {
 	select {

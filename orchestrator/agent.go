@@ -258,7 +258,26 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 		e.opt.Store.Release(context.Background(), t.ID)
 		return outcome{kind: "error", reason: err.Error()}
 	}
+	if err := e.mergeBaseline(ctx); err != nil {
+		e.opt.Store.Release(context.Background(), t.ID)
+		return outcome{kind: "error", reason: err.Error()}
+	}
 	return r.loop(t, wt, d, prompt)
+}
+
+// mergeBaseline waits until the merge queue has read the target's tip it
+// judges moves against: an agent that moves the target before that would
+// have its move taken for the baseline, its work for nothing of its own.
+func (e *Engine) mergeBaseline(ctx context.Context) error {
+	if e.merge == nil {
+		return nil
+	}
+	select {
+	case <-e.merge.Baseline():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // loop runs iterations until the task ends one way or another.
