@@ -502,6 +502,7 @@ func (e *Engine) schedule() {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
+		read := time.Now()
 		ts, err := e.opt.Store.Ready(context.Background(), beads.ReadyOptions{})
 		e.post(func() {
 			e.fetching = false
@@ -510,14 +511,15 @@ func (e *Engine) schedule() {
 				e.noReady = true
 				return
 			}
-			e.assignReady(ts)
+			e.assignReady(ts, read)
 		})
 	}()
 }
 
 // assignReady starts agents on ready tasks by priority, then age, skipping
-// tasks already running or marked failed.
-func (e *Engine) assignReady(ts []beads.Task) {
+// tasks already running or marked failed. read is when the list was read:
+// a task failed since still shows open in it.
+func (e *Engine) assignReady(ts []beads.Task, read time.Time) {
 	sort.SliceStable(ts, func(i, j int) bool {
 		if ts[i].Priority != ts[j].Priority {
 			return ts[i].Priority < ts[j].Priority
@@ -532,7 +534,7 @@ func (e *Engine) assignReady(ts []beads.Task) {
 		if e.taskRunning(t.ID) || t.HasLabel(beads.LabelFailed) || t.Assignee != "" || e.backingOff(t.ID) || e.hookHeldOff(t.ID) {
 			continue
 		}
-		if r := e.st.Tasks[t.ID]; r != nil && (r.Completed || r.Closed) {
+		if r := e.st.Tasks[t.ID]; r != nil && (r.Completed || r.Closed || (r.Failed != "" && r.FailedAt.After(read))) {
 			continue
 		}
 		if err := taskid.Check(t.ID); err != nil {
