@@ -31,7 +31,10 @@ hang
 	if d.overlay() != ovTimeline {
 		t.Fatalf("T opened %q", d.overlay())
 	}
-	d.waitShown("completed")
+	// The overlay says "loading…" until the log and ledger are read; its
+	// last line is the ledger's path.
+	d.waitShown("Ledger: ")
+	d.expect("completed")
 	d.expect("iteration 1")
 	d.expect("a.txt holds the answer")
 	d.expect("ledgers/t-a.md")
