@@ -238,6 +238,18 @@ func TestDemoHeadless(t *testing.T) {
 	if b, _ := exec.Command("sh", filepath.Join(dir, "greet.sh"), "-f", "Ada").Output(); strings.TrimSpace(string(b)) != "Bonjour, Ada." {
 		t.Fatalf("both sides of the conflict not kept: %q", b)
 	}
+	// What the run wrote is git-ignored: only the setup the demo committed
+	// and the task store, which the run changes, show in git status.
+	porcelain := testkit.Git(t, dir, "status", "--porcelain", "--untracked-files=all")
+	for _, l := range strings.Split(porcelain, "\n") {
+		if l == "" {
+			continue
+		}
+		f := strings.Fields(l) // the output is trimmed: a first " M" loses its space
+		if p := f[len(f)-1]; p != ".beads/issues.jsonl" && p != ".chorus/config.json" {
+			t.Errorf("runtime file not ignored: %q", l)
+		}
+	}
 	// The morning report tells the conflict the agent resolved and the
 	// iteration retried, with why.
 	code, js := runBinary(t, dir, "report", "--json")

@@ -21,8 +21,14 @@ type InstallResult struct {
 	GitignoreAdded []string
 }
 
-// GitignoreEntries are the runtime paths that never belong in git.
-var GitignoreEntries = []string{".worktrees/", ".chorus/state.json", ".chorus/logs/", ".chorus/chorus.lock", ".chorus/signals/", ".agent/scratchpad.md"}
+// GitignoreEntries are the runtime paths that never belong in git: what
+// an engine writes while it runs (state, journal, logs, ledgers, reports,
+// its socket and keys). The setup — config, prompts, rules, hooks,
+// PATTERNS.md — is committed. planning-state.json comes from the template
+// but changes at run time.
+var GitignoreEntries = []string{".worktrees/", ".chorus/state.json", ".chorus/state.journal", ".chorus/planning-state.json",
+	".chorus/session-log.jsonl", ".chorus/merge-history.jsonl", ".chorus/logs/", ".chorus/ledgers/", ".chorus/reports/",
+	".chorus/answers/", ".chorus/engine/", ".chorus/signal-keys/", ".chorus/chorus.lock", ".agent/scratchpad.md"}
 
 // Install creates .chorus/ from the embedded template in root, with cfg as
 // config.json, plus .agent/learnings.md, and adds runtime paths to
