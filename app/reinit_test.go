@@ -76,3 +76,36 @@ func TestReinitMaxAgentsAndPrefix(t *testing.T) {
 		t.Errorf("init printed a prefix the config does not hold:\n%s", r.stderr)
 	}
 }
+
+// A task waiting on an open dependency is listed as waiting on it, not as
+// open; once the dependency is closed it is open again.
+func TestTaskListShowsWaiting(t *testing.T) {
+	dir := gitRepo(t)
+	if r := chorus(t, dir, "init", "--yes"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	a := strings.TrimSpace(chorus(t, dir, "task", "create", "first").stdout)
+	b := strings.TrimSpace(chorus(t, dir, "task", "create", "second", "--deps", a).stdout)
+	row := func(out, id string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, id+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no row for %s in\n%s", id, out)
+		return ""
+	}
+	out := chorus(t, dir, "task", "list").stdout
+	if l := row(out, b); !strings.Contains(l, "waiting on "+a) || strings.Contains(l, " open ") {
+		t.Fatalf("waiting task listed as %q", l)
+	}
+	if l := row(out, a); !strings.Contains(l, " open ") {
+		t.Fatalf("ready task listed as %q", l)
+	}
+	if r := chorus(t, dir, "task", "close", a); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if l := row(chorus(t, dir, "task", "list").stdout, b); !strings.Contains(l, " open ") {
+		t.Fatalf("after its dependency closed: %q", l)
+	}
+}

@@ -358,8 +358,24 @@ func writeJSON(w io.Writer, v any) error {
 func printTasks(w io.Writer, ts []beads.Task) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tP\tSTATUS\tTITLE")
+	statusOf := map[string]string{}
+	for _, t := range ts {
+		statusOf[t.ID] = t.Status
+	}
 	for _, t := range ts {
 		status := taskStatus(t)
+		if t.Status == beads.StatusOpen {
+			// Open but not ready: say what it waits for.
+			var open []string
+			for _, d := range t.BlockedBy() {
+				if st, ok := statusOf[d]; ok && st != beads.StatusClosed {
+					open = append(open, d)
+				}
+			}
+			if len(open) > 0 {
+				status = "waiting on " + line(strings.Join(open, ","))
+			}
+		}
 		if t.HasLabel(beads.LabelDeferred) {
 			status += " (deferred)"
 		}
