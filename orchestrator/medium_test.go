@@ -57,3 +57,46 @@ hang
 		t.Fatalf("b's commits are not on main:\n%s", got)
 	}
 }
+
+// A conflict that reached a person is queued again once the person moves
+// main outside Chorus and accepts the new tip: here the new tip drops the
+// file the two tasks both added, so the waiting task lands on it.
+func TestAcceptTargetRequeuesConflict(t *testing.T) {
+	h := newHarness(t, "", func(c *config.Config) {
+		c.Agents.MaxParallel = 2
+		c.Merge.AgentResolve = false
+	})
+	a := h.task("accept a", beads.CreateOptions{})
+	b := h.task("accept b", beads.CreateOptions{})
+	script := fmt.Sprintf(`
+@ task=%s
+write shared.txt "from a"
+commit "a"
+signal COMPLETE
+hang
+@ task=%s
+run "until git -C $CHORUS_DIR/.. cat-file -e main:shared.txt 2>/dev/null; do sleep 0.05; done"
+write shared.txt "from b"
+commit "b"
+signal COMPLETE
+hang
+`, a, b)
+	if err := os.WriteFile(filepath.Join(h.root, "agent.script"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: a})
+	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: b})
+	h.waitFor(func(ev Event) bool { return ev.Kind == "merge_waiting_human" && ev.Task == b })
+	// The person takes a's file off main by hand.
+	git(t, h.root, "rm", "-q", "shared.txt")
+	git(t, h.root, "commit", "-q", "-m", "drop shared.txt")
+	h.waitFor(func(ev Event) bool { return ev.Kind == "merge_target_moved" })
+	if err := h.eng.Do(context.Background(), Command{Kind: CmdMergeAcceptTarget}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(func(ev Event) bool { return ev.Kind == "merge_landed" && ev.Task == b })
+	if got := git(t, h.root, "show", "main:shared.txt"); got != "from b" {
+		t.Fatalf("main:shared.txt = %q\n%s", got, h.report())
+	}
+}
