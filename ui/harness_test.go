@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -330,7 +331,12 @@ func (f *fakeEngine) Changed() <-chan struct{} { return f.changed }
 func (f *fakeEngine) Snapshot() orchestrator.Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.snap
+	// As the engine's: the UI's copy shares no map with what a test
+	// changes next under f.mu.
+	s := f.snap
+	s.Agents = maps.Clone(f.snap.Agents)
+	s.Tasks = maps.Clone(f.snap.Tasks)
+	return s
 }
 func (f *fakeEngine) Subscribe() <-chan orchestrator.Event { return f.events }
 func (f *fakeEngine) Do(ctx context.Context, c orchestrator.Command) error {

@@ -24,7 +24,9 @@ func TestSmallTerminalGolden(t *testing.T) {
 	f.mu.Unlock()
 	d := startUI(t, o, 80, 24)
 	f.events <- orchestrator.Event{Kind: orchestrator.EvNeedsHuman, Agent: "claude-ch-2n6", Task: "ch-2n6", Text: "a permission dialog waits for an answer, and a long explanation follows it"}
-	d.waitShown("NEEDS HUMAN: a")
+	// The footer's message (from the event), not the tile's title (from
+	// the snapshot), which can be drawn first.
+	d.waitShown("ch-2n6 NEEDS HUMAN")
 	d.sync()
 	d.golden("small-80x24-needs-human")
 	f.mu.Lock()
