@@ -88,6 +88,7 @@ type Proc struct {
 	changed chan struct{} // closed and replaced on every chunk
 
 	readerDone chan struct{}
+	exited     chan struct{} // closed once the child is reaped: the reader stops pacing
 	done       chan struct{}
 	exitCode   int
 	waitErr    error
@@ -134,6 +135,7 @@ func Start(spec Spec) (*Proc, error) {
 		logCap:     spec.LogCap,
 		changed:    make(chan struct{}),
 		readerDone: make(chan struct{}),
+		exited:     make(chan struct{}),
 		done:       make(chan struct{}),
 	}
 	if p.stall <= 0 {
@@ -206,8 +208,15 @@ func (p *Proc) readLoop() {
 		// Busy: let the child's next writes gather in the terminal's
 		// buffer rather than wake for each (a full buffer only makes the
 		// child wait, as a slow reader would).
-		if !next.IsZero() {
-			time.Sleep(time.Until(next)) // returns at once if next has passed
+		if d := time.Until(next); !next.IsZero() && d > 0 {
+			// Once the child is gone nothing more gathers: what is left is
+			// read at once, so its exit is not a window late.
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-p.exited:
+			}
+			t.Stop()
 		}
 		n, err := p.read(buf)
 		next = time.Time{}
@@ -316,6 +325,7 @@ func (p *Proc) offset() int64 {
 
 func (p *Proc) waitLoop() {
 	err := p.cmd.Wait()
+	close(p.exited)
 	code := p.cmd.ProcessState.ExitCode()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -558,3 +558,20 @@ func TestPacer(t *testing.T) {
 		}
 	}
 }
+
+// A reader pacing a quiet child's output does not hold its exit back: with
+// a window of an hour, a child that prints a line and exits is still done
+// (and its line read) as soon as it is reaped.
+func TestExitEndsPacing(t *testing.T) {
+	p, err := Start(Spec{Argv: []string{"sh", "-c", "echo hello"}, Coalesce: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := collect(p)
+	select {
+	case <-p.Done():
+	case <-time.After(failSafe):
+		t.Fatal("the child's exit waited for the reader's window")
+	}
+	c.waitFor(t, "hello")
+}
