@@ -27,11 +27,13 @@ func TestDemoInTmux(t *testing.T) {
 		fmt.Sprintf("%s demo --pace 2s --dir %s; echo chorus-exited-$?; sleep 600", testkit.Chorus(t), dir))
 	// The retry comes before the conflict: watch for every sign at once.
 	want := []string{
-		"● resolving the conflict in greet.sh",                                              // the resolver's task row
-		"DEMO resolving the conflict in greet.sh (",                                         // its tile
-		"● retry: tests failed: FAIL tests/test_bye",                                        // the retried task's row
-		"check tests failed, retrying: FAIL tests/test_bye.sh: bye.sh Ada printed: Bye Ada", // the footer, with the failing line
+		"● resolving the conflict in greet.sh",       // the resolver's task row
+		"DEMO resolving the conflict in greet.sh (",  // its tile
+		"● retry: tests failed: FAIL tests/test_bye", // the retried task's row
 	}
+	// The footer's "check tests failed, retrying: <line>" is a message the
+	// next alert replaces, so a loaded machine's slow polls can miss it;
+	// TestStoryGolden checks it on a drawn screen.
 	seen := map[string]bool{}
 	for len(seen) < len(want) {
 		var out string

@@ -66,4 +66,8 @@ func TestStoryGolden(t *testing.T) {
 	d.expect("resolving the conflict in greet.sh")
 	d.expect("● retry: tests failed: bye.sh Ada printed")
 	d.golden("story-200x50")
+	// The footer names the failed check and its failing line.
+	f.events <- orchestrator.Event{Kind: orchestrator.EvQuality, Task: "ch-ah6", Fields: map[string]any{"name": "tests", "passed": false, "required": true,
+		"tail": "FAIL tests/test_bye.sh\nbye.sh Ada printed: Bye Ada"}}
+	d.waitShown("ch-ah6: check tests failed, retrying: bye.sh Ada printed: Bye Ada")
 }
