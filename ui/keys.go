@@ -145,6 +145,7 @@ func defaultKeys() []keyAction {
 		{Keys: []string{"f"}, Group: groupView, Desc: "Fullscreen agent", Run: func(u *UI, _ *tcell.EventKey) { u.toggleFull() }},
 		{Keys: []string{"g"}, Group: groupView, Desc: "Grid layout (cycle)", Run: func(u *UI, _ *tcell.EventKey) { u.cycleGrid() }},
 		{Keys: []string{"PgUp", "PgDn"}, Label: "PgUp/Dn", Group: groupView, Desc: "Scroll the selected agent's history", Run: func(u *UI, ev *tcell.EventKey) { u.scrollAgent(ev.Key()) }},
+		{Keys: []string{"["}, Group: groupView, Desc: "Copy mode: move, search (/), select (v), copy (Enter)", Run: func(u *UI, _ *tcell.EventKey) { u.enterCopy("") }},
 		{Keys: []string{"l"}, Group: groupView, Desc: "View logs", Run: func(u *UI, _ *tcell.EventKey) { u.showLogs() }},
 		{Keys: []string{"D"}, Group: groupView, Desc: "Diff of the task's work", Run: func(u *UI, _ *tcell.EventKey) { u.showDiff(u.currentTask()) }},
 		{Keys: []string{"L"}, Group: groupView, Desc: "View learnings", Run: func(u *UI, _ *tcell.EventKey) { u.showLearnings() }},
@@ -229,7 +230,7 @@ func helpText(table []keyAction, prefix string) string {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "AGENT KEYS\n  %-7s Type into the selected agent (from any screen); press it again to give keys back\n", prefix)
-	b.WriteString("          While typing: twice sends it to the agent; then d asks whether to detach (attached)\n")
+	b.WriteString("          While typing: twice sends it to the agent; then [ is copy mode; then d asks whether to detach (attached)\n")
 	b.WriteString("  Mouse   Click a tile to select it; the wheel scrolls its output\n")
 	return b.String()
 }

@@ -1,8 +1,10 @@
 package ui
 
 import (
+	"fmt"
 	"github.com/gdamore/tcell/v2"
 	"github.com/rivo/tview"
+	"unicode/utf8"
 
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/ui/present"
@@ -132,6 +134,26 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 		defer func() { u.keyDone <- struct{}{} }()
 	}
 	isPrefix := specOf(ev) == u.prefix
+	if u.copying != "" {
+		if t := u.tileFor(u.copying); t != nil && t.InCopy() && !isPrefix {
+			if !t.CopyKey(ev) {
+				u.copying = ""
+			}
+			return nil
+		} else if t != nil {
+			t.LeaveCopy()
+		}
+		u.copying = ""
+	}
+	if to := u.prefixTo; to != "" {
+		// As in tmux, the prefix key then [ is copy mode.
+		u.prefixTo = ""
+		if isCopyKey(ev) && u.passthrough == to {
+			u.endPassthrough()
+			u.enterCopy(to)
+			return nil
+		}
+	}
 	if from := u.prefixFrom; from != "" {
 		// The prefix key just ended typing into from: as in tmux, the
 		// prefix again is for the agent, d asks whether to detach.
@@ -140,6 +162,10 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 			u.selAgent = from
 			u.startPassthrough()
 			return tcell.NewEventKey(ev.Key(), ev.Rune(), ev.Modifiers())
+		}
+		if isCopyKey(ev) && u.tileFor(from) != nil {
+			u.enterCopy(from)
+			return nil
 		}
 		if u.attached && u.over == nil && ev.Key() == tcell.KeyRune && ev.Rune() == 'd' && ev.Modifiers()&tcell.ModAlt == 0 {
 			u.askQuitAttached()
@@ -163,6 +189,7 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 			u.closeChat()
 		}
 		u.startPassthrough()
+		u.prefixTo = u.passthrough
 		return nil
 	}
 	if u.over == nil && u.chatOn {
@@ -346,6 +373,40 @@ func (u *UI) scrollAgent(k tcell.Key) {
 	} else {
 		t.Scroll(-1)
 	}
+}
+
+// isCopyKey reports whether ev is [, the key (after the prefix key) that
+// starts copy mode.
+func isCopyKey(ev *tcell.EventKey) bool {
+	return ev.Key() == tcell.KeyRune && ev.Rune() == '[' && ev.Modifiers()&tcell.ModAlt == 0
+}
+
+// enterCopy puts agent id's tile in copy mode: its history read, searched
+// and selected from the keyboard, the selection copied to the clipboard
+// with OSC 52 (through tcell, which owns the terminal).
+func (u *UI) enterCopy(id string) {
+	if id == "" {
+		id = u.currentAgent()
+	}
+	if id == "" {
+		id = u.selAgent
+	}
+	t := u.tileFor(id)
+	if t == nil {
+		u.setFlash("no agent selected to copy from", present.Warn)
+		return
+	}
+	u.closeOverlay()
+	if u.chatOn {
+		u.closeChat()
+	}
+	u.selAgent = id
+	u.copying = id
+	t.EnterCopy(func(text string) {
+		u.screen.SetClipboard([]byte(text))
+		u.setFlash(fmt.Sprintf("copied %d characters to the clipboard", utf8.RuneCountInString(text)), present.Normal)
+	})
+	u.setFlash("copy mode: ↑↓ PgUp/PgDn g/G move · / ? search, n/N next · v select · Enter copy · q leave", present.Normal)
 }
 
 func (u *UI) cycleGrid() {

@@ -185,6 +185,8 @@ type viewState struct {
 	plan        PlanView          // the last planning stage shown
 	attached    bool              // the engine runs in another process (RunAttached)
 	prefixFrom  string            // the prefix key just ended typing into this agent
+	prefixTo    string            // the prefix key just started typing into this agent
+	copying     string            // the agent whose tile is in copy mode
 	outcome     Outcome           // attached: detach or stop, once quitting
 }
 

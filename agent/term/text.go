@@ -123,7 +123,10 @@ type Snapshot struct {
 	// them the frame is scrolled back by (clamped).
 	Scrollback int
 	Offset     int
-	clusters   []string
+	// Pushed is the number of rows ever scrolled into the history: the
+	// screen's row y is row number Pushed+y (see RowText).
+	Pushed   uint64
+	clusters []string
 }
 
 // Grapheme returns the text of a cell of this snapshot.
@@ -174,5 +177,6 @@ func (e *Emulator) Snapshot(s *Snapshot, offset int) {
 	s.Reverse = e.modes.reverse
 	s.Scrollback = sbn
 	s.Offset = offset
+	s.Pushed = e.sb.total
 	s.clusters = e.clusters
 }

@@ -186,8 +186,9 @@ func (s *paintScreen) SetCursorStyle(cs tcell.CursorStyle, cc ...tcell.Color) {
 	}
 	s.Screen.SetCursorStyle(cs, cc...)
 }
-func (s *paintScreen) Show() { s.p.showed(); s.Screen.Show() }
-func (s *paintScreen) Sync() { s.p.showed(); s.Screen.Sync() }
+func (s *paintScreen) SetClipboard(b []byte) { s.p.touch(); s.Screen.SetClipboard(b) }
+func (s *paintScreen) Show()                 { s.p.showed(); s.Screen.Show() }
+func (s *paintScreen) Sync()                 { s.p.showed(); s.Screen.Sync() }
 
 // touch notes that something draws through tcell: its buffer first takes
 // the painted cells it has not heard of, and the frame ends with its Show.

@@ -35,6 +35,7 @@ type Tile struct {
 	offset  int // rows scrolled back into the scrollback; 0 follows output
 	fixed   bool
 	buttons tcell.ButtonMask // last mouse buttons, to tell press from drag
+	copy    *copyMode        // nil: not in copy mode
 }
 
 // New returns a tile showing emu. Keys, pastes and mouse events are encoded
@@ -100,11 +101,23 @@ func (t *Tile) Draw(screen tcell.Screen) {
 		// showing the previous one and look again on the next tick.
 		t.emu.MarkDirty()
 	} else {
+		if c := t.copy; c != nil {
+			_, end := t.emu.RowSpan()
+			t.offset = int(max(int64(end)-int64(h)-int64(c.top), 0))
+		}
 		t.emu.Snapshot(&t.snap, t.offset)
 		t.offset = t.snap.Offset
 		t.drawn = true
 	}
+	if c := t.copy; c != nil {
+		c.top = t.snap.Pushed - uint64(t.snap.Offset)
+		c.lastView = h
+		t.snap.CursorVisible = false
+	}
 	t.drawCells(screen, screen, x0, y0, w, h, nil)
+	if t.copy != nil {
+		t.drawCopy(screen, x0, y0, min(w, t.snap.W), min(h, t.snap.H))
+	}
 	t.last = frameKey{title: title, x: x0, y: y0, w: w, h: h}
 }
 
@@ -121,7 +134,8 @@ func (t *Tile) DrawChanged(screen tcell.Screen, p *Painter) {
 	// the box goes through the screen and every cell through the
 	// painter, which sends only what the terminal does not show.
 	titleOnly := p != nil && t.drawn && t.last.title != title && t.last == frameKey{title: t.last.title, x: x0, y: y0, w: w, h: h}
-	if !t.drawn || (t.last != key && !titleOnly) {
+	if !t.drawn || (t.last != key && !titleOnly) || t.copy != nil {
+		// Copy mode marks cells over the frame: always a full draw.
 		t.Draw(screen)
 		return
 	}
@@ -171,7 +185,10 @@ func (t *Tile) fullTitle() string {
 		title += ct
 	}
 	mark := ""
-	if t.offset > 0 {
+	switch {
+	case t.copy != nil:
+		mark = t.copy.title()
+	case t.offset > 0:
 		mark = " [scrollback]"
 	}
 	if _, _, w, _ := t.GetRect(); w > 4 {
@@ -310,6 +327,10 @@ func (t *Tile) scroll(n int) {
 // Shift+PgUp/PgDn always do. Any other key returns to the live view.
 func (t *Tile) InputHandler() func(event *tcell.EventKey, setFocus func(p tview.Primitive)) {
 	return t.WrapInputHandler(func(ev *tcell.EventKey, _ func(p tview.Primitive)) {
+		if t.copy != nil {
+			t.CopyKey(ev)
+			return
+		}
 		m := t.emu.InputModes()
 		_, _, _, page := t.GetInnerRect()
 		page = max(page/2, 1)
