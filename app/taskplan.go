@@ -299,7 +299,7 @@ func newTaskDeleteCmd(g *globals) *cobra.Command {
 		Short: "Delete a task and every dependency on it",
 		Long: `Removes the task from the store. A task with unmerged work on an agent branch
 (agent/*/ID) is refused unless --force; with --force each such branch's tip is
-first kept under refs/chorus/kept/ID/AGENT, and the branch is deleted when no
+first kept under refs/chorus/kept/ID/<time>-tip, and the branch is deleted when no
 worktree has it checked out.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeTaskIDs(g),
@@ -318,12 +318,13 @@ worktree has it checked out.`,
 						id, strings.Join(work, ", "), worktree.Slug(id)))
 				}
 				for _, b := range work {
-					agentName, _, _ := worktree.ParseBranch(b)
-					kept := "refs/chorus/kept/" + worktree.Slug(id) + "/" + agentName
-					if _, err := gitx.Git(ctx, p.root, "update-ref", kept, "refs/heads/"+b); err != nil {
-						return withCode(ExitFailure, fmt.Errorf("keeping %s: %w; nothing deleted", b, err))
+					// Kept under the one naming (<task>/<time>-tip), so status
+					// dates it and prune --older-than can prune it.
+					kept, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: p.root, Task: id, Branch: "refs/heads/" + b, Why: "task delete --force"})
+					if err != nil || len(kept) == 0 {
+						return withCode(ExitFailure, fmt.Errorf("keeping %s: %v; nothing deleted", b, err))
 					}
-					fmt.Fprintf(cmd.ErrOrStderr(), "kept %s as %s\n", b, kept)
+					fmt.Fprintf(cmd.ErrOrStderr(), "kept %s as %s\n", b, kept[0].Ref)
 					if _, err := gitx.Git(ctx, p.root, "branch", "-D", "--", b); err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "branch %s left in place (%s)\n", b, oneLine(err))
 					}

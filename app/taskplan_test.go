@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -175,8 +176,17 @@ func TestTaskDeleteKeepsWork(t *testing.T) {
 	if r := chorus(t, dir, "task", "delete", id, "--force"); r.code != 0 {
 		t.Fatalf("delete --force: %d %s", r.code, r.stderr)
 	}
-	if got := git(t, dir, "rev-parse", "refs/chorus/kept/"+id+"/claude"); got != tip {
-		t.Fatalf("kept ref %s, want %s", got, tip)
+	// Kept under the one naming, <task>/<time>-tip: dated, so an age
+	// filter spares it while it is new.
+	kept := strings.Fields(git(t, dir, "for-each-ref", "--format=%(refname) %(objectname)", "refs/chorus/kept/"+id+"/"))
+	if len(kept) != 2 || !regexp.MustCompile(`^refs/chorus/kept/`+regexp.QuoteMeta(id)+`/\d{8}T[\d.]+Z-tip$`).MatchString(kept[0]) || kept[1] != tip {
+		t.Fatalf("kept refs %q, want one <time>-tip at %s", kept, tip)
+	}
+	if r := chorus(t, dir, "prune", "--kept", "--older-than", "1000h"); r.code != 0 || !strings.Contains(r.stdout, "nothing to prune") {
+		t.Fatalf("prune of refs older than 1000h took the new one: %d %s", r.code, r.stdout)
+	}
+	if r := chorus(t, dir, "prune", "--kept"); r.code != 0 || !strings.Contains(r.stdout, "deleted "+kept[0]) {
+		t.Fatalf("prune --kept: %d %s", r.code, r.stdout)
 	}
 	if out := git(t, dir, "branch", "--list", "agent/claude/"+id); out != "" {
 		t.Fatalf("branch kept: %q", out)
