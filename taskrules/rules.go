@@ -30,6 +30,7 @@ const (
 	RuleAtomic     = "atomic"              // one responsibility
 	RuleAcyclic    = "acyclic"             // no dependency cycles
 	RuleMissingDep = "missing_dependency"  // a dependency names no task
+	RuleContextFit = "context_fit"         // fits one agent's context window
 )
 
 // Rules is a parsed task-rules.md.
@@ -191,6 +192,7 @@ func (r Rules) Summary() string {
 	b.WriteString("- Every task has acceptance criteria, each one checkable by a command or a test (not vague words like \"works correctly\").\n")
 	b.WriteString("- One responsibility per task: a title joining two jobs with \"and\" should be two tasks.\n")
 	b.WriteString("- No circular dependencies, and dependencies only on tasks that exist.\n")
+	fmt.Fprintf(&b, "- Each task fits one agent's context window: at most %d files named, no task over the whole code base, at most %d characters of text.\n", ContextFitFiles, ContextFitChars)
 	if r.MaxAcceptanceCriteria > 0 {
 		fmt.Fprintf(&b, "- At most %d acceptance criteria per task (one per line).\n", r.MaxAcceptanceCriteria)
 	}

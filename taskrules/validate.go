@@ -89,9 +89,15 @@ func Check(t beads.Task, r Rules) []Violation {
 		add(RuleAcceptance, "no acceptance criteria: add at least one a command or a test can check (--acceptance)")
 	}
 	for _, c := range crit {
-		if isVague(c) {
+		switch {
+		case isVague(c):
 			add(RuleVague, "criterion %q is vague: say what can be checked (a command's output, a test that passes, a value returned)", clip(c, 60))
+		case tooShort(c):
+			add(RuleVague, "criterion %q is too short to check: name what is checked and the result (e.g. \"go test ./cache passes\", \"GET /todos returns 200\")", clip(c, 60))
 		}
+	}
+	if why := contextFit(t); why != "" {
+		add(RuleContextFit, "%s: one agent works a task in one context window; split it into smaller tasks", why)
 	}
 	if a, b, ok := twoJobs(t.Title); ok {
 		add(RuleAtomic, "title %q names two jobs (%s … and %s …): split it into two tasks", clip(t.Title, 60), a, b)
@@ -141,6 +147,54 @@ func isVague(c string) bool {
 		}
 	}
 	return true
+}
+
+// tooShort: a criterion of one word ("a", "tests", "x") names neither
+// what is checked nor the result.
+func tooShort(c string) bool {
+	return len(wordRe().FindAllString(c, -1)) < 2
+}
+
+// Context-fit limits: what a task may carry and still be one agent's work
+// in one context window. A task naming more files than this, or whose
+// text alone is this long, spans more than one agent reads and keeps.
+const (
+	ContextFitFiles = 8
+	ContextFitChars = 8000 // about 2000 tokens of instructions
+)
+
+var (
+	// A source file, with or without its directory: main.go, web/app.tsx.
+	pathRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:[\w.-]+/)*[\w-]+\.(?:go|py|rb|rs|js|jsx|ts|tsx|mjs|cjs|java|kt|c|h|cc|cpp|hpp|cs|php|swift|scala|sql|sh|md|json|ya?ml|toml|html|css|vue|svelte)\b`)
+	})
+	// The whole of something: a task over it does not fit one context.
+	wholeRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:(?:the\s+)?(?:entire|whole)\s+(?:codebase|code\s*base|repo|repository|project|application|app|system|monorepo)|(?:all|every)\s+(?:files?|modules?|packages?|services?|endpoints?|components?)\s+(?:in|of|across)\b)`)
+	})
+)
+
+// contextFit says why a task would not fit one agent's context window, or
+// "": its text is too long, it names too many files, or it covers the
+// whole code base.
+func contextFit(t beads.Task) string {
+	text := t.Title + "\n" + t.Description + "\n" + t.AcceptanceCriteria
+	if n := utf8.RuneCountInString(text); n > ContextFitChars {
+		return fmt.Sprintf("its text is %d characters (max: %d)", n, ContextFitChars)
+	}
+	files := map[string]bool{}
+	for _, p := range pathRe().FindAllString(text, -1) {
+		if !strings.Contains(p, "://") {
+			files[strings.TrimPrefix(p, "./")] = true
+		}
+	}
+	if len(files) > ContextFitFiles {
+		return fmt.Sprintf("it names %d files (max: %d)", len(files), ContextFitFiles)
+	}
+	if m := wholeRe().FindString(text); m != "" {
+		return fmt.Sprintf("it covers %q", strings.Join(strings.Fields(m), " "))
+	}
+	return ""
 }
 
 // twoJobs finds "<verb> … and <verb> …" in a title.
