@@ -313,6 +313,10 @@ func TestDecideRoute(t *testing.T) {
 		{routeInput{initialised: false, status: PlanImplementation}, RouteInit},
 		{routeInput{initialised: true, status: PlanPlanning, tasks: 3, ready: 3}, RoutePlanning},
 		{routeInput{initialised: true, status: PlanPlanning}, RoutePlanning},
+		// init left "planning" with no goal: tasks made by hand are a plan.
+		{routeInput{initialised: true, status: PlanPlanning, unplanned: true}, RoutePlanning},
+		{routeInput{initialised: true, status: PlanPlanning, unplanned: true, tasks: 2, ready: 2}, RouteModeChoice},
+		{routeInput{initialised: true, status: PlanPlanning, unplanned: true, tasks: 2, ready: 2, headless: true}, RouteImplement},
 		{routeInput{initialised: true, status: PlanReviewing, tasks: 3, ready: 3, forced: true}, RouteReview},
 		{routeInput{initialised: true, status: PlanReady}, RoutePlanning},
 		{routeInput{initialised: true, status: PlanReady, tasks: 2}, RoutePlanning},
@@ -412,7 +416,7 @@ func TestRoutingWithPlanningAndStuckTasks(t *testing.T) {
 	dir := gitRepo(t)
 	chorus(t, dir, "init", "--yes")
 	id := strings.TrimSpace(chorus(t, dir, "task", "create", "one").stdout)
-	os.WriteFile(filepath.Join(dir, ".chorus/planning-state.json"), []byte(`{"status":"planning"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, ".chorus/planning-state.json"), []byte(`{"status":"planning","planSummary":{"userGoal":"an API"}}`), 0o644)
 	r := chorus(t, dir)
 	if r.code != 0 || !strings.Contains(r.stderr, "1 task(s) are ready") || strings.Contains(r.stderr, "No tasks are ready") {
 		t.Fatalf("planning with a ready task: %d %s", r.code, r.stderr)

@@ -12,9 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/planning"
 	"github.com/chorus-dev/chorus/taskrules"
 	"github.com/chorus-dev/chorus/ui"
 )
@@ -265,6 +267,9 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 			}
 		}
 	}
+	if contains(res.Created, ".chorus/planning-state.json") {
+		unplannedState(ctx, root, cfg, d)
+	}
 	commitAdvice(ctx, stderr, root, append(append([]string{}, res.Created...), res.Existing...))
 	if p, ok := cfg.Profile(cfg.Agents.Default); ok {
 		if msg := claudetrust.Problem(cfg.Agents.Default, p, root); msg != "" {
@@ -349,6 +354,22 @@ func afterWizard(cmd *cobra.Command, g *globals) error {
 	}
 	fmt.Fprintln(stderr, "No tasks yet: starting planning.")
 	return resumePlanScreen(ctx, p, s, stderr, backgroundHandover(p, g, nil, s, stderr))
+}
+
+// unplannedState: a project with no tasks is not a ready plan. Its fresh
+// planning-state.json says planning (with no goal yet, Unplanned), so
+// nothing reads "ready" before a plan exists; with tasks it stays ready.
+func unplannedState(ctx context.Context, root string, cfg config.Config, d chorusdir.Dir) {
+	s, err := beads.Open(ctx, beads.OpenOptions{RepoDir: root, Prefix: cfg.Project.TaskIDPrefix, Actor: actor()})
+	if err != nil {
+		return
+	}
+	if c, ok := s.(interface{ Shutdown() }); ok {
+		defer c.Shutdown()
+	}
+	if all, err := s.List(ctx); err == nil && len(all) == 0 {
+		_, _ = planning.Update(d.PlanningState(), func(st *planning.State) { st.Status = planning.StatusPlanning })
+	}
 }
 
 // hasCommit says the checked-out branch has a commit to branch from.

@@ -89,7 +89,7 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, goal string) error 
 		req.Spec, req.SpecPath = string(b), rel(p.root, path)
 	}
 	// Resuming: the goal and agent of the interrupted plan.
-	resume := goal == "" && o.from == "" && (st.Status == planning.StatusPlanning || st.Status == planning.StatusReviewing)
+	resume := goal == "" && o.from == "" && !st.Unplanned() && (st.Status == planning.StatusPlanning || st.Status == planning.StatusReviewing)
 	if resume {
 		req.Goal = st.PlanSummary.UserGoal
 		if f := st.PlanSummary.From; f != "" {
@@ -132,7 +132,7 @@ func runPlan(cmd *cobra.Command, g *globals, o *planOptions, goal string) error 
 	}
 	defer release()
 	loop := &planning.Loop{
-		Engine: ps.engine, Store: s, Rules: p.loadRules, StatePath: p.dir.PlanningState(),
+		Engine: ps.engine, Store: s, Rules: p.loadRules, StatePath: p.dir.PlanningState(), SessionLog: p.dir.AppendLog,
 		Max: p.cfg.Planning.MaxReviewIterations, Agent: o.agent,
 		TurnTimeout: time.Duration(p.cfg.Planning.TimeoutMinutes) * time.Minute,
 	}

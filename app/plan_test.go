@@ -160,3 +160,68 @@ func TestReadyPlanRecordsChosenMode(t *testing.T) {
 		}
 	}
 }
+
+// A plan clean at its first check still records a review iteration, and
+// the session log carries planning's own events: tasks_generated (mode
+// planning), the review's iteration_complete (mode review), and the Plan
+// Agent's events under mode planning, never implementation.
+func TestPlanCleanFirstPassRecorded(t *testing.T) {
+	dir := scriptedProject(t, `
+@ prompt~todo
+run "chorus task create 'Add todo model' --acceptance 'go test ./model passes'"
+signal COMPLETE
+exit 0
+`, nil)
+	if st := loadPlanState(t, dir); st.Status != planning.StatusPlanning || !st.Unplanned() {
+		t.Fatalf("after init --yes with no tasks: %+v", st)
+	}
+	code, out := runBinary(t, dir, "plan", "--headless", "Build", "a", "todo", "API")
+	if code != 0 {
+		t.Fatalf("plan: %d\n%s", code, out)
+	}
+	st := loadPlanState(t, dir)
+	if st.Status != planning.StatusReady || len(st.ReviewIterations) != 1 || st.ReviewIterations[0] != (planning.Iteration{Iteration: 1}) {
+		t.Fatalf("planning state: %+v", st)
+	}
+	entries, err := report.ReadLog(filepath.Join(dir, ".chorus", "session-log.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generated, iterated, agentEvents bool
+	for _, e := range entries {
+		switch {
+		case e.Event == planning.EvTasksGenerated:
+			generated = e.Mode == planning.LogPlanning && fmt.Sprint(e.Details["count"]) == "1"
+		case e.Event == planning.EvIterationComplete:
+			iterated = e.Mode == planning.LogReview && fmt.Sprint(e.Details["iteration"]) == "1" && fmt.Sprint(e.Details["issues"]) == "0"
+		case e.Details["taskId"] == "(plan)":
+			if e.Mode != "planning" {
+				t.Errorf("Plan Agent event logged as %q: %+v", e.Mode, e)
+			}
+			agentEvents = true
+		}
+	}
+	if !generated || !iterated || !agentEvents {
+		b, _ := os.ReadFile(filepath.Join(dir, ".chorus", "session-log.jsonl"))
+		t.Fatalf("session log (generated %v, iteration %v, agent events %v):\n%s", generated, iterated, agentEvents, b)
+	}
+}
+
+// Tasks created by hand after `init --yes` run headless: the fresh
+// "planning" state (no goal) does not hold them back.
+func TestInitNoTasksThenHandMadeTasksRun(t *testing.T) {
+	dir := scriptedProject(t, "signal COMPLETE\nexit 0\n", nil)
+	if st := loadPlanState(t, dir); st.Status != planning.StatusPlanning {
+		t.Fatalf("after init --yes with no tasks: %+v", st)
+	}
+	if r := chorus(t, dir, "task", "create", "Add todo model", "--acceptance", "go test ./model passes"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	code, out := runBinary(t, dir, "--headless")
+	if strings.Contains(out, "still being written") {
+		t.Fatalf("hand-made tasks held back: %d\n%s", code, out)
+	}
+	if st := loadPlanState(t, dir); st.Status != planning.StatusImplementation {
+		t.Fatalf("after a headless run: %+v\n%s", st, out)
+	}
+}

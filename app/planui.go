@@ -81,7 +81,7 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 	}
 	defer cancel()
 	loop := &planning.Loop{
-		Engine: eng, Store: s, Rules: p.loadRules, StatePath: p.dir.PlanningState(),
+		Engine: eng, Store: s, Rules: p.loadRules, StatePath: p.dir.PlanningState(), SessionLog: p.dir.AppendLog,
 		Max: p.cfg.Planning.MaxReviewIterations, Agent: st.agent,
 		TurnTimeout: time.Duration(p.cfg.Planning.TimeoutMinutes) * time.Minute,
 	}

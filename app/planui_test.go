@@ -224,8 +224,8 @@ exit 0
 	r.end(cancel)
 }
 
-// A ready plan (init marks an empty project's plan ready; tasks were then
-// created by hand) opens on the mode dialog, which says what still breaks
+// A ready plan (init leaves an empty project's plan unplanned; tasks were
+// then created by hand) opens on the mode dialog, which says what still breaks
 // the rules; the choice is recorded and starts the implementation view in
 // that mode.
 func TestModeChoiceScreen(t *testing.T) {
@@ -240,7 +240,7 @@ func TestModeChoiceScreen(t *testing.T) {
 			if r := chorus(t, dir, "task", "create", "Add a", "--acceptance", c.acceptance); r.code != 0 {
 				t.Fatal(r.stderr)
 			}
-			if st := loadPlanState(t, dir); st.Status != planning.StatusReady || st.Mode() != "" {
+			if st := loadPlanState(t, dir); !st.Unplanned() || st.Mode() != "" {
 				t.Fatalf("state before: %+v", st)
 			}
 			ctx, cancel := context.WithCancel(context.Background())

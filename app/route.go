@@ -62,6 +62,10 @@ type routeInput struct {
 	ready       int    // tasks ready now, plus work a crashed session left
 	forced      bool   // --autopilot or --mode: no mode choice
 	headless    bool   // nobody to ask
+	// unplanned: status planning with no goal and no spec recorded, as
+	// init leaves a project with no tasks: nothing is being written, so
+	// tasks created by hand route as a ready plan would.
+	unplanned bool
 }
 
 // decideRoute is the App Router: no .chorus/ → init; a plan being written
@@ -73,7 +77,11 @@ func decideRoute(in routeInput) (Route, error) {
 	if !in.initialised {
 		return RouteInit, nil
 	}
-	switch in.status {
+	status := in.status
+	if status == PlanPlanning && in.unplanned {
+		status = PlanReady
+	}
+	switch status {
 	case PlanPlanning:
 		return RoutePlanning, nil
 	case PlanReviewing:
@@ -82,7 +90,7 @@ func decideRoute(in routeInput) (Route, error) {
 		if in.tasks == 0 || in.ready == 0 {
 			return RoutePlanning, nil
 		}
-		if in.status == PlanImplementation || in.forced || in.headless {
+		if status == PlanImplementation || in.forced || in.headless {
 			return RouteImplement, nil
 		}
 		return RouteModeChoice, nil
@@ -181,10 +189,11 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 			l.Release()
 		}
 	}
-	status, chosen, err := planningState(p.dir.PlanningState())
+	pst, err := planning.Load(p.dir.PlanningState())
 	if err != nil {
 		return withCode(ExitSetup, err)
 	}
+	status, chosen := pst.Status, pst.Mode()
 	mode, err := o.effectiveMode(p.cfg, chosen)
 	if err != nil {
 		return err
@@ -208,13 +217,13 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 	// Work a previous session left (agents killed with it, merges still
 	// queued) needs a session too, to be recovered and finished.
 	route, err := decideRoute(routeInput{initialised: true, status: status, tasks: len(all), ready: len(ready) + leftover(ctx, p, s),
-		forced: o.autopilot || o.mode != "", headless: o.headless})
+		forced: o.autopilot || o.mode != "", headless: o.headless, unplanned: pst.Unplanned()})
 	if err != nil {
 		return withCode(ExitSetup, err)
 	}
 	// Failed and blocked tasks are retried from the full-screen view: open
 	// it for them even when nothing is ready.
-	if route == RoutePlanning && status != PlanPlanning && !o.headless && stuckTasks(ctx, s) > 0 {
+	if route == RoutePlanning && (status != PlanPlanning || pst.Unplanned()) && !o.headless && stuckTasks(ctx, s) > 0 {
 		route = RouteImplement
 	}
 	return dispatch(ctx, route, p, s, o, len(ready), stderr)

@@ -427,6 +427,15 @@ func (e *Engine) Watch() <-chan struct{} {
 	return ch
 }
 
+// logMode is the session log's mode for an event: the Plan Agent's
+// events belong to planning, everything else to implementation.
+func logMode(ev Event) string {
+	if ev.Task == planTaskID {
+		return "planning"
+	}
+	return "implementation"
+}
+
 // emit logs an event and fans it out.
 func (e *Engine) emit(ev Event) {
 	if ev.Time.IsZero() {
@@ -445,7 +454,7 @@ func (e *Engine) emit(ev Event) {
 	if ev.Text != "" {
 		details["text"] = ev.Text
 	}
-	_ = e.opt.Dir.AppendLog("implementation", string(ev.Kind), details)
+	_ = e.opt.Dir.AppendLog(logMode(ev), string(ev.Kind), details)
 	e.subMu.Lock()
 	for _, ch := range e.subs {
 		select {

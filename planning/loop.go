@@ -13,7 +13,8 @@ import (
 )
 
 // ChunkLines is how many lines of a spec the Plan Agent takes at a time;
-// a longer spec is named by path and read in parts.
+// a longer spec is split along its headings (Chunks) and planned one part
+// per turn.
 const ChunkLines = 500
 
 // Request is what to plan.
@@ -42,19 +43,13 @@ func Prompt(instructions string, rules taskrules.Rules, patterns string, req Req
 		b.WriteString("\n")
 	}
 	if req.SpecPath != "" {
-		lines := strings.Count(req.Spec, "\n") + 1
+		lines := specLines(req.Spec)
 		if lines <= ChunkLines {
 			fmt.Fprintf(&b, "\nDecompose this spec (%s) into tasks:\n\n<spec>\n%s\n</spec>\n", req.SpecPath, strings.TrimSpace(req.Spec))
 		} else {
-			fmt.Fprintf(&b, "\nDecompose the spec in %s (%d lines) into tasks. It is long: read it in parts of %d lines", req.SpecPath, lines, ChunkLines)
-			for i := 1; i <= lines; i += ChunkLines {
-				sep := ","
-				if i+ChunkLines > lines {
-					sep = ""
-				}
-				fmt.Fprintf(&b, " %d-%d%s", i, min(i+ChunkLines-1, lines), sep)
-			}
-			b.WriteString(", creating the tasks of each part before reading the next, with dependencies across parts.\n")
+			// Long: Chorus hands it over in parts along its headings
+			// (Loop.Plan sends the later ones).
+			chunkIntro(&b, req.SpecPath, lines, Chunks(req.Spec, ChunkLines)[0])
 		}
 	}
 	b.WriteString(`
@@ -97,6 +92,9 @@ type Loop struct {
 	TurnTimeout time.Duration
 	// Progress reports each step (optional).
 	Progress func(Progress)
+	// SessionLog records planning events in the session log (optional):
+	// chorusdir.Dir.AppendLog.
+	SessionLog func(mode, event string, details map[string]any) error
 
 	agentID string
 	events  <-chan orchestrator.Event
@@ -132,6 +130,20 @@ func (l *Loop) report(p Progress) {
 	}
 }
 
+// Session log modes and events of planning, as the spec names them.
+const (
+	LogPlanning         = "planning"
+	LogReview           = "review"
+	EvTasksGenerated    = "tasks_generated"
+	EvIterationComplete = "iteration_complete"
+)
+
+func (l *Loop) log(mode, event string, details map[string]any) {
+	if l.SessionLog != nil {
+		_ = l.SessionLog(mode, event, details)
+	}
+}
+
 // AgentID is the running Plan Agent's id, once started.
 func (l *Loop) AgentID() string { return l.agentID }
 
@@ -145,7 +157,32 @@ func (l *Loop) Plan(ctx context.Context, req Request, prompt string) error {
 		return err
 	}
 	l.report(Progress{Status: StatusPlanning, Text: "the Plan Agent is writing tasks"})
-	return l.turn(ctx, prompt)
+	if err := l.turn(ctx, prompt); err != nil {
+		return err
+	}
+	if req.SpecPath != "" && specLines(req.Spec) > ChunkLines {
+		// The first part went with the prompt; each later one gets the
+		// tasks the earlier parts made as context.
+		chunks := Chunks(req.Spec, ChunkLines)
+		for _, c := range chunks[1:] {
+			earlier, err := l.Store.List(ctx)
+			if err != nil {
+				return err
+			}
+			l.report(Progress{Status: StatusPlanning, Text: fmt.Sprintf("the Plan Agent is writing tasks for part %d/%d of %s (lines %d-%d)", c.Index, c.Of, req.SpecPath, c.From, c.To)})
+			text := ChunkPrompt(req.SpecPath, req.Spec, c, earlier)
+			if l.agentID == "" {
+				text = prompt + "\n\n" + text
+			}
+			if err := l.turn(ctx, text); err != nil {
+				return err
+			}
+		}
+	}
+	if open, _, err := l.Check(ctx); err == nil {
+		l.log(LogPlanning, EvTasksGenerated, map[string]any{"count": open})
+	}
+	return nil
 }
 
 // turn sends text to the Plan Agent (starting it if needed) and waits for
@@ -220,9 +257,18 @@ func (l *Loop) Review(ctx context.Context, resume string) (Result, error) {
 		}
 		fixed := countFixed(prev, vs)
 		valid := len(vs) == 0 && open > 0
+		// A pass that hands nothing back is an iteration too: a plan clean
+		// at its first check records {iteration, 0 issues}.
+		clean := valid && prev == nil
+		if clean {
+			iteration++
+		}
 		if _, err := Update(l.StatePath, func(s *State) {
 			if n := len(s.ReviewIterations); n > 0 && prev != nil {
 				s.ReviewIterations[n-1].Fixed = fixed
+			}
+			if clean {
+				s.ReviewIterations = append(s.ReviewIterations, Iteration{Iteration: iteration})
 			}
 			s.PlanSummary.EstimatedTasks = open
 			if valid {
@@ -230,6 +276,12 @@ func (l *Loop) Review(ctx context.Context, resume string) (Result, error) {
 			}
 		}); err != nil {
 			return Result{}, err
+		}
+		if prev != nil {
+			l.log(LogReview, EvIterationComplete, map[string]any{"iteration": iteration, "issues": len(prev), "fixed": fixed})
+		}
+		if clean {
+			l.log(LogReview, EvIterationComplete, map[string]any{"iteration": iteration, "issues": 0, "fixed": 0})
 		}
 		if valid {
 			l.report(Progress{Status: StatusReady, Iteration: iteration, Text: fmt.Sprintf("%d task(s) valid", open)})

@@ -58,6 +58,13 @@ func (s State) Mode() string {
 	return *s.ChosenMode
 }
 
+// Unplanned: status planning with no goal and no spec, as init leaves a
+// project with no tasks. Nothing is being written: there is nothing to
+// resume, and tasks made by hand are not waiting on a plan.
+func (s State) Unplanned() bool {
+	return s.Status == StatusPlanning && s.PlanSummary.UserGoal == "" && s.PlanSummary.From == ""
+}
+
 // Load reads planning-state.json. A missing file is a project set up
 // before the planning phase existed: status ready, nothing chosen.
 func Load(path string) (State, error) {
