@@ -531,10 +531,13 @@ func TestResize(t *testing.T) {
 	e = run(t, 10, 4, "top")
 	e.Resize(10, 2)
 	wantLines(t, e, "top")
-	// Cut wide characters at the new edge.
+	// A wide character cut by the new edge goes whole to the next row.
 	e = run(t, 4, 1, "ab中")
 	e.Resize(3, 1)
-	wantLines(t, e, "ab")
+	wantLines(t, e, "中")
+	if got := e.AllText(); got != "ab中" {
+		t.Errorf("text %q", got)
+	}
 }
 
 func TestSnapshot(t *testing.T) {

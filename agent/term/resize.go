@@ -1,12 +1,29 @@
 package term
 
-// resize changes both screens. There is no reflow: on the main screen rows
-// move between the screen and the scrollback so the cursor's row stays on
-// screen, as tmux does when the height changes.
+// resize changes both screens. A new width reflows the main screen and
+// its history (reflow.go); a new height alone moves rows between the
+// screen and the scrollback so the cursor's row stays on screen, as tmux
+// does.
 func (e *Emulator) resize(w, h int) {
 	oldH := e.h
-	// Height first, with the old width.
-	if h < oldH {
+	if w != e.w {
+		e.reflow(w, h)
+		// The alternate screen keeps its top rows, cut or padded.
+		alt := e.alt.rows[:min(h, len(e.alt.rows))]
+		for len(alt) < h {
+			alt = append(alt, row{cells: make([]Cell, e.w)})
+		}
+		for i := range alt {
+			alt[i].cells = fitRow(alt[i].cells, w)
+			if w < e.w {
+				alt[i].wrapped = false
+			}
+		}
+		e.alt.rows = alt
+		if e.cur == &e.alt && e.cy >= h {
+			e.cy = h - 1
+		}
+	} else if h < oldH {
 		// Drop blank rows below the cursor first, then push rows off the top.
 		// While the alternate screen is up, the main screen's cursor is the
 		// saved one.
@@ -62,16 +79,6 @@ func (e *Emulator) resize(w, h int) {
 		}
 		for len(e.alt.rows) < h {
 			e.alt.rows = append(e.alt.rows, row{cells: make([]Cell, e.w)})
-		}
-	}
-	if w != e.w {
-		for _, s := range []*screen{&e.main, &e.alt} {
-			for i := range s.rows {
-				s.rows[i].cells = fitRow(s.rows[i].cells, w)
-				if w < e.w {
-					s.rows[i].wrapped = false
-				}
-			}
 		}
 	}
 	e.saved.y = clamp(e.saved.y, 0, h-1)

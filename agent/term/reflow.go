@@ -1,0 +1,98 @@
+package term
+
+// reflow changes the main screen's width (and height) as tmux and xterm
+// do: rows joined where the text wrapped are one line again, cut anew at
+// width w, the history included; the cursor keeps its place in its line.
+// The alternate screen is not reflowed: a full-screen child redraws it.
+func (e *Emulator) reflow(w, h int) {
+	onMain := e.cur == &e.main
+	cx, cy := e.saved.x, e.saved.y
+	if onMain {
+		cx, cy = e.cx, e.cy
+		if e.wrapNext {
+			cx++ // the next character goes after the last column
+		}
+	}
+	oldW, oldLen := e.w, e.sb.len()
+	n := oldLen + len(e.main.rows)
+	at := func(i int) *row {
+		if i < oldLen {
+			return e.sb.at(i)
+		}
+		return &e.main.rows[i-oldLen]
+	}
+	// Blank rows below the cursor are not kept.
+	last := n - 1
+	for last > oldLen+cy && !at(last).wrapped && rowBlank(at(last).cells) {
+		last--
+	}
+	var out []row
+	curRow, curCol := 0, 0
+	var line []Cell
+	curOff := -1
+	for i := 0; i <= last; i++ {
+		r := at(i)
+		if i == oldLen+cy {
+			curOff = len(line) + cx
+		}
+		line = append(line, r.cells...)
+		if r.wrapped && i < last {
+			for len(line)%oldW != 0 {
+				line = append(line, Cell{})
+			}
+			continue
+		}
+		k := len(line)
+		for k > 0 && line[k-1].blank() {
+			k--
+		}
+		line = line[:k]
+		// Cut the logical line at w, a wide character kept whole.
+		pos := 0
+		for {
+			end := min(pos+w, len(line))
+			if end < len(line) && end-pos > 1 && line[end-1].Attr&AttrWide != 0 {
+				end--
+			}
+			cells := make([]Cell, w)
+			copy(cells, line[pos:end])
+			if curOff >= pos && (curOff < end || end == len(line)) {
+				curRow, curCol = len(out), min(curOff-pos, w-1)
+				curOff = -1
+			}
+			out = append(out, row{cells: cells, wrapped: end < len(line)})
+			if end >= len(line) {
+				break
+			}
+			pos = end
+		}
+		line = line[:0]
+	}
+	if len(out) == 0 {
+		out = append(out, row{cells: make([]Cell, w)})
+	}
+	top := max(len(out)-h, 0)
+	if curRow < top {
+		top = curRow
+	}
+	total := e.sb.total
+	sb := scrollback{max: e.sb.max}
+	for _, r := range out[:top] {
+		sb.push(r)
+	}
+	// Row numbers only grow (TextSince): a narrower history repeats a few
+	// rows to a reader, a wider one skips none.
+	sb.total = total + uint64(max(top-oldLen, 0))
+	e.sb = sb
+	rows := make([]row, 0, h)
+	rows = append(rows, out[top:min(top+h, len(out))]...)
+	for len(rows) < h {
+		rows = append(rows, row{cells: make([]Cell, w)})
+	}
+	e.main.rows = rows
+	if onMain {
+		e.cx, e.cy = curCol, curRow-top
+	} else {
+		e.saved.x, e.saved.y = curCol, curRow-top
+	}
+}
