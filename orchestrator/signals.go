@@ -57,7 +57,7 @@ func (e *Engine) Deliver(ctx context.Context, env signal.Envelope, peer signal.P
 			if r == nil && !last {
 				// An agent that has just started can signal before its
 				// supervisor knows its pid: judge again once it does.
-				for run := range e.runs {
+				for _, run := range e.runs {
 					if ch, ok := spawning.Load(run); ok {
 						wait = append(wait, ch.(chan struct{}))
 					}
