@@ -245,3 +245,33 @@ func TestLimitsRoundTrip(t *testing.T) {
 		t.Fatal("negative limit accepted")
 	}
 }
+
+func TestCycleThrough(t *testing.T) {
+	dep := func(id string, on ...string) beads.Task {
+		t := beads.Task{ID: id, Status: beads.StatusOpen}
+		for _, d := range on {
+			t.Dependencies = append(t.Dependencies, beads.Dependency{IssueID: id, DependsOnID: d, Type: "blocks"})
+		}
+		return t
+	}
+	closed := func(tk beads.Task) beads.Task { tk.Status = beads.StatusClosed; return tk }
+	for _, c := range []struct {
+		name  string
+		tasks []beads.Task
+		id    string
+		want  string
+	}{
+		{"two-task cycle", []beads.Task{dep("a", "b"), dep("b", "a")}, "a", "a b a"},
+		{"three, from the middle", []beads.Task{dep("a", "b"), dep("b", "c"), dep("c", "a")}, "b", "b c a b"},
+		{"shortest of two", []beads.Task{dep("a", "b", "c"), dep("b", "c"), dep("c", "a")}, "a", "a c a"},
+		{"waiting is not a cycle", []beads.Task{dep("a", "b"), dep("b")}, "a", ""},
+		{"downstream of a cycle is not on it", []beads.Task{dep("x", "a"), dep("a", "b"), dep("b", "a")}, "x", ""},
+		{"a closed task breaks it", []beads.Task{dep("a", "b"), closed(dep("b", "a"))}, "a", ""},
+		{"self", []beads.Task{dep("a", "a")}, "a", "a a"},
+		{"unknown id", []beads.Task{dep("a", "b"), dep("b", "a")}, "z", ""},
+	} {
+		if got := strings.Join(CycleThrough(c.tasks, c.id), " "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

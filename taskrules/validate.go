@@ -353,3 +353,46 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// CycleThrough returns the shortest dependency cycle through id among the
+// tasks not closed (id first, and last again), or nil: a task on one
+// waits on itself and never becomes ready.
+func CycleThrough(tasks []beads.Task, id string) []string {
+	deps := map[string][]string{}
+	for _, t := range tasks {
+		if t.Status != beads.StatusClosed {
+			deps[t.ID] = t.BlockedBy()
+		}
+	}
+	if _, ok := deps[id]; !ok {
+		return nil
+	}
+	// Breadth first from id's dependencies back to id.
+	prev := map[string]string{}
+	queue := []string{id}
+	for len(queue) > 0 {
+		v := queue[0]
+		queue = queue[1:]
+		for _, w := range deps[v] {
+			if _, open := deps[w]; !open {
+				continue
+			}
+			if w == id {
+				path := []string{id}
+				for x := v; x != id; x = prev[x] {
+					path = append(path, x)
+				}
+				// path is id, then v back towards id: reverse all but the first.
+				for i, j := 1, len(path)-1; i < j; i, j = i+1, j-1 {
+					path[i], path[j] = path[j], path[i]
+				}
+				return append(path, id)
+			}
+			if _, seen := prev[w]; !seen {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/taskrules"
 	"github.com/chorus-dev/chorus/ui/present"
 )
 
@@ -102,8 +103,16 @@ func (u *UI) assign(profile string) {
 			u.setFlash(id+" is not open", present.Warn)
 			return
 		case present.StateFailed:
-			u.setFlash(id+" failed; retry it from the intervention menu (i) first", present.Warn)
+			u.setFlash(id+" failed; r retries it (back to pending, its worktree kept)", present.Warn)
 			return
+		case present.StateBlocked:
+			// A task on a dependency cycle waits on itself: the engine
+			// could only take and release it again.
+			if c := taskrules.CycleThrough(u.vm.tasks, id); c != nil {
+				u.setFlash(fmt.Sprintf("%s is in a dependency cycle (%s): it can never start; remove one dependency (e: Blocked by, or chorus task dep remove %s %s)",
+					id, strings.Join(c, " → "), c[0], c[1]), present.Warn)
+				return
+			}
 		}
 	}
 	who := profile

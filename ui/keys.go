@@ -232,6 +232,9 @@ func helpText(table []keyAction, prefix string) string {
 	fmt.Fprintf(&b, "AGENT KEYS\n  %-7s Type into the selected agent (from any screen); press it again to give keys back\n", prefix)
 	b.WriteString("          While typing: twice sends it to the agent; then [ is copy mode; then d asks whether to detach (attached)\n")
 	b.WriteString("  Mouse   Click a tile to select it; the wheel scrolls its output\n")
+	b.WriteString("\nIN DIALOGS (docs/keys.md)\n")
+	b.WriteString("  m       In i (intervention) or M (merge queue): approve the merge\n          waiting for approval; in the main view m is always the mode\n")
+	b.WriteString("  r       On a failed task (task panel): retry it; on an agent: redirect\n")
 	return b.String()
 }
 

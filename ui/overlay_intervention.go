@@ -65,6 +65,9 @@ func (u *UI) showIntervention() {
 		if a := u.vm.snap.Agents[u.selAgent]; a != nil && stuckAlert(a.Alert) {
 			b.WriteString("  [s] Stuck          - continue, redirect or stop the selected agent\n")
 		}
+		if it, ok := u.approvable(); ok {
+			fmt.Fprintf(&b, "  [m] Approve merge  - %s waits for approval\n", it.TaskID)
+		}
 		if m := u.vm.snap.Merge.Stats.Moved; m != nil {
 			fmt.Fprintf(&b, "  [A] Accept target  - it moved outside Chorus (%.10s → %.10s); merges wait\n", m.From, m.To)
 		}
@@ -116,6 +119,11 @@ func (u *UI) showIntervention() {
 		case r == 't':
 			u.closeOverlay()
 			u.retryTask()
+		case r == 'm':
+			if it, ok := u.approvable(); ok {
+				u.closeOverlay()
+				u.approveMerge(it)
+			}
 		case r == 'A':
 			u.closeOverlay()
 			u.acceptTarget()

@@ -89,15 +89,8 @@ func (u *UI) showMerge() {
 		case ev.Key() == tcell.KeyUp || r == 'k':
 			sel--
 		case r == 'm':
-			it, ok := current()
-			switch {
-			case !ok:
-			case !u.o.Config.Merge.RequireApproval:
-				u.setFlash("merges land without approval here (merge.requireApproval is off)", present.Warn)
-			case it.Status != merge.StatusWaitingApproval:
-				u.setFlash(it.TaskID+" is not waiting for approval ("+string(it.Status)+")", present.Warn)
-			default:
-				u.send(orchestrator.Command{Kind: orchestrator.CmdApprove, TaskID: it.TaskID}, "approved "+it.TaskID, nil)
+			if it, ok := current(); ok {
+				u.approveMerge(it)
 			}
 		case r == 'A':
 			u.acceptTarget()
@@ -146,4 +139,38 @@ func (u *UI) acceptTarget() {
 	u.confirm(fmt.Sprintf("Accept the target's new tip %.10s (moved from %.10s outside Chorus) and land merges on it?", to, m.From), "Accept", func() {
 		u.send(orchestrator.Command{Kind: orchestrator.CmdMergeAcceptTarget, Text: to}, "target accepted; merges resume", nil)
 	})
+}
+
+// approveMerge is m in the merge queue view and the intervention menu
+// (docs/keys.md): the item lands once approved.
+func (u *UI) approveMerge(it merge.Item) {
+	switch {
+	case !u.o.Config.Merge.RequireApproval:
+		u.setFlash("merges land without approval here (merge.requireApproval is off)", present.Warn)
+	case it.Status != merge.StatusWaitingApproval:
+		u.setFlash(it.TaskID+" is not waiting for approval ("+string(it.Status)+")", present.Warn)
+	default:
+		u.send(orchestrator.Command{Kind: orchestrator.CmdApprove, TaskID: it.TaskID}, "approved "+it.TaskID, nil)
+	}
+}
+
+// approvable is the merge m approves from the intervention menu: the
+// selected task's when it waits for approval, else the first waiting.
+func (u *UI) approvable() (merge.Item, bool) {
+	var first *merge.Item
+	for i, it := range u.vm.snap.Merge.Items {
+		if it.Status != merge.StatusWaitingApproval {
+			continue
+		}
+		if it.TaskID == u.currentTask() {
+			return it, true
+		}
+		if first == nil {
+			first = &u.vm.snap.Merge.Items[i]
+		}
+	}
+	if first == nil {
+		return merge.Item{}, false
+	}
+	return *first, true
 }
