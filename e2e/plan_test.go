@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -93,6 +94,13 @@ func TestPlanFromSpecWithClaude(t *testing.T) {
 // profile talking to srv with the repository trusted.
 func planProject(t *testing.T, srv *modelserver.Server, spec string) string {
 	t.Helper()
+	return planProjectTrust(t, srv, spec, true)
+}
+
+// planProjectTrust is planProject, the repository trusted in Claude Code
+// or not.
+func planProjectTrust(t *testing.T, srv *modelserver.Server, spec string, trust bool) string {
+	t.Helper()
 	dir := t.TempDir()
 	git(t, dir, "init", "-q", "-b", "main")
 	git(t, dir, "config", "user.email", "t@example.com")
@@ -110,8 +118,10 @@ func planProject(t *testing.T, srv *modelserver.Server, spec string) string {
 	}
 	// Claude Code asks about trusting each folder: trust exactly the root
 	// the Plan Agent runs in.
-	if err := clitest.TrustDirs(home, dir); err != nil {
-		t.Fatal(err)
+	if trust {
+		if err := clitest.TrustDirs(home, dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 	path := filepath.Join(dir, ".chorus", "config.json")
 	var cfg map[string]any
@@ -226,4 +236,45 @@ func TestPlanChunkedSpecWithClaude(t *testing.T) {
 	if !generated || !iterated || !agent {
 		t.Fatalf("session log (tasks_generated %v, iteration_complete %v, agent events %v):\n%s", generated, iterated, agent, log)
 	}
+}
+
+// A headless Plan Agent stuck on Claude Code's trust dialog: `chorus plan
+// --headless` says what it waits on (read from its screen), instead of
+// only "the Plan Agent is writing tasks" until the timeout.
+func TestPlanStuckOnDialogSaysSo(t *testing.T) {
+	if skipWhy != "" {
+		t.Skip(skipWhy)
+	}
+	srv, err := modelserver.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := planProjectTrust(t, srv, "# SPEC-STUCK\n\nA todo API.\n", false)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chorusBin, "-C", dir, "plan", "--from", "SPEC.md", "--headless")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cancel()
+	var seen strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "the Plan Agent is stuck: waiting on a dialog") {
+			if !strings.Contains(sc.Text(), "trust") || !strings.Contains(sc.Text(), ".chorus/logs/plan-claude.log") {
+				t.Fatalf("stuck line does not say what: %s", sc.Text())
+			}
+			t.Log(sc.Text())
+			return
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, ".chorus", "logs", "plan-claude.log"))
+	t.Fatalf("chorus plan ended without saying the Plan Agent is stuck:\n%s\n--- Plan Agent terminal ---\n%s", seen.String(), log)
 }

@@ -234,6 +234,12 @@ func (l *Loop) turn(ctx context.Context, text string) error {
 			case orchestrator.EvFinished:
 				l.agentID = ""
 				return fmt.Errorf("%w: %s", ErrPlanAgent, ev.Text)
+			case orchestrator.EvNeedsHuman:
+				// Its screen shows it waits for a person (a dialog, a
+				// login, API errors): say what, not "writing tasks".
+				l.report(Progress{Status: StatusPlanning, Text: fmt.Sprintf("the Plan Agent is stuck: %s; its screen is in .chorus/logs/%s.log (`chorus doctor` checks the setup); fix the cause and run `chorus plan` again", ev.Text, l.agentID)})
+			case orchestrator.EvNeedsHumanCleared:
+				l.report(Progress{Status: StatusPlanning, Text: "the Plan Agent goes on (" + ev.Text + ")"})
 			}
 		}
 	}
