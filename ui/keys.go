@@ -146,6 +146,7 @@ func defaultKeys() []keyAction {
 		{Keys: []string{"g"}, Group: groupView, Desc: "Grid layout (cycle)", Run: func(u *UI, _ *tcell.EventKey) { u.cycleGrid() }},
 		{Keys: []string{"PgUp", "PgDn"}, Label: "PgUp/Dn", Group: groupView, Desc: "Scroll the selected agent's history", Run: func(u *UI, ev *tcell.EventKey) { u.scrollAgent(ev.Key()) }},
 		{Keys: []string{"["}, Group: groupView, Desc: "Copy mode: move, search (/), select (v), copy (Enter)", Run: func(u *UI, _ *tcell.EventKey) { u.enterCopy("") }},
+		{Keys: []string{"X"}, Group: groupView, Desc: "Close a finished agent's tile", Run: func(u *UI, _ *tcell.EventKey) { u.closeFinished() }},
 		{Keys: []string{"l"}, Group: groupView, Desc: "View logs", Run: func(u *UI, _ *tcell.EventKey) { u.showLogs() }},
 		{Keys: []string{"D"}, Group: groupView, Desc: "Diff of the task's work", Run: func(u *UI, _ *tcell.EventKey) { u.showDiff(u.currentTask()) }},
 		{Keys: []string{"L"}, Group: groupView, Desc: "View learnings", Run: func(u *UI, _ *tcell.EventKey) { u.showLearnings() }},

@@ -87,7 +87,7 @@ func (u *UI) setModel(vm viewModel) {
 	if u.selAgent == "" && len(vm.agents) > 0 {
 		u.selAgent = vm.agents[0]
 	}
-	if u.passthrough != "" && vm.tiles[u.passthrough] == nil {
+	if u.passthrough != "" && (vm.tiles[u.passthrough] == nil || vm.done[u.passthrough]) {
 		u.endPassthrough()
 		u.setFlash("the agent you were typing to has finished", present.Warn)
 	}
@@ -216,6 +216,17 @@ func (u *UI) capture(ev *tcell.EventKey) *tcell.EventKey {
 
 // Selection helpers. Event goroutine.
 
+// running is the grid's agents without the finished ones kept on view.
+func (u *UI) running() []string {
+	ids := make([]string, 0, len(u.vm.agents))
+	for _, id := range u.vm.agents {
+		if !u.vm.done[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 func (u *UI) agentIndex(id string) int {
 	for i, a := range u.vm.agents {
 		if a == id {
@@ -330,6 +341,11 @@ func (u *UI) startPassthrough() {
 		u.setFlash("no agent selected to type to", present.Warn)
 		return
 	}
+	if u.vm.done[id] {
+		u.selAgent = id
+		u.setFlash(id+" has finished: [ reads its screen, X closes its tile", present.Warn)
+		return
+	}
 	u.selAgent = id
 	u.focus = panelAgents
 	u.passthrough = id
@@ -407,6 +423,16 @@ func (u *UI) enterCopy(id string) {
 		u.setFlash(fmt.Sprintf("copied %d characters to the clipboard", utf8.RuneCountInString(text)), present.Normal)
 	})
 	u.setFlash("copy mode: ↑↓ PgUp/PgDn g/G move · / ? search, n/N next · v select · Enter copy · q leave", present.Normal)
+}
+
+// closeFinished closes the selected finished agent's tile.
+func (u *UI) closeFinished() {
+	id := u.selAgent
+	if !u.vm.done[id] {
+		u.setFlash("X closes a finished agent's tile; the selected agent is running", present.Warn)
+		return
+	}
+	u.toPump(func() { u.dismissFinished(id) })
 }
 
 func (u *UI) cycleGrid() {

@@ -30,10 +30,11 @@ func (u *UI) showIntervention() {
 	render := func() {
 		var b strings.Builder
 		b.WriteString("Active agents:\n")
-		if len(u.vm.agents) == 0 {
+		running := u.running()
+		if len(running) == 0 {
 			b.WriteString("  (none)\n")
 		}
-		for i, id := range u.vm.agents {
+		for i, id := range running {
 			a := u.vm.snap.Agents[id]
 			mark := "  "
 			if id == u.selAgent {
@@ -88,8 +89,8 @@ func (u *UI) showIntervention() {
 			u.closeOverlay()
 			u.togglePause()
 		case r >= '1' && r <= '9':
-			if i := int(r - '1'); i < len(u.vm.agents) {
-				u.selAgent = u.vm.agents[i]
+			if running := u.running(); int(r-'1') < len(running) {
+				u.selAgent = running[r-'1']
 				u.focus = panelAgents
 				u.full = true
 				u.closeOverlay()

@@ -188,6 +188,7 @@ func (u *UI) pumpApply(fn func()) { u.pumpPending = append(u.pumpPending, fn) }
 // publishes a new view model. Pump only.
 func (u *UI) refresh(apply func(func())) {
 	snap := u.eng.Snapshot()
+	before := u.snap.Agents
 	u.snap = snap
 	if snap.TaskGen != u.taskGen {
 		// The task store changed, maybe from another shell.
@@ -217,8 +218,14 @@ func (u *UI) refresh(apply func(func())) {
 		if _, ok := snap.Agents[id]; !ok {
 			t.Emulator().OnDirty(nil)
 			delete(u.tiles, id)
+			label := id + " finished"
+			if a := before[id]; a != nil {
+				label = present.FinishedLabel(*a, u.o.Config.Completion.MaxIterations)
+			}
+			u.finished = append([]finishedTile{{id: id, tile: t, label: label}}, u.finished...)
 		}
 	}
+	u.finished = keepFinished(u.finished, snap.Agents, snap.MaxParallel)
 	if u.waitQuit != nil && snap.Running == 0 {
 		u.waitQuit = nil
 		u.quit()
@@ -264,6 +271,13 @@ func (u *UI) model() func() {
 		vm.labels[id] = present.TileLabel(u.snap, *a, u.o.Config.Completion.MaxIterations, now)
 	}
 	u.labels = vm.labels
+	vm.done = make(map[string]bool, len(u.finished))
+	for _, f := range u.finished {
+		vm.agents = append(vm.agents, f.id)
+		vm.tiles[f.id] = f.tile
+		vm.labels[f.id] = f.label
+		vm.done[f.id] = true
+	}
 	vm.rows = present.TaskRows(u.tasks, u.snap, now)
 	vm.counts = present.Count(u.tasks, u.snap)
 	if !u.snap.StartedAt.IsZero() {
@@ -407,4 +421,39 @@ func (u *UI) loadTasks() {
 			}
 		}
 	})
+}
+
+// finishedTile is an agent the engine no longer has, whose tile stays to
+// show its last screen.
+type finishedTile struct {
+	id    string
+	tile  *tile.Tile
+	label string // the tile's label when the agent went
+}
+
+// keepFinished is which finished tiles stay: those not back among the
+// running agents, newest first, as many as the grid has free slots (a
+// running agent needs its slot first).
+func keepFinished(f []finishedTile, running map[string]*orchestrator.AgentState, slots int) []finishedTile {
+	out := f[:0]
+	room := slots - len(running)
+	for _, t := range f {
+		if _, back := running[t.id]; back || len(out) >= room {
+			continue
+		}
+		out = append(out, t)
+	}
+	clear(f[len(out):])
+	return out
+}
+
+// dismissFinished drops a finished agent's tile. Pump only.
+func (u *UI) dismissFinished(id string) {
+	for i, f := range u.finished {
+		if f.id == id {
+			u.finished = append(u.finished[:i], u.finished[i+1:]...)
+			break
+		}
+	}
+	u.pumpApply(u.model())
 }

@@ -142,6 +142,7 @@ type frameState struct {
 // pumpState belongs to the pump goroutine.
 type pumpState struct {
 	tiles       map[string]*tile.Tile
+	finished    []finishedTile // agents gone from the engine, newest first (pump)
 	tasks       []beads.Task
 	loading     bool
 	reloadMore  bool
@@ -214,6 +215,7 @@ type viewModel struct {
 	agents  []string
 	tiles   map[string]*tile.Tile
 	labels  map[string]string
+	done    map[string]bool // agents whose tile shows their last screen
 	now     time.Time
 	runtime time.Duration
 	loaded  bool

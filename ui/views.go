@@ -250,7 +250,7 @@ func (g *gridView) layout() present.Grid {
 
 func (g *gridView) Draw(s tcell.Screen) {
 	u := g.u
-	title := fmt.Sprintf(" AGENTS %d/%d ", len(u.vm.agents), u.vm.snap.MaxParallel)
+	title := fmt.Sprintf(" AGENTS %d/%d ", len(u.vm.agents)-len(u.vm.done), u.vm.snap.MaxParallel)
 	if u.full {
 		title = " AGENT (full screen: f returns) "
 	} else if u.gridSpec != "auto" {
@@ -278,6 +278,9 @@ func (g *gridView) Draw(s tcell.Screen) {
 			a := u.vm.snap.Agents[id]
 			attention := a != nil && present.Attention(*a)
 			bc, ts := u.theme.tileBorder(id == u.selAgent, attention)
+			if u.vm.done[id] {
+				ts = ts.Dim(true)
+			}
 			label := u.vm.labels[id]
 			if id == u.passthrough {
 				label = "⌨ " + label

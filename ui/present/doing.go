@@ -139,3 +139,9 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// FinishedLabel is the title of the tile an agent leaves behind: its name,
+// that it finished, and the iteration it reached.
+func FinishedLabel(a orchestrator.AgentState, maxIter int) string {
+	return fmt.Sprintf("%s (%s) finished · iter %d/%d", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter)
+}
