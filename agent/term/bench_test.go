@@ -81,3 +81,21 @@ func TestMemoryPerCell(t *testing.T) {
 	t.Logf("%.0f bytes for %.0f cells: %.1f bytes per cell", used, cells, used/cells)
 	runtime.KeepAlive(e)
 }
+
+// BenchmarkReflow is one width change of a tile whose history is full of
+// lines that wrapped: the cost of a layout change.
+func BenchmarkReflow(b *testing.B) {
+	e := New(80, 24, WithScrollback(10000))
+	line := strings.Repeat("the quick brown fox jumps over the lazy dog ", 3) + "\r\n"
+	for range 10000 {
+		e.Write([]byte(line))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			e.Resize(120, 24)
+		} else {
+			e.Resize(80, 24)
+		}
+	}
+}

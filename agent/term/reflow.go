@@ -28,7 +28,7 @@ func (e *Emulator) reflow(w, h int) {
 	}
 	var out []row
 	curRow, curCol := 0, 0
-	var line []Cell
+	var line, slab []Cell
 	curOff := -1
 	for i := 0; i <= last; i++ {
 		r := at(i)
@@ -54,7 +54,13 @@ func (e *Emulator) reflow(w, h int) {
 			if end < len(line) && end-pos > 1 && line[end-1].Attr&AttrWide != 0 {
 				end--
 			}
-			cells := make([]Cell, w)
+			if len(slab) < w {
+				// Rows are cut from shared blocks: one allocation per
+				// block, not per row.
+				slab = make([]Cell, w*256)
+			}
+			cells := slab[:w:w]
+			slab = slab[w:]
 			copy(cells, line[pos:end])
 			if curOff >= pos && (curOff < end || end == len(line)) {
 				curRow, curCol = len(out), min(curOff-pos, w-1)
@@ -76,7 +82,10 @@ func (e *Emulator) reflow(w, h int) {
 		top = curRow
 	}
 	total := e.sb.total
-	sb := scrollback{max: e.sb.max}
+	// The ring is refilled in place: out holds copies, and its rows'
+	// storage is reused.
+	sb := e.sb
+	sb.head, sb.n = 0, 0
 	for _, r := range out[:top] {
 		sb.push(r)
 	}
