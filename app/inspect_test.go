@@ -92,11 +92,19 @@ signal COMPLETE
 	waitLine(t, lines, "needs_help: Which database?", wait)
 	waitLine(t, lines, "answer with: chorus answer "+id, wait)
 
-	// status --json lists the pending question with its options.
-	r := chorus(t, dir, "status", "--json")
+	// status --json lists the pending question with its options. The
+	// event goes out as the engine records the question; its snapshot
+	// follows once the batch is written, so ask until it is there.
 	var st statusReport
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
-		t.Fatalf("%v\n%s%s", err, r.stdout, r.stderr)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		r := chorus(t, dir, "status", "--json")
+		st = statusReport{}
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("%v\n%s%s", err, r.stdout, r.stderr)
+		}
+		if len(st.Questions) > 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(st.Questions) != 1 || st.Questions[0].Task != id || st.Questions[0].Question != "Which database?" ||
 		strings.Join(st.Questions[0].Options, "|") != "PostgreSQL|SQLite, file based" {
