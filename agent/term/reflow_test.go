@@ -1,6 +1,7 @@
 package term
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,35 @@ func TestReflowKeepsTextSince(t *testing.T) {
 	text, _ := e.TextSince(next)
 	if !strings.Contains(text, "new line") {
 		t.Errorf("text since the reflow lacks the new line: %q", text)
+	}
+}
+
+// Copy mode's rows: history then screen, by number; on the alternate
+// screen only its own rows.
+func TestRowText(t *testing.T) {
+	e := run(t, 5, 2, "one\r\ntwo\r\nthree-wrap")
+	first, end := e.RowSpan()
+	var got []string
+	for n := first; n < end; n++ {
+		cols, wrapped, ok := e.RowText(n)
+		if !ok {
+			t.Fatalf("row %d not kept", n)
+		}
+		got = append(got, fmt.Sprintf("%s/%v", strings.Join(cols, ""), wrapped))
+	}
+	want := []string{"one  /false", "two  /false", "three/true", "-wrap/false"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	e.Write([]byte("\x1b[?1049h\x1b[Halt"))
+	first, end = e.RowSpan()
+	if end-first != 2 {
+		t.Fatalf("alternate screen spans %d rows", end-first)
+	}
+	if cols, _, _ := e.RowText(first); strings.Join(cols, "") != "alt  " {
+		t.Errorf("alternate screen's first row %q", cols)
+	}
+	if _, _, ok := e.RowText(first - 1); ok {
+		t.Error("history reachable from the alternate screen")
 	}
 }

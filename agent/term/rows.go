@@ -7,10 +7,14 @@ package term
 // output scrolls it into the history.
 
 // RowSpan returns the numbers of the oldest kept history row and one past
-// the screen's last row.
+// the screen's last row. While the alternate screen is up only its rows
+// count: it has no history (as in tmux's copy mode).
 func (e *Emulator) RowSpan() (first, end uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.cur == &e.alt {
+		return e.sb.total, e.sb.total + uint64(e.h)
+	}
 	return e.sb.total - uint64(e.sb.len()), e.sb.total + uint64(e.h)
 }
 
@@ -23,12 +27,12 @@ func (e *Emulator) RowText(n uint64) (cols []string, wrapped, ok bool) {
 	first := e.sb.total - uint64(e.sb.len())
 	var r *row
 	switch {
-	case n < first:
+	case n < first, n < e.sb.total && e.cur == &e.alt:
 		return nil, false, false
 	case n < e.sb.total:
 		r = e.sb.at(int(n - first))
 	case n < e.sb.total+uint64(e.h):
-		r = &e.main.rows[n-e.sb.total]
+		r = &e.cur.rows[n-e.sb.total]
 	default:
 		return nil, false, false
 	}
