@@ -348,9 +348,9 @@ func (t *Tile) drawCopy(screen tcell.Screen, x0, y0, w, h int) {
 			if !(n == c.cy && x == c.cx) && !c.inSelection(x, n) {
 				continue
 			}
-			r, comb, st, _ := screen.GetContent(x0+x, y0+y)
+			str, st, _ := screen.Get(x0+x, y0+y)
 			_, _, attr := st.Decompose()
-			screen.SetContent(x0+x, y0+y, r, comb, st.Reverse(attr&tcell.AttrReverse == 0))
+			screen.Put(x0+x, y0+y, str, st.Reverse(attr&tcell.AttrReverse == 0))
 		}
 	}
 }
