@@ -145,19 +145,26 @@ func TestMouseSelectsTileAndScrolls(t *testing.T) {
 	})
 	d.sim.InjectMouse(x+w/2, y+h/2, tcell.Button1, 0)
 	d.sim.InjectMouse(x+w/2, y+h/2, 0, 0)
-	d.sync()
-	d.sync()
+	// tview reads injected events on a goroutine of its own: a sync can
+	// come before them, so wait for the selection itself.
 	var sel string
 	var focus panel
-	d.ui(func() { sel, focus = d.u.selAgent, d.u.focus })
+	for limit := time.Now().Add(waitLimit); ; {
+		d.sync()
+		d.ui(func() { sel, focus = d.u.selAgent, d.u.focus })
+		if sel == "claude-ch-ah6" && focus == panelAgents || time.Now().After(limit) {
+			break
+		}
+	}
 	if sel != "claude-ch-ah6" || focus != panelAgents {
 		t.Fatalf("click at %d,%d did not select the tile: %q %v\n%s", x+w/2, y+h/2, sel, focus, d.text())
 	}
 	d.sim.InjectMouse(x+w/2, y+h/2, tcell.WheelUp, 0)
-	d.sync()
-	d.sync()
 	off := 0
-	d.ui(func() { off = tl.ScrollOffset() })
+	for limit := time.Now().Add(waitLimit); off == 0 && !time.Now().After(limit); {
+		d.sync()
+		d.ui(func() { off = tl.ScrollOffset() })
+	}
 	if off == 0 {
 		t.Fatal("the wheel did not scroll the tile")
 	}
