@@ -36,9 +36,8 @@ func echoLines(text string, width int) []string {
 // prompt, the handover of a respawn (after a stop and a redirect), the
 // prompt rebuilt after a person edits the task. Each is registered with
 // the detector before the agent sees it; their echoes, on a real
-// emulator whose width then shrinks (a tile resized when the grid
-// changes: rows already shown lose their ends, as the emulator does not
-// reflow), never count. What the agent itself prints alone on its line
+// emulator whose width then shrinks and grows (a tile resized when the
+// grid changes: rows already shown are reflowed), never count. What the agent itself prints alone on its line
 // still does.
 func TestEchoHoldsAcrossRespawnsEditsAndResizes(t *testing.T) {
 	first := "# Task: ch-7\nSay hello.\nWhen done run chorus signal COMPLETE. If the task needs no change, output on its own line:\n<chorus>COMPLETE: nothing to change: why</chorus>\nIf blocked, output:\n<chorus>BLOCKED: reason</chorus>"
@@ -69,11 +68,11 @@ func TestEchoHoldsAcrossRespawnsEditsAndResizes(t *testing.T) {
 	// The tile narrows: the echoed rows lose their ends.
 	em.Resize(22, 60)
 	scan()
-	// The truncated echo is there to be misread: the tag's first line has
-	// lost "thing to change:", and the two lines make a tag
-	// "<chorus>COMPLETE: no why</chorus>" alone on its lines.
-	if !strings.Contains(em.AllText(), "  <chorus>COMPLETE: no\n  why</chorus>") {
-		t.Fatalf("the resize did not cut the echo as expected:\n%s", em.AllText())
+	// The emulator reflows: the narrowed rows wrap rather than lose their
+	// ends, so the echo reads whole and is still known as an echo. (Before
+	// reflow, the cut rows made "<chorus>COMPLETE: no why</chorus>".)
+	if w, _ := em.Size(); w != 22 || !strings.Contains(em.AllText(), "  <chorus>COMPLETE: nothing to change:\n  why</chorus>") {
+		t.Fatalf("the resize did not keep the echo whole:\n%s", em.AllText())
 	}
 	// The task is edited; the new prompt is typed in.
 	d.AddPrompt(edited)
