@@ -90,6 +90,10 @@ func (u *UI) task(id string) (beads.Task, bool) {
 // selected task.
 func (u *UI) assign(profile string) {
 	id := u.currentTask()
+	if id == "" && !u.vm.loaded {
+		u.setFlash("the tasks are still loading: press it again once they show", present.Warn)
+		return
+	}
 	if id == "" {
 		u.setFlash("no task selected", present.Warn)
 		return

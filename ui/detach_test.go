@@ -29,7 +29,7 @@ func TestDetachKillTerminalAttach(t *testing.T) {
 	first := newTmux(t, "chorus-detach-a") // the terminal that dies
 	other := newTmux(t, "chorus-detach-b") // the agents' signals, and the new terminals
 	s := newSession(t, fmt.Sprintf(`
-run "for i in $(seq 1 50); do echo history of $CHORUS_TASK_ID line $i; done; %[1]s -L %[2]s wait-for -S printed"
+run "for i in $(seq 1 50); do echo history of $CHORUS_TASK_ID line $i; done"
 run "%[1]s -L %[2]s wait-for go-$CHORUS_TASK_ID"
 run "echo live output of $CHORUS_TASK_ID"
 run "%[1]s -L %[2]s wait-for finish-$CHORUS_TASK_ID"
@@ -50,8 +50,6 @@ hang
 	env := "PATH=" + os.Getenv("PATH")
 	first.cmd("new-session", "-d", "-x", "160", "-y", "40", "-e", env, bin+" -C "+s.root+" --autopilot; sleep 600")
 	other.cmd("new-session", "-d", "-s", "signals", "sleep 600")
-	other.cmd("wait-for", "printed")
-	other.cmd("wait-for", "printed")
 	// Each tile is drawn when its own output arrives: wait for both.
 	first.waitScreen("history of t-b line 50")
 	first.waitScreen("history of t-a line 50")

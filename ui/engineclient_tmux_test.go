@@ -114,7 +114,7 @@ hang
 			t.Fatal(err)
 		}
 	}
-	x.cmd("wait-for", "printed")
+	x.waitFor("printed")
 	events.Wait(func(ev orchestrator.Event) bool { return ev.Kind == orchestrator.EvNeedsHelp && ev.Task == "t-q" })
 	var st struct {
 		Mode   struct{ Live, Chosen, Next string }

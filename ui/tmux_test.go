@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,11 +22,10 @@ func TestBinaryInTmux(t *testing.T) {
 	}
 	x := newTmux(t, "chorus-ui-test")
 	tmux, sock, tm := x.bin, x.sock, x.cmd
-	// Each agent tells the test it printed, through tmux itself.
-	s := newSession(t, fmt.Sprintf(`
-run "echo output of $CHORUS_TASK_ID; %s -L %s wait-for -S printed"
+	s := newSession(t, `
+run "echo output of $CHORUS_TASK_ID"
 hang
-`, tmux, sock), nil)
+`, nil)
 	s.task("t-a", "alpha", 1)
 	s.task("t-b", "beta", 2)
 	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
@@ -39,11 +39,12 @@ hang
 		t.Fatalf("mode dialog:\n%s", out)
 	}
 	tm("send-keys", "s")
-	waitScreen("│ semi-auto │")
+	// The engine's own screen, with its tasks read: the header comes
+	// with the first snapshot, the task list with the first load.
+	x.waitScreenAll("│ semi-auto │", "TASKS (2)")
 	tm("send-keys", "Enter")
-	tm("wait-for", "printed")
+	waitScreen("output of t-a")
 	tm("send-keys", "j", "Enter")
-	tm("wait-for", "printed")
 	out := waitScreen("output of t-b")
 	if !strings.Contains(out, "output of t-a") || !strings.Contains(out, "SCRIPT (t-a)") || !strings.Contains(out, "2/3 agents") {
 		t.Fatalf("grid:\n%s", out)
@@ -51,7 +52,7 @@ hang
 	tm("send-keys", "q")
 	waitScreen("Kill the agents and quit")
 	tm("send-keys", "k")
-	tm("wait-for", "exited")
+	x.waitFor("exited")
 	out = tm("capture-pane", "-p")
 	if !strings.Contains(out, "chorus-exited-0") || strings.Contains(out, "AGENTS") {
 		t.Fatalf("after quitting:\n%s", out)
@@ -87,14 +88,39 @@ func (x *tmuxServer) cmd(args ...string) string {
 	return string(out)
 }
 
+// waitFor waits for a wait-for channel to be signalled, failing the test
+// with the pane's screen after waitLimit. A signal sent while nobody waits
+// is kept, but only one: a channel signalled twice before a wait wakes it
+// once, so wait on the screen where two things report.
+func (x *tmuxServer) waitFor(channel string) {
+	x.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, x.bin, "-L", x.sock, "-f", "/dev/null", "wait-for", channel).CombinedOutput()
+	if err != nil {
+		screen, _ := exec.Command(x.bin, "-L", x.sock, "capture-pane", "-p").CombinedOutput()
+		x.t.Fatalf("tmux wait-for %s: %v %s\n%s", channel, err, out, screen)
+	}
+}
+
 // waitScreen polls the pane (tmux has no "screen changed" event) until it
 // shows want, and returns it.
 func (x *tmuxServer) waitScreen(want string) string {
 	x.t.Helper()
+	return x.waitScreenAll(want)
+}
+
+// waitScreenAll polls the pane until one screen shows every one of want.
+func (x *tmuxServer) waitScreenAll(want ...string) string {
+	x.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
 		out := x.cmd("capture-pane", "-p")
-		if strings.Contains(out, want) {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(out, w)
+		}
+		if all {
 			return out
 		}
 		if time.Now().After(deadline) {
