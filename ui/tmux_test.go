@@ -81,7 +81,11 @@ func newTmux(t *testing.T, name string) *tmuxServer {
 // cmd runs a tmux command on the server and returns its output.
 func (x *tmuxServer) cmd(args ...string) string {
 	x.t.Helper()
-	out, err := exec.Command(x.bin, append([]string{"-L", x.sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	// Bounded: a tmux server that stops answering fails this test, not
+	// the whole package at its timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, x.bin, append([]string{"-L", x.sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
 	if err != nil {
 		x.t.Fatalf("tmux %v: %v\n%s", args, err, out)
 	}
