@@ -101,11 +101,23 @@ func (q QualityCommand) Timeout() time.Duration {
 
 // Agents configures which agent CLIs run and how many at once.
 type Agents struct {
-	Default        string                  `json:"default"`
-	MaxParallel    int                     `json:"maxParallel"`
-	TimeoutMinutes int                     `json:"timeoutMinutes"`
-	Available      map[string]AgentProfile `json:"available"`
+	Default        string `json:"default"`
+	MaxParallel    int    `json:"maxParallel"`
+	TimeoutMinutes int    `json:"timeoutMinutes"`
+	// Scrollback is how many rows of history each agent's terminal keeps
+	// (in the engine and in an attached TUI), as tmux's history-limit.
+	Scrollback int                     `json:"scrollback"`
+	Available  map[string]AgentProfile `json:"available"`
 }
+
+// Scrollback bounds: the default is what a tmux user typically sets; the
+// least keeps rows long enough for the engine to read the signals in
+// them; the most keeps a busy agent's terminal within tens of megabytes.
+const (
+	DefaultScrollback = 10000
+	MinScrollback     = 1000
+	MaxScrollback     = 1000000
+)
 
 // Prompt delivery for an agent profile.
 const (
@@ -310,7 +322,7 @@ func Default() Config {
 		QualityCommands: []QualityCommand{},
 		Mode:            ModeSemiAuto,
 		Agents: Agents{
-			Default: "claude", MaxParallel: 3, TimeoutMinutes: 30,
+			Default: "claude", MaxParallel: 3, TimeoutMinutes: 30, Scrollback: DefaultScrollback,
 			Available: BuiltinAgents(),
 		},
 		Completion: Completion{
@@ -418,6 +430,9 @@ func (c Config) Validate() error {
 	}
 	if c.Agents.TimeoutMinutes < 0 {
 		add("agents.timeoutMinutes", c.Agents.TimeoutMinutes, "minutes, 0 (no limit) or more")
+	}
+	if c.Agents.Scrollback < MinScrollback || c.Agents.Scrollback > MaxScrollback {
+		add("agents.scrollback", c.Agents.Scrollback, fmt.Sprintf("rows of history per agent terminal, from %d to %d (%d by default)", MinScrollback, MaxScrollback, DefaultScrollback))
 	}
 	if len(c.Agents.Available) == 0 {
 		add("agents.available", "{}", "at least one agent profile")

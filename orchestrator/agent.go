@@ -143,7 +143,7 @@ func (e *Engine) startTask(taskID, profile string) {
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	cols, rows := e.opt.Cols, e.opt.Rows
 	r.size.Store(uint64(cols)<<32 | uint64(rows))
-	r.screen = term.New(cols, rows, term.WithScrollback(5000), term.WithReplies(replyWriter{r}))
+	r.screen = term.New(cols, rows, term.WithScrollback(e.cfg.Agents.Scrollback), term.WithReplies(replyWriter{r}))
 	e.runs[r.id] = r
 	if e.st.Hold != nil {
 		// The run is held: this agent tries whether the cause has gone.

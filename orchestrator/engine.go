@@ -178,6 +178,10 @@ func New(opt Options) (*Engine, error) {
 	if opt.Cols == 0 {
 		opt.Cols, opt.Rows = 120, 40
 	}
+	if opt.Config.Agents.Scrollback <= 0 {
+		// A config built in code rather than loaded: the default.
+		opt.Config.Agents.Scrollback = config.DefaultScrollback
+	}
 	e := &Engine{
 		opt: opt, cfg: opt.Config,
 		wt:       &worktree.Manager{RepoDir: opt.Dir.Root, Target: opt.Target},

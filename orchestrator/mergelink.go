@@ -147,7 +147,7 @@ func (rs resolver) Resolve(ctx context.Context, req merge.ResolveRequest) (merge
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	defer r.cancel(nil)
 	r.size.Store(uint64(e.opt.Cols)<<32 | uint64(e.opt.Rows))
-	r.screen = term.New(e.opt.Cols, e.opt.Rows, term.WithScrollback(5000), term.WithReplies(replyWriter{r}))
+	r.screen = term.New(e.opt.Cols, e.opt.Rows, term.WithScrollback(e.cfg.Agents.Scrollback), term.WithReplies(replyWriter{r}))
 	if err := e.do(ctx, func() {
 		e.runs[r.id] = r
 		e.st.Agents[r.id] = &AgentState{ID: r.id, Type: name, TaskID: req.TaskID, Title: "resolve merge conflict",

@@ -82,7 +82,7 @@ func (e *Engine) StartPlan(ctx context.Context, opt PlanOptions) (string, error)
 		r.ctx, r.cancel = context.WithCancelCause(context.Background())
 		cols, rows := e.opt.Cols, e.opt.Rows
 		r.size.Store(uint64(cols)<<32 | uint64(rows))
-		r.screen = term.New(cols, rows, term.WithScrollback(5000), term.WithReplies(replyWriter{r}))
+		r.screen = term.New(cols, rows, term.WithScrollback(e.cfg.Agents.Scrollback), term.WithReplies(replyWriter{r}))
 		e.runs[r.id] = r
 		e.st.Agents[r.id] = &AgentState{ID: r.id, Type: name, Title: "Plan Agent", Worktree: e.opt.Dir.Root, Status: AgentStarting, StartedAt: time.Now().UTC()}
 		e.emit(Event{Kind: EvAssigned, Agent: r.id, Fields: map[string]any{"profile": name, "plan": true}})
