@@ -15,11 +15,11 @@ func (e *Emulator) reflow(w, h int) {
 	}
 	oldW, oldLen := e.w, e.sb.len()
 	n := oldLen + len(e.main.rows)
-	at := func(i int) *row {
+	at := func(i int) row {
 		if i < oldLen {
-			return e.sb.at(i)
+			return e.sb.at(i) // valid until the next at: copied below
 		}
-		return &e.main.rows[i-oldLen]
+		return e.main.rows[i-oldLen]
 	}
 	// Blank rows below the cursor are not kept.
 	last := n - 1

@@ -25,14 +25,14 @@ func (e *Emulator) RowText(n uint64) (cols []string, wrapped, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	first := e.sb.total - uint64(e.sb.len())
-	var r *row
+	var r row
 	switch {
 	case n < first, n < e.sb.total && e.cur == &e.alt:
 		return nil, false, false
 	case n < e.sb.total:
 		r = e.sb.at(int(n - first))
 	case n < e.sb.total+uint64(e.h):
-		r = &e.cur.rows[n-e.sb.total]
+		r = e.cur.rows[n-e.sb.total]
 	default:
 		return nil, false, false
 	}

@@ -1,22 +1,50 @@
 package term
 
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
+
 // scrollback is a ring of the rows that scrolled off the top of the main
-// screen, oldest first. Rows are stored without their trailing blank cells,
-// and an evicted row's storage is reused, so a full scrollback stops
+// screen, oldest first. Rows are kept packed (packRow): a run of cells
+// in one style costs its text's UTF-8 bytes and a few bytes of header,
+// not 16 bytes a cell, so a long history stays near the size of its
+// text. An evicted row's storage is reused, so a full scrollback stops
 // allocating.
 type scrollback struct {
-	rows  []row
+	rows  []packed
 	head  int // index of the oldest row once the ring is full
 	n     int
 	max   int
 	total uint64 // rows ever pushed, for incremental text extraction
+
+	styles  []style // a run's style by index
+	styleIx map[style]uint32
+	enc     []byte // scratch for packing
+	dec     []Cell // scratch for at
+}
+
+// packed is one history row: its runs, and whether its text continues on
+// the next row.
+type packed struct {
+	b       []byte
+	wrapped bool
+}
+
+// style is what a run's cells share.
+type style struct {
+	fg, bg Color
+	attr   Attr
 }
 
 func (s *scrollback) len() int { return s.n }
 
-// at returns the i-th row, 0 being the oldest.
-func (s *scrollback) at(i int) *row {
-	return &s.rows[(s.head+i)%len(s.rows)]
+// at returns the i-th row, 0 being the oldest. Its cells are valid until
+// the next call of at: a caller that keeps them copies them.
+func (s *scrollback) at(i int) row {
+	p := &s.rows[(s.head+i)%len(s.rows)]
+	s.dec = s.unpack(s.dec[:0], p.b)
+	return row{cells: s.dec, wrapped: p.wrapped}
 }
 
 func (s *scrollback) push(r row) {
@@ -28,13 +56,13 @@ func (s *scrollback) push(r row) {
 	for n > 0 && r.cells[n-1].blank() {
 		n--
 	}
-	var dst *row
+	var dst *packed
 	if s.n < s.max {
 		if s.n < len(s.rows) {
 			dst = &s.rows[(s.head+s.n)%len(s.rows)]
 		} else {
 			// Grow; the ring is contiguous from head==0 while growing.
-			s.rows = append(s.rows, row{})
+			s.rows = append(s.rows, packed{})
 			dst = &s.rows[len(s.rows)-1]
 		}
 		s.n++
@@ -42,33 +70,131 @@ func (s *scrollback) push(r row) {
 		dst = &s.rows[s.head]
 		s.head = (s.head + 1) % len(s.rows)
 	}
-	if cap(dst.cells) >= n {
-		dst.cells = dst.cells[:n]
+	s.enc = s.pack(s.enc[:0], r.cells[:n])
+	if cap(dst.b) >= len(s.enc) && cap(dst.b) <= 2*len(s.enc)+32 {
+		dst.b = dst.b[:len(s.enc)]
 	} else {
 		// Rounded up so that a row evicted later can usually take the
 		// next one without a new allocation.
-		dst.cells = make([]Cell, n, (n+15)&^15)
+		dst.b = make([]byte, len(s.enc), (len(s.enc)+15)&^15)
 	}
-	copy(dst.cells, r.cells[:n])
+	copy(dst.b, s.enc)
 	dst.wrapped = r.wrapped
 }
 
-// pop removes and returns the newest row (used when the screen grows).
+// pop removes and returns the newest row (used when the screen grows), in
+// storage of its own.
 func (s *scrollback) pop() row {
 	if s.n == 0 {
 		return row{}
 	}
 	i := (s.head + s.n - 1) % len(s.rows)
-	r := s.rows[i]
-	s.rows[i] = row{}
+	p := s.rows[i]
+	s.rows[i] = packed{}
 	s.n--
 	if s.total > 0 {
 		s.total--
 	}
-	return r
+	return row{cells: s.unpack(nil, p.b), wrapped: p.wrapped}
 }
 
 func (s *scrollback) clear() {
 	s.rows = nil
 	s.head, s.n = 0, 0
+	s.styles, s.styleIx = nil, nil
+	s.enc, s.dec = nil, nil
+}
+
+// pack appends cells as runs. A run is a header, uvarint(style<<1 |
+// cluster), then for a plain run uvarint(count) and count runes in UTF-8
+// (a never-written cell is rune 0), or for a cluster cell
+// uvarint(cluster) and its rune.
+func (s *scrollback) pack(b []byte, cells []Cell) []byte {
+	for i := 0; i < len(cells); {
+		c := cells[i]
+		st := s.styleOf(c)
+		if c.comb != 0 {
+			b = binary.AppendUvarint(b, uint64(st)<<1|1)
+			b = binary.AppendUvarint(b, uint64(c.comb))
+			b = utf8.AppendRune(b, c.Rune)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(cells) && cells[j].comb == 0 && cells[j].Fg == c.Fg && cells[j].Bg == c.Bg && cells[j].Attr == c.Attr {
+			j++
+		}
+		b = binary.AppendUvarint(b, uint64(st)<<1)
+		b = binary.AppendUvarint(b, uint64(j-i))
+		for _, x := range cells[i:j] {
+			if x.Rune < utf8.RuneSelf && x.Rune >= 0 {
+				b = append(b, byte(x.Rune))
+			} else {
+				b = utf8.AppendRune(b, x.Rune)
+			}
+		}
+		i = j
+	}
+	return b
+}
+
+// unpack appends the cells of a packed row.
+func (s *scrollback) unpack(cells []Cell, b []byte) []Cell {
+	for len(b) > 0 {
+		h, k := binary.Uvarint(b)
+		if k <= 0 {
+			return cells
+		}
+		b = b[k:]
+		var st style
+		if int(h>>1) < len(s.styles) {
+			st = s.styles[h>>1]
+		}
+		if h&1 != 0 {
+			comb, k := binary.Uvarint(b)
+			if k <= 0 {
+				return cells
+			}
+			r, size := utf8.DecodeRune(b[k:])
+			b = b[k+size:]
+			cells = append(cells, Cell{Rune: r, Fg: st.fg, Bg: st.bg, Attr: st.attr, comb: uint16(comb)})
+			continue
+		}
+		n, k := binary.Uvarint(b)
+		if k <= 0 {
+			return cells
+		}
+		b = b[k:]
+		c := Cell{Fg: st.fg, Bg: st.bg, Attr: st.attr}
+		for ; n > 0 && len(b) > 0; n-- {
+			if b[0] < utf8.RuneSelf {
+				c.Rune = rune(b[0])
+				b = b[1:]
+			} else {
+				r, size := utf8.DecodeRune(b)
+				c.Rune = r
+				b = b[size:]
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
+
+// styleOf is c's style's index, added to the table when new.
+func (s *scrollback) styleOf(c Cell) uint32 {
+	st := style{c.Fg, c.Bg, c.Attr}
+	if len(s.styles) > 0 && s.styles[len(s.styles)-1] == st {
+		return uint32(len(s.styles) - 1)
+	}
+	if i, ok := s.styleIx[st]; ok {
+		return i
+	}
+	if s.styleIx == nil {
+		s.styleIx = map[style]uint32{}
+	}
+	i := uint32(len(s.styles))
+	s.styles = append(s.styles, st)
+	s.styleIx[st] = i
+	return i
 }

@@ -54,15 +54,15 @@ func (e *Emulator) render() []byte {
 	r := renderer{e: e}
 	b := &r.b
 	b.WriteString("\x1b[0m\x1b[H")
-	var rows []*row
-	for i := 0; i < e.sb.len(); i++ {
-		rows = append(rows, e.sb.at(i))
-	}
-	for y := range e.main.rows {
-		rows = append(rows, &e.main.rows[y])
-	}
-	for i, rw := range rows {
-		last := i == len(rows)-1
+	n := e.sb.len() + len(e.main.rows)
+	for i := 0; i < n; i++ {
+		var rw row
+		if i < e.sb.len() {
+			rw = e.sb.at(i)
+		} else {
+			rw = e.main.rows[i-e.sb.len()]
+		}
+		last := i == n-1
 		r.line(rw.cells, rw.wrapped && !last, last)
 	}
 	if e.cur == &e.alt {

@@ -78,7 +78,8 @@ func (e *Emulator) TextSince(from uint64) (text string, next uint64) {
 		line.Reset()
 	}
 	for i := int(from - first); i < e.sb.len(); i++ {
-		emit(e.sb.at(i))
+		r := e.sb.at(i)
+		emit(&r)
 	}
 	for y := range e.main.rows {
 		emit(&e.main.rows[y])
