@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -39,7 +40,15 @@ type bdStore struct {
 	patches    []patch       // own writes since the running refresh started
 
 	noSuggest atomic.Bool // bd lacks close --suggest-next
+
+	// backoff is the wait before each new try of a call a shared Dolt
+	// server refused with a serialization failure (jitter added).
+	backoff []time.Duration
 }
+
+// conflictBackoff: five more tries over about 1.5 s, enough for a few
+// writers racing on one row; a claim that still conflicts counts as lost.
+var conflictBackoff = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
 
 // OpenBd opens the bd backend for beadsDir (normally from MainBeadsDir).
 func OpenBd(beadsDir string, opt OpenOptions) Store {
@@ -52,6 +61,7 @@ func openBd(beadsDir string, opt OpenOptions) *bdStore {
 		bin: opt.BdPath, beadsDir: abs, repoDir: filepath.Dir(abs), actor: opt.Actor,
 		timeout: opt.Timeout, ttl: opt.ReadyTTL,
 		jobs: make(chan func()), quit: make(chan struct{}),
+		backoff: conflictBackoff,
 	}
 	if s.bin == "" {
 		s.bin = "bd"
@@ -97,8 +107,28 @@ func (s *bdStore) write(ctx context.Context, fn func() error) error {
 	return <-done
 }
 
-// run executes one bd command. actor, when set, is the claim identity.
+// run executes one bd command. actor, when set, is the claim identity. A
+// serialization failure from a shared Dolt server wrote nothing: the call
+// is made again after a short, jittered wait, up to len(s.backoff) times.
 func (s *bdStore) run(ctx context.Context, actor string, args ...string) (proc.Result, error) {
+	for try := 0; ; try++ {
+		res, err := s.runOnce(ctx, actor, args...)
+		if !errors.Is(err, ErrConflict) || try >= len(s.backoff) {
+			return res, err
+		}
+		wait := s.backoff[try]
+		wait += time.Duration(rand.Int64N(int64(wait)/2 + 1))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return res, err
+		}
+	}
+}
+
+func (s *bdStore) runOnce(ctx context.Context, actor string, args ...string) (proc.Result, error) {
 	env := []string{"BEADS_DIR=" + s.beadsDir, "BD_NON_INTERACTIVE=1"}
 	if actor == "" {
 		actor = s.actor

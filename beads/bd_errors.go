@@ -79,6 +79,10 @@ func jsonError(b []byte) string {
 func classify(msg string) error {
 	m := strings.ToLower(msg)
 	switch {
+	case strings.Contains(m, "serialization failure"), strings.Contains(m, "error 1213"), strings.Contains(m, "(40001)"):
+		// Dolt's optimistic transactions: another writer committed first.
+		// Nothing was written; the call may be made again.
+		return ErrConflict
 	case strings.Contains(m, "already claimed"):
 		return ErrClaimed
 	case strings.Contains(m, "not claimable"):

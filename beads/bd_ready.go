@@ -138,9 +138,3 @@ func without(id string) func([]Task) []Task {
 		return slices.DeleteFunc(ts, func(t Task) bool { return t.ID == id })
 	}
 }
-
-func (s *bdStore) cachedReady(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.have && slices.ContainsFunc(s.ready, func(t Task) bool { return t.ID == id })
-}

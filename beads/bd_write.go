@@ -153,34 +153,38 @@ func (s *bdStore) Claim(ctx context.Context, id, actor string) (Task, error) {
 	}
 	var out Task
 	err := s.write(ctx, func() error {
-		// bd's update --claim ignores blockers, so check readiness first:
-		// from the ready cache when it lists the task, else via show.
-		if !s.cachedReady(id) {
-			t, blockers, err := s.show(ctx, id)
-			if err != nil {
-				return err
-			}
-			switch {
-			case t.Status == StatusInProgress && t.Assignee == actor:
-				out = t
-				return nil
-			case t.Status == StatusInProgress || (t.Status == StatusOpen && t.Assignee != "" && t.Assignee != actor):
-				return fmt.Errorf("claiming %s: %w by %s", id, ErrClaimed, t.Assignee)
-			case t.Status != StatusOpen:
-				return fmt.Errorf("claiming %s: %w (status %s)", id, ErrNotOpen, t.Status)
-			}
-			var open []string
-			for b, st := range blockers {
-				if activeStatus(st) {
-					open = append(open, b)
-				}
-			}
-			if len(open) > 0 {
-				slices.Sort(open)
-				return fmt.Errorf("claiming %s: %w: %s", id, ErrNotReady, strings.Join(open, ", "))
+		// bd's update --claim ignores blockers, so check readiness first,
+		// always from the store itself: a cached ready list can be seconds
+		// behind another Chorus's claim.
+		t, blockers, err := s.show(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case t.Status == StatusInProgress && t.Assignee == actor:
+			out = t
+			return nil
+		case t.Status == StatusInProgress || (t.Status == StatusOpen && t.Assignee != "" && t.Assignee != actor):
+			return fmt.Errorf("claiming %s: %w by %s", id, ErrClaimed, t.Assignee)
+		case t.Status != StatusOpen:
+			return fmt.Errorf("claiming %s: %w (status %s)", id, ErrNotOpen, t.Status)
+		}
+		var open []string
+		for b, st := range blockers {
+			if activeStatus(st) {
+				open = append(open, b)
 			}
 		}
+		if len(open) > 0 {
+			slices.Sort(open)
+			return fmt.Errorf("claiming %s: %w: %s", id, ErrNotReady, strings.Join(open, ", "))
+		}
 		res, err := s.run(ctx, actor, "update", "--claim", "--actor="+actor, "--json", "--", id)
+		if errors.Is(err, ErrConflict) {
+			// Still conflicting after the retries: another writer keeps
+			// winning; the task is theirs as far as this claim goes.
+			return fmt.Errorf("claiming %s: %w (lost the race: %w)", id, ErrClaimed, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -190,7 +194,7 @@ func (s *bdStore) Claim(ctx context.Context, id, actor string) (Task, error) {
 		// Concurrent claims have been seen to hand one issue to two
 		// callers, each told it won: believe what bd stores, not what it
 		// answered.
-		t, _, err := s.show(ctx, id)
+		t, _, err = s.show(ctx, id)
 		if err != nil {
 			return fmt.Errorf("claiming %s: reading the claim back: %w", id, err)
 		}

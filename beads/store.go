@@ -165,6 +165,11 @@ var (
 	ErrMalformed = errors.New("malformed task file")
 	// ErrDependency: a task was created but bd could not add a dependency.
 	ErrDependency = errors.New("dependency not added")
+	// ErrConflict: a shared Dolt server refused a write because another
+	// writer's transaction committed first (Error 1213, serialization
+	// failure). The bd backend retries it; a claim that keeps meeting it
+	// counts as lost (ErrClaimed as well).
+	ErrConflict = errors.New("write conflicted with another writer (serialization failure)")
 	// ErrBdMissing: the repo has a bd database but no bd binary is available.
 	ErrBdMissing = errors.New("bd not found")
 )

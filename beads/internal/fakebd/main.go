@@ -4,9 +4,18 @@
 // returns an array with full dependency objects, create echoes no labels or
 // deps), exit codes, stderr texts, compare-and-swap claims, and dependency
 // failures that are only warnings with exit 0, and bd 1.0.5's `label
-// add|remove` on a missing id (error on stderr, `[]`, exit 0). Data lives in
-// $BEADS_DIR/fakebd.json; every command holds an flock on
-// $BEADS_DIR/fakebd.lock, as bd v1.0.x does on its database.
+// add|remove` on a missing id (error on stderr, `[]`, exit 0), and `kv
+// set|get|clear|list`. Data lives in $BEADS_DIR/fakebd.json.
+//
+// FAKEBD_LOCK picks how concurrent commands meet, like the real backends:
+// unset, every command holds an flock on $BEADS_DIR/fakebd.lock (bd v1.0.x
+// embedded); "none", no lock at all (bd 1.0.4+ embedded: a write can
+// overwrite another's); "server", a shared Dolt server's optimistic
+// transactions: nothing is held while a command works, and a write whose
+// data changed since it read fails with Dolt's Error 1213 serialization
+// failure (rc 1), writing nothing. FAKEBD_WINDOW=<ms> waits between the read
+// and the write, so races happen on a quiet machine too. FAKEBD_1213=<file>
+// holding a number N makes the next N writes fail with 1213 (any mode).
 //
 // Test hooks: FAKEBD_COUNT=<file> appends one line per invocation;
 // FAKEBD_HANG=<fifo> starts a child in the same process group, writes its
@@ -21,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -60,8 +70,12 @@ type issue struct {
 }
 
 type db struct {
-	Issues []*issue `json:"issues"`
-	path   string
+	Issues []*issue          `json:"issues"`
+	KV     map[string]string `json:"kv,omitempty"`
+	// Version counts writes; the server mode's conflict check.
+	Version int `json:"version"`
+	path    string
+	read    int // Version when this command read the data
 }
 
 func (d *db) get(id string) *issue {
@@ -73,7 +87,30 @@ func (d *db) get(id string) *issue {
 	return nil
 }
 
+// errSerialization is what bd prints when Dolt refuses a commit.
+const errSerialization = "Error: failed to update: Error 1213 (40001): serialization failure: this transaction conflicts with a committed transaction; retry the transaction"
+
 func (d *db) save() {
+	if n := os.Getenv("FAKEBD_WINDOW"); n != "" {
+		ms, _ := strconv.Atoi(n)
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+	mode := os.Getenv("FAKEBD_LOCK")
+	if mode == "server" {
+		unlock := lockDir(filepath.Dir(d.path))
+		defer unlock()
+		var cur db
+		if b, err := os.ReadFile(d.path); err == nil {
+			_ = json.Unmarshal(b, &cur)
+		}
+		if cur.Version != d.read {
+			fatal("%s", errSerialization)
+		}
+	}
+	if injected1213(filepath.Dir(d.path), mode == "") {
+		fatal("%s", errSerialization)
+	}
+	d.Version = d.read + 1
 	b, err := json.Marshal(d)
 	if err != nil {
 		fatal("Error: %v", err)
@@ -85,6 +122,7 @@ func (d *db) save() {
 	if err := os.Rename(tmp, d.path); err != nil {
 		fatal("Error: %v", err)
 	}
+	d.read = d.Version // a second save in one command is no conflict
 }
 
 func fatal(format string, a ...any) {
@@ -219,12 +257,8 @@ func main() {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fatal("Error: %v", err)
 	}
-	lk, err := os.OpenFile(filepath.Join(dir, "fakebd.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		fatal("Error: %v", err)
-	}
-	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
-		fatal("Error: %v", err)
+	if os.Getenv("FAKEBD_LOCK") == "" {
+		lockDir(dir) // held until the process exits
 	}
 	d := &db{path: filepath.Join(dir, "fakebd.json")}
 	if b, err := os.ReadFile(d.path); err == nil {
@@ -232,6 +266,7 @@ func main() {
 			fatal("Error: failed to open database: %v", err)
 		}
 	}
+	d.read = d.Version
 	f := parse(rest)
 	switch sub {
 	case "create":
@@ -254,8 +289,78 @@ func main() {
 		label(d, f)
 	case "delete":
 		deleteCmd(d, f)
+	case "kv":
+		kvCmd(d, f)
 	default:
 		fatal("Error: unknown command %q for \"bd\"", sub)
+	}
+}
+
+// lockDir takes the exclusive lock on dir's fakebd.lock.
+func lockDir(dir string) func() {
+	lk, err := os.OpenFile(filepath.Join(dir, "fakebd.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		fatal("Error: %v", err)
+	}
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+		fatal("Error: %v", err)
+	}
+	return func() { lk.Close() }
+}
+
+// injected1213 takes one from the count in $FAKEBD_1213, if any is left.
+// locked: the caller already holds the directory's lock.
+func injected1213(dir string, locked bool) bool {
+	p := os.Getenv("FAKEBD_1213")
+	if p == "" {
+		return false
+	}
+	if !locked && os.Getenv("FAKEBD_LOCK") != "server" {
+		defer lockDir(dir)()
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if n <= 0 {
+		return false
+	}
+	_ = os.WriteFile(p, []byte(strconv.Itoa(n-1)), 0o644)
+	return true
+}
+
+func kvCmd(d *db, f flags) {
+	if len(f.pos) == 0 {
+		fatal("Error: kv needs a subcommand")
+	}
+	switch op, args := f.pos[0], f.pos[1:]; {
+	case op == "set" && len(args) == 2:
+		if d.KV == nil {
+			d.KV = map[string]string{}
+		}
+		d.KV[args[0]] = args[1]
+		d.save()
+		out(map[string]any{"key": args[0], "value": args[1]})
+	case op == "get" && len(args) == 1:
+		v := d.KV[args[0]]
+		out(map[string]any{"key": args[0], "value": v, "found": v != ""})
+		if v == "" {
+			os.Exit(1)
+		}
+	case op == "clear" && len(args) == 1:
+		delete(d.KV, args[0])
+		d.save()
+		out(map[string]any{"key": args[0], "deleted": "true"})
+	case op == "list":
+		kv := d.KV
+		if kv == nil {
+			kv = map[string]string{}
+		}
+		b, _ := json.Marshal(kv)
+		os.Stdout.Write(append(b, '\n'))
+	default:
+		fatal("Error: unknown kv command %q", op)
 	}
 }
 
