@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/agent/scriptagent"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/merge/driver"
@@ -132,6 +133,23 @@ func newMergeDriverCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if code := driver.Main(args); code != 0 {
 				return withCode(code, fmt.Errorf("merge driver: conflict in %v", args))
+			}
+			return nil
+		},
+	}
+}
+
+// newAgentHostCmd is the process the engine runs each agent in when
+// agents.host is on: it owns the agent's terminal and outlives the engine.
+func newAgentHostCmd(bi BuildInfo) *cobra.Command {
+	return &cobra.Command{
+		Use:                "agent-host --socket PATH [--meta FILE] [--orphan DURATION] [--info JSON]",
+		Short:              "Run one agent in a host process that outlives the engine (started by the engine)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := host.Main(args, bi.String()); err != nil {
+				return withCode(ExitUsage, err)
 			}
 			return nil
 		},

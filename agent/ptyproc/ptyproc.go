@@ -81,11 +81,8 @@ type Proc struct {
 	logNoted bool
 	logErr   error
 
-	// recent output with absolute offsets, for Type's confirmation
-	mu      sync.Mutex
-	total   int64         // bytes read so far
-	recent  []byte        // the last recentCap bytes at least (up to twice that)
-	changed chan struct{} // closed and replaced on every chunk
+	mu     sync.Mutex // guards dropped and the exit fields
+	recent Recent     // recent output, for Type's confirmation
 
 	readerDone chan struct{}
 	exited     chan struct{} // closed once the child is reaped: the reader stops pacing
@@ -99,8 +96,6 @@ type Proc struct {
 	wakeR, wakeW int
 	raw          bool // read and written with poll(2), not through the netpoller
 }
-
-const recentCap = 64 << 10
 
 // Start runs spec.Argv under a new PTY. The child is a session leader, so
 // its process group id equals its pid and Stop reaches its descendants.
@@ -133,7 +128,6 @@ func Start(spec Spec) (*Proc, error) {
 		stall:      spec.StallTimeout,
 		coalesce:   spec.Coalesce,
 		logCap:     spec.LogCap,
-		changed:    make(chan struct{}),
 		readerDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 		done:       make(chan struct{}),
@@ -226,7 +220,7 @@ func (p *Proc) readLoop() {
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
 			p.writeLog(chunk)
-			p.remember(chunk)
+			p.recent.Add(chunk)
 			stalled = p.deliver(chunk, stalled)
 		}
 		if err != nil {
@@ -285,42 +279,6 @@ func (p *Proc) writeLog(b []byte) {
 	if err != nil {
 		p.logErr = err
 	}
-}
-
-func (p *Proc) remember(b []byte) {
-	p.mu.Lock()
-	p.total += int64(len(b))
-	p.recent = append(p.recent, b...)
-	// Up to twice the cap is kept, so the last recentCap bytes move down
-	// once per recentCap bytes read rather than on every chunk.
-	if len(p.recent) > 2*recentCap {
-		p.recent = append(p.recent[:0], p.recent[len(p.recent)-recentCap:]...)
-	}
-	close(p.changed)
-	p.changed = make(chan struct{})
-	p.mu.Unlock()
-}
-
-// since returns the output after absolute offset off (as much as is still
-// kept), the current offset, and a channel closed on the next chunk.
-func (p *Proc) since(off int64) ([]byte, int64, <-chan struct{}) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	start := int64(len(p.recent)) - (p.total - off)
-	if start < 0 {
-		start = 0
-	}
-	var b []byte
-	if start < int64(len(p.recent)) {
-		b = append([]byte(nil), p.recent[start:]...)
-	}
-	return b, p.total, p.changed
-}
-
-func (p *Proc) offset() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.total
 }
 
 func (p *Proc) waitLoop() {

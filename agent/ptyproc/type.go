@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -51,6 +52,23 @@ const (
 // for confirmation, re-sending Enter a bounded number of times. Agents that
 // were sent input without such a check have been seen to lose it.
 func (p *Proc) Type(ctx context.Context, text string, opts TypeOptions) error {
+	return Type(ctx, p, &p.recent, p.done, text, opts)
+}
+
+// Type is Proc.Type for any terminal: w takes the input, rec holds the
+// output read since, done is closed when the process has ended.
+func Type(ctx context.Context, w io.Writer, rec *Recent, done <-chan struct{}, text string, opts TypeOptions) error {
+	t := typist{w: w, rec: rec, done: done}
+	return t.typ(ctx, text, opts)
+}
+
+type typist struct {
+	w    io.Writer
+	rec  *Recent
+	done <-chan struct{}
+}
+
+func (p typist) typ(ctx context.Context, text string, opts TypeOptions) error {
 	if opts.Delay <= 0 {
 		opts.Delay = 200 * time.Millisecond
 	}
@@ -66,7 +84,7 @@ func (p *Proc) Type(ctx context.Context, text string, opts TypeOptions) error {
 		// taken as keystrokes.
 		payload = pasteStart + strings.ReplaceAll(text, pasteEnd, "") + pasteEnd
 	}
-	if _, err := p.Write([]byte(payload)); err != nil {
+	if _, err := p.w.Write([]byte(payload)); err != nil {
 		return err
 	}
 	if err := p.pause(ctx, opts.Delay); err != nil {
@@ -76,8 +94,8 @@ func (p *Proc) Type(ctx context.Context, text string, opts TypeOptions) error {
 		if attempt > 1 && opts.OnRetry != nil {
 			opts.OnRetry(attempt)
 		}
-		off := p.offset()
-		if _, err := p.Write([]byte("\r")); err != nil {
+		off := p.rec.Offset()
+		if _, err := p.w.Write([]byte("\r")); err != nil {
 			return err
 		}
 		ok, err := p.confirmed(ctx, off, opts)
@@ -88,7 +106,7 @@ func (p *Proc) Type(ctx context.Context, text string, opts TypeOptions) error {
 	return fmt.Errorf("%w after %d attempts", ErrNotConfirmed, opts.Attempts)
 }
 
-func (p *Proc) pause(ctx context.Context, d time.Duration) error {
+func (p typist) pause(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -103,7 +121,7 @@ func (p *Proc) pause(ctx context.Context, d time.Duration) error {
 
 // confirmed waits on output notifications (no polling) until the check
 // passes, the attempt's time is up, or the process or ctx ends.
-func (p *Proc) confirmed(ctx context.Context, off int64, opts TypeOptions) (bool, error) {
+func (p typist) confirmed(ctx context.Context, off int64, opts TypeOptions) (bool, error) {
 	check := func(out []byte) bool {
 		switch {
 		case opts.Confirm != nil:
@@ -117,7 +135,7 @@ func (p *Proc) confirmed(ctx context.Context, off int64, opts TypeOptions) (bool
 	t := time.NewTimer(opts.AttemptWait)
 	defer t.Stop()
 	for {
-		out, _, changed := p.since(off)
+		out, _, changed := p.rec.Since(off)
 		if check(out) {
 			return true, nil
 		}
@@ -125,12 +143,12 @@ func (p *Proc) confirmed(ctx context.Context, off int64, opts TypeOptions) (bool
 		case <-changed:
 		case <-opts.Wake:
 		case <-t.C:
-			out, _, _ = p.since(off)
+			out, _, _ = p.rec.Since(off)
 			return check(out), nil
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-p.done:
-			out, _, _ = p.since(off)
+			out, _, _ = p.rec.Since(off)
 			if check(out) {
 				return true, nil
 			}

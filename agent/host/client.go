@@ -1,0 +1,275 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+)
+
+// Client is an engine's connection to one host. It has the methods of a
+// ptyproc.Proc that the engine uses, so an agent in a host is driven like
+// one in the engine's own process.
+type Client struct {
+	c    net.Conn
+	wmu  sync.Mutex // one frame at a time
+	info Info
+
+	out    chan []byte
+	recent ptyproc.Recent
+	done   chan struct{}
+	exit   Exit
+	lost   error // the connection broke before the exit
+
+	started chan struct{} // closed once Info arrived
+	errs    chan string
+	states  chan []byte
+
+	// First is the screen as the host had it when this client connected
+	// (size and the bytes that rebuild it), nil before the agent started.
+	firstW, firstH int
+	first          []byte
+	closeOnce      sync.Once
+}
+
+// Dial connects to the host listening at path and says hello. A host of
+// another protocol version gives an ErrVersion.
+func Dial(ctx context.Context, path, binary string) (*Client, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	} else {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	if err := writeJSON(c, fHello, hello{Version: Version, Role: "engine", Binary: binary}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	br := bufio.NewReaderSize(c, 64<<10)
+	typ, b, err := readFrame(br, nil)
+	if err != nil || typ != fHello {
+		c.Close()
+		return nil, fmt.Errorf("agent host at %s did not answer hello: %v", path, err)
+	}
+	var h hello
+	if err := json.Unmarshal(b, &h); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if h.Version != Version {
+		c.Close()
+		return nil, ErrVersion{Host: h.Version, Engine: Version}
+	}
+	_ = c.SetDeadline(time.Time{})
+	cl := &Client{c: c, out: make(chan []byte, 256), done: make(chan struct{}),
+		started: make(chan struct{}), errs: make(chan string, 4), states: make(chan []byte, 4)}
+	go cl.read(br)
+	return cl, nil
+}
+
+// StopHost asks the host at path, of whatever protocol version, to stop
+// its agent (with its grace) and end. It returns once the host has.
+func StopHost(ctx context.Context, path string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if err := writeJSON(c, fHello, hello{Version: Version, Role: "stop"}); err != nil {
+		return err
+	}
+	if _, _, err := readFrame(c, nil); err != nil {
+		return err
+	}
+	// The host closes the connection once its agent has ended.
+	var b [1]byte
+	_, _ = c.Read(b[:])
+	return nil
+}
+
+// Start asks the host to start the agent and waits for it to run.
+func (cl *Client) Start(ctx context.Context, sp Spec) error {
+	if err := cl.send(fStart, mustJSON(sp)); err != nil {
+		return err
+	}
+	return cl.Wait4Info(ctx)
+}
+
+// Wait4Info waits until the host has said which agent it runs.
+func (cl *Client) Wait4Info(ctx context.Context) error {
+	select {
+	case <-cl.started:
+		return nil
+	case e := <-cl.errs:
+		return errors.New(e)
+	case <-cl.done:
+		return fmt.Errorf("agent host ended: %v", cl.lost)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func (cl *Client) read(br *bufio.Reader) {
+	defer close(cl.out)
+	var buf []byte
+	first := true
+	for {
+		typ, b, err := readFrame(br, buf)
+		if err != nil {
+			cl.lost = fmt.Errorf("connection to the agent host lost: %w", err)
+			cl.exit = Exit{Code: -1}
+			cl.finish()
+			return
+		}
+		if cap(b) > cap(buf) {
+			buf = b
+		}
+		switch typ {
+		case fInfo:
+			_ = json.Unmarshal(b, &cl.info)
+		case fState:
+			if len(b) < 8 {
+				continue
+			}
+			w, h := int(binary.BigEndian.Uint32(b)), int(binary.BigEndian.Uint32(b[4:]))
+			st := append([]byte(nil), b[8:]...)
+			if first {
+				first = false
+				cl.firstW, cl.firstH, cl.first = w, h, st
+				close(cl.started)
+				continue
+			}
+			select {
+			case cl.states <- append(stateFrame(w, h, nil), st...):
+			default:
+			}
+		case fOutput:
+			chunk := append([]byte(nil), b...)
+			cl.recent.Add(chunk)
+			cl.out <- chunk
+		case fExit:
+			_ = json.Unmarshal(b, &cl.exit)
+			_ = cl.send(fBye, nil)
+			cl.finish()
+			cl.c.Close()
+			return
+		case fError:
+			select {
+			case cl.errs <- string(b):
+			default:
+			}
+		}
+	}
+}
+
+func (cl *Client) finish() { cl.closeOnce.Do(func() { close(cl.done) }) }
+
+func (cl *Client) send(typ byte, b []byte) error {
+	cl.wmu.Lock()
+	defer cl.wmu.Unlock()
+	return writeFrame(cl.c, typ, b)
+}
+
+// Info is what the host said about its agent (valid once started).
+func (cl *Client) Info() Info { return cl.info }
+
+// Screen is the agent's screen as the host had it when this client
+// connected: its size and the bytes that rebuild it in a fresh emulator.
+func (cl *Client) Screen() (w, h int, state []byte) { return cl.firstW, cl.firstH, cl.first }
+
+// Write types b into the agent's terminal.
+func (cl *Client) Write(b []byte) (int, error) {
+	select {
+	case <-cl.done:
+		return 0, errors.New("agent host: the agent has exited")
+	default:
+	}
+	if err := cl.send(fInput, b); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// Resize sets the agent's terminal size (the host's emulator too).
+func (cl *Client) Resize(cols, rows uint16) error {
+	return cl.send(fResize, mustJSON(size{cols, rows}))
+}
+
+// Output delivers the agent's output from the moment of connecting; it is
+// closed after the exit (or the connection's loss).
+func (cl *Client) Output() <-chan []byte { return cl.out }
+
+// Done is closed once the exit arrived, after the last output.
+func (cl *Client) Done() <-chan struct{} { return cl.done }
+
+// Wait returns the exit code (-1 when the host was lost or the agent
+// killed by a signal). A lost host is the error.
+func (cl *Client) Wait() (int, error) {
+	<-cl.done
+	return cl.exit.Code, cl.lost
+}
+
+// Exit is the host's report of the exit (valid after Done).
+func (cl *Client) Exit() Exit {
+	<-cl.done
+	return cl.exit
+}
+
+// Pid is the agent process's id (its group's too).
+func (cl *Client) Pid() int { return cl.info.Pid }
+
+// StartTime is the agent process's start time (see ptyproc.StartTimeOf).
+func (cl *Client) StartTime() uint64 { return cl.info.StartTime }
+
+// Type types text into the agent and confirms it (ptyproc.Type).
+func (cl *Client) Type(ctx context.Context, text string, opts ptyproc.TypeOptions) error {
+	return ptyproc.Type(ctx, cl, &cl.recent, cl.done, text, opts)
+}
+
+// Stop ends the agent (SIGTERM to its group, SIGKILL after grace) and
+// returns once its exit has arrived.
+func (cl *Client) Stop(grace time.Duration) {
+	if err := cl.send(fStop, mustJSON(stopReq{GraceMs: grace.Milliseconds()})); err != nil {
+		cl.c.Close()
+	}
+	<-cl.done
+}
+
+// Snapshot asks the host for the agent's screen now.
+func (cl *Client) Snapshot(ctx context.Context) (w, h int, state []byte, err error) {
+	if err := cl.send(fSnap, nil); err != nil {
+		return 0, 0, nil, err
+	}
+	select {
+	case b := <-cl.states:
+		return int(binary.BigEndian.Uint32(b)), int(binary.BigEndian.Uint32(b[4:])), b[8:], nil
+	case <-cl.done:
+		return 0, 0, nil, errors.New("agent host: the agent has exited")
+	case <-ctx.Done():
+		return 0, 0, nil, ctx.Err()
+	}
+}
+
+// Close drops the connection without stopping the agent: the host waits
+// for an engine to connect again (as when the engine dies).
+func (cl *Client) Close() error { return cl.c.Close() }

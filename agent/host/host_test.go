@@ -1,0 +1,282 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/internal/testkit"
+)
+
+// TestMain lets the test binary be the host process for Local.
+func TestMain(m *testing.M) {
+	if os.Getenv("CHORUS_HOST_TEST_MAIN") == "1" {
+		if err := Main(os.Args[1:], "test"); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "chh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// serve runs a host in this process and returns its socket and a channel
+// closed when it ends.
+func serve(t *testing.T, orphan time.Duration) (string, <-chan struct{}) {
+	t.Helper()
+	sock := filepath.Join(shortDir(t), "a.sock")
+	ready := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		if err := Serve(context.Background(), sock, Options{Orphan: orphan, Ready: func() { close(ready) }}); err != nil {
+			t.Error(err)
+			close(ready)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("host did not listen")
+	}
+	return sock, ended
+}
+
+// until reads c's output into an emulator until its screen shows want.
+func until(t *testing.T, cl *Client, emu *term.Emulator, want string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(emu.Text(), want) {
+		select {
+		case b, ok := <-cl.Output():
+			if !ok {
+				t.Fatalf("output ended before %q; screen:\n%s", want, emu.Text())
+			}
+			emu.Write(b)
+		case <-deadline:
+			t.Fatalf("no %q on screen:\n%s", want, emu.Text())
+		}
+	}
+}
+
+func TestHostOutlivesItsEngineConnection(t *testing.T) {
+	sock, ended := serve(t, time.Minute)
+	cl, err := Dial(ctx(t), sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `echo hello; read x; echo "got $x"; read y; echo "and $y"; exit 3`
+	if err := cl.Start(ctx(t), Spec{Argv: []string{"sh", "-c", script}, Cols: 60, Rows: 10}); err != nil {
+		t.Fatal(err)
+	}
+	pid := cl.Pid()
+	if pid <= 0 || !ptyproc.Alive(pid, cl.StartTime()) {
+		t.Fatalf("agent pid %d not alive", pid)
+	}
+	w0, h0, st0 := cl.Screen()
+	emu := term.New(w0, h0)
+	emu.Write(st0)
+	until(t, cl, emu, "hello")
+	if err := cl.Type(ctx(t), "one", ptyproc.TypeOptions{Delay: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, cl, emu, "got one")
+
+	// The engine goes away: the agent does not notice.
+	cl.Close()
+	cl2, err := Dial(ctx(t), sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl2.Wait4Info(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if cl2.Pid() != pid {
+		t.Fatalf("re-connected to pid %d, want %d", cl2.Pid(), pid)
+	}
+	w, h, st := cl2.Screen()
+	emu2 := term.New(w, h)
+	emu2.Write(st)
+	if !strings.Contains(emu2.Text(), "got one") {
+		t.Fatalf("the screen did not come back:\n%s", emu2.Text())
+	}
+	if err := cl2.Resize(70, 12); err != nil {
+		t.Fatal(err)
+	}
+	emu2.Resize(70, 12)
+	sw, sh, _, err := cl2.Snapshot(ctx(t))
+	if err != nil || sw != 70 || sh != 12 {
+		t.Fatalf("snapshot %dx%d, %v; want 70x12", sw, sh, err)
+	}
+	if err := cl2.Type(ctx(t), "two", ptyproc.TypeOptions{Delay: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, cl2, emu2, "and two")
+	for range cl2.Output() {
+	}
+	if code, err := cl2.Wait(); code != 3 || err != nil {
+		t.Fatalf("exit %d, %v; want 3", code, err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the host did not end after its exit was taken")
+	}
+}
+
+func TestOrphanHostStopsItsAgent(t *testing.T) {
+	sock, ended := serve(t, 300*time.Millisecond)
+	cl, err := Dial(ctx(t), sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx(t), Spec{Argv: []string{"sleep", "600"}}); err != nil {
+		t.Fatal(err)
+	}
+	pid, st := cl.Pid(), cl.StartTime()
+	cl.Close()
+	select {
+	case <-ended:
+	case <-time.After(40 * time.Second):
+		t.Fatal("an orphaned host did not end")
+	}
+	if ptyproc.Alive(pid, st) {
+		t.Fatal("the orphaned host left its agent running")
+	}
+}
+
+func TestStopHostStopsAgentAndHost(t *testing.T) {
+	sock, ended := serve(t, time.Minute)
+	cl, err := Dial(ctx(t), sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx(t), Spec{Argv: []string{"sleep", "600"}}); err != nil {
+		t.Fatal(err)
+	}
+	pid, st := cl.Pid(), cl.StartTime()
+	cl.Close()
+	if err := StopHost(ctx(t), sock); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	if ptyproc.Alive(pid, st) {
+		t.Fatal("stop left the agent running")
+	}
+}
+
+func TestVersionMismatchIsNamed(t *testing.T) {
+	// A host of another version: its hello says so.
+	sock := filepath.Join(shortDir(t), "old.sock")
+	ln, err := listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _, _ = readFrame(c, nil)
+		_ = writeJSON(c, fHello, hello{Version: Version + 1, Role: "host"})
+	}()
+	_, err = Dial(ctx(t), sock, "")
+	var ev ErrVersion
+	if !errors.As(err, &ev) || ev.Host != Version+1 || ev.Engine != Version {
+		t.Fatalf("err = %v, want ErrVersion{%d, %d}", err, Version+1, Version)
+	}
+	if !strings.Contains(err.Error(), "cannot be re-adopted") {
+		t.Fatalf("unclear error: %v", err)
+	}
+
+	// An engine of another version is refused by a real host, which still
+	// obeys a stop from it.
+	sock2, ended := serve(t, time.Minute)
+	c, err := net.Dial("unix", sock2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = writeJSON(c, fHello, hello{Version: Version + 7, Role: "engine"})
+	typ, b, err := readFrame(c, nil)
+	var h hello
+	if err != nil || typ != fHello || json.Unmarshal(b, &h) != nil || h.Version != Version {
+		t.Fatalf("hello back: %c %s %v", typ, b, err)
+	}
+	if _, _, err := readFrame(c, nil); err == nil {
+		t.Fatal("a host kept talking to an engine of another version")
+	}
+	c.Close()
+	if err := StopHost(ctx(t), sock2); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+}
+
+func TestLocalRunnerHostInItsOwnSession(t *testing.T) {
+	t.Setenv("CHORUS_HOST_TEST_MAIN", "1")
+	d := shortDir(t)
+	l := &Local{Dir: filepath.Join(d, "hosts"), Instance: d, Exe: os.Args[0], Orphan: time.Minute, LogDir: filepath.Join(d, "logs")}
+	cl, err := l.Start(ctx(t), Meta{AgentID: "claude/t-1", TaskID: "t-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx(t), Spec{Argv: []string{"sh", "-c", "echo up; exec sleep 600"}}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := l.List(ctx(t))
+	if err != nil || len(ms) != 1 || ms[0].AgentID != "claude/t-1" || ms[0].Version != Version {
+		t.Fatalf("List = %+v, %v", ms, err)
+	}
+	if sid, err := ptyproc.SessionOf(ms[0].HostPID); err != nil || sid != ms[0].HostPID {
+		t.Fatalf("host session %d (%v), want its own (%d)", sid, err, ms[0].HostPID)
+	}
+	other := &Local{Dir: l.Dir, Instance: "elsewhere"}
+	if ms, _ := other.List(ctx(t)); len(ms) != 0 {
+		t.Fatalf("another instance sees %+v", ms)
+	}
+	cl.Close()
+	cl2, err := l.Connect(ctx(t), ms[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl2.Wait4Info(ctx(t)); err != nil || cl2.Pid() != cl.Pid() {
+		t.Fatalf("re-connected to %d (%v), want %d", cl2.Pid(), err, cl.Pid())
+	}
+	cl2.Stop(time.Second)
+	if code, _ := cl2.Wait(); code == 0 {
+		t.Fatalf("a stopped agent exited 0")
+	}
+	// The host ends once its exit is taken, and its files go.
+	if !testkit.WaitExit(t, ms[0].HostPID, 30*time.Second) {
+		t.Fatal("the host outlived its agent's taken exit")
+	}
+	if ms, _ := l.List(ctx(t)); len(ms) != 0 {
+		t.Fatalf("an ended host is still listed: %+v", ms)
+	}
+}

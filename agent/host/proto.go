@@ -1,0 +1,123 @@
+// Package host runs one agent in a process of its own, the agent host,
+// which outlives the engine: it owns the agent's PTY and process group
+// (through ptyproc), its output log and a terminal emulator with the
+// screen and scrollback, and serves them on a Unix socket with a
+// versioned stream protocol. An engine that dies and starts again (or a
+// newer binary speaking the same version) connects again and carries on
+// with the same process; a host whose engine does not come back within
+// its orphan time stops its agent, leaving the worktree as it is.
+//
+// Runner is how the engine starts, finds and reaches hosts; Local runs
+// them as local processes.
+package host
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version is the protocol's version. The hello frame's layout never
+// changes, so two sides of different versions can always tell each other
+// apart, and an engine can always ask a host of another version to stop.
+const Version = 1
+
+// Frame types. A frame is its type byte, its payload's length (4 bytes,
+// big-endian) and the payload.
+const (
+	fHello  byte = 'H' // both ways first: hello (JSON)
+	fStart  byte = 'S' // engine → host: Spec (JSON); answered by fInfo
+	fInput  byte = 'I' // engine → host: bytes typed into the terminal
+	fResize byte = 'R' // engine → host: size (JSON)
+	fStop   byte = 'X' // engine → host: stopReq (JSON); the exit follows
+	fSnap   byte = 'N' // engine → host: a screen snapshot, answered by fState
+	fBye    byte = 'B' // engine → host: the exit was taken; the host may end
+	fInfo   byte = 'F' // host → engine: Info (JSON)
+	fState  byte = 'T' // host → engine: size (8 bytes) + emulator state bytes
+	fOutput byte = 'O' // host → engine: terminal output
+	fExit   byte = 'E' // host → engine: Exit (JSON), after the last output
+	fError  byte = 'Z' // host → engine: a refusal (text)
+)
+
+// maxFrame bounds one frame's payload: a reader never allocates more.
+const maxFrame = 64 << 20
+
+type hello struct {
+	Version int    `json:"version"`
+	Role    string `json:"role"` // "engine" or "stop"
+	Binary  string `json:"binary,omitempty"`
+}
+
+type size struct {
+	Cols uint16 `json:"cols"`
+	Rows uint16 `json:"rows"`
+}
+
+type stopReq struct {
+	GraceMs int64 `json:"graceMs"`
+}
+
+// Exit is how the agent ended.
+type Exit struct {
+	Code    int     `json:"code"`
+	Dropped int64   `json:"dropped,omitempty"` // output bytes the host could not keep for the engine
+	HostCPU float64 `json:"hostCPU,omitempty"` // the host's own CPU seconds, for benchmarks
+}
+
+// ErrVersion says a host speaks another protocol version.
+type ErrVersion struct{ Host, Engine int }
+
+func (e ErrVersion) Error() string {
+	return fmt.Sprintf("the agent host speaks protocol version %d and this chorus speaks %d: it cannot be re-adopted", e.Host, e.Engine)
+}
+
+func writeFrame(w io.Writer, typ byte, payload []byte) error {
+	var h [5]byte
+	h[0] = typ
+	binary.BigEndian.PutUint32(h[1:], uint32(len(payload)))
+	if len(payload) < 4096 {
+		// One write: small frames are the common case.
+		b := make([]byte, 0, 5+len(payload))
+		b = append(append(b, h[:]...), payload...)
+		_, err := w.Write(b)
+		return err
+	}
+	if _, err := w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(payload)
+	return err
+}
+
+func writeJSON(w io.Writer, typ byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFrame(w, typ, b)
+}
+
+// readFrame reads one frame; buf is reused when large enough.
+func readFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("agent host: frame of %d bytes is over the limit", n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return h[0], buf, nil
+}

@@ -1,0 +1,221 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Runner starts agent hosts, finds the live ones of an instance and
+// connects to them. Local runs them as processes on this machine; a
+// runner placing them elsewhere (a pod per agent, reached through a
+// stream) implements the same three calls.
+type Runner interface {
+	// Start starts a host for the agent named by m and connects to it;
+	// the caller then sends Start with the agent's Spec.
+	Start(ctx context.Context, m Meta) (*Client, error)
+	// List returns the hosts of this runner's instance that still live.
+	List(ctx context.Context) ([]Meta, error)
+	// Connect connects to a listed host.
+	Connect(ctx context.Context, m Meta) (*Client, error)
+	// Stop asks a listed host, whatever its version, to stop its agent
+	// and end.
+	Stop(ctx context.Context, m Meta) error
+}
+
+// Local runs each host as a process of this machine in a session of its
+// own, so it lives on when the engine's process group is killed.
+type Local struct {
+	Dir      string        // where sockets and metadata live (e.g. .chorus/hosts)
+	Instance string        // the engine instance (its .chorus dir): List returns only its hosts
+	Exe      string        // the chorus executable
+	Args     []string      // before the host's flags: e.g. ["agent-host"]
+	Orphan   time.Duration // a host's wait for an engine (0: DefaultOrphan)
+	LogDir   string        // where a host writes its own diagnostics ("" discards them)
+	Binary   string        // this chorus's version, told to hosts
+}
+
+// maxSocketPath is below the shortest sun_path limit (104 on macOS).
+const maxSocketPath = 100
+
+// slug makes an agent id a file name.
+func slug(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return b.String() + "-" + hex.EncodeToString(sum[:4])
+}
+
+func (l *Local) socketPath(id string) string {
+	p := filepath.Join(l.Dir, slug(id)+".sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(l.Dir + "\x00" + id))
+	return filepath.Join(os.TempDir(), "chorus-"+strconv.Itoa(os.Getuid()), "h-"+hex.EncodeToString(sum[:10])+".sock")
+}
+
+func (l *Local) metaPath(id string) string { return filepath.Join(l.Dir, slug(id)+".json") }
+
+// Start runs `Exe Args... --socket … --meta … --orphan …` and waits for it
+// to listen.
+func (l *Local) Start(ctx context.Context, m Meta) (*Client, error) {
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	m.Instance, m.Version = l.Instance, Version
+	m.Socket = l.socketPath(m.AgentID)
+	mj, _ := json.Marshal(m)
+	orphan := l.Orphan
+	if orphan <= 0 {
+		orphan = DefaultOrphan
+	}
+	args := append(append([]string(nil), l.Args...), "--socket", m.Socket, "--meta", l.metaPath(m.AgentID),
+		"--orphan", orphan.String(), "--info", string(mj))
+	cmd := exec.Command(l.Exe, args...)
+	// Its own session: the engine's group, terminal and death are not its.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = "/"
+	if l.LogDir != "" {
+		if err := os.MkdirAll(l.LogDir, 0o700); err == nil {
+			if f, err := os.OpenFile(filepath.Join(l.LogDir, "host-"+slug(m.AgentID)+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+				defer f.Close()
+				cmd.Stderr = f
+			}
+		}
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the agent host: %w", err)
+	}
+	// Reaped when it ends, so it leaves no zombie while this engine lives.
+	go func() { _ = cmd.Wait() }()
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != "ready" {
+			err = fmt.Errorf("the agent host said %q", strings.TrimSpace(line))
+		}
+		ready <- err
+	}()
+	t := time.NewTimer(15 * time.Second)
+	defer t.Stop()
+	select {
+	case err := <-ready:
+		if err != nil {
+			_ = cmd.Process.Kill()
+			return nil, fmt.Errorf("the agent host did not start: %w (see its log in %s)", err, l.LogDir)
+		}
+	case <-t.C:
+		_ = cmd.Process.Kill()
+		return nil, errors.New("the agent host did not start within 15s")
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		return nil, ctx.Err()
+	}
+	return Dial(ctx, m.Socket, l.Binary)
+}
+
+// List reads the hosts' metadata; a host whose process is gone is left
+// out (and its file removed).
+func (l *Local) List(ctx context.Context) ([]Meta, error) {
+	ents, err := os.ReadDir(l.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ms []Meta
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		p := filepath.Join(l.Dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var m Meta
+		if json.Unmarshal(b, &m) != nil || m.Instance != l.Instance {
+			continue
+		}
+		if m.HostPID <= 0 || syscall.Kill(m.HostPID, 0) != nil {
+			os.Remove(p)
+			continue
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// Connect dials a listed host.
+func (l *Local) Connect(ctx context.Context, m Meta) (*Client, error) {
+	return Dial(ctx, m.Socket, l.Binary)
+}
+
+// Stop asks a listed host to stop its agent and end.
+func (l *Local) Stop(ctx context.Context, m Meta) error { return StopHost(ctx, m.Socket) }
+
+// Main is `chorus agent-host`: it serves one agent on the socket named by
+// args until the host ends.
+func Main(args []string, binary string) error {
+	var socket, meta, info string
+	orphan := DefaultOrphan
+	for i := 0; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "--socket":
+			socket = args[i+1]
+		case "--meta":
+			meta = args[i+1]
+		case "--info":
+			info = args[i+1]
+		case "--orphan":
+			d, err := time.ParseDuration(args[i+1])
+			if err != nil {
+				return fmt.Errorf("--orphan %q: want a duration such as 10m", args[i+1])
+			}
+			orphan = d
+		default:
+			return fmt.Errorf("agent-host: unknown flag %s", args[i])
+		}
+	}
+	if socket == "" {
+		return errors.New("agent-host: --socket is required (the engine starts agent hosts itself)")
+	}
+	var m Meta
+	if info != "" {
+		if err := json.Unmarshal([]byte(info), &m); err != nil {
+			return fmt.Errorf("agent-host: --info: %w", err)
+		}
+	}
+	// The engine's signals and terminal are not ours: a SIGHUP or SIGINT
+	// meant for it must not end the agent.
+	signalIgnore()
+	return Serve(context.Background(), socket, Options{Meta: m, MetaPath: meta, Orphan: orphan, Binary: binary,
+		Ready: func() {
+			fmt.Fprintln(os.Stdout, "ready")
+			os.Stdout.Close()
+		}})
+}
