@@ -21,10 +21,6 @@ import (
 // ErrNoEngine says no engine listens for the repository.
 var ErrNoEngine = errors.New("no Chorus engine is running for this repository")
 
-// Scrollback is how many history lines a client's copy of a terminal
-// keeps, as many as the engine's.
-const Scrollback = 5000
-
 // Client is a front end's handle on an engine in another process. It has
 // the methods of ui.Engine; each may block on the engine.
 type Client struct {
@@ -163,18 +159,9 @@ func (c *Client) read(r *bufio.Reader) {
 		if err != nil {
 			return
 		}
-		if kind == frameOut {
-			c.outFrames.Add(1)
-			agent, data, e := splitOut(p)
-			if e != nil {
-				err = e
+		if kind != frameMsg {
+			if err = c.agentFrame(kind, p); err != nil {
 				return
-			}
-			c.mu.Lock()
-			emu := c.screens[agent]
-			c.mu.Unlock()
-			if emu != nil {
-				_, _ = emu.Write(data)
 			}
 			continue
 		}
@@ -232,12 +219,6 @@ func (c *Client) handle(m *Msg) {
 		}
 	case "resp":
 		c.mu.Lock()
-		if m.Err == "" && m.Data != nil && m.Agent != "" {
-			// A screen: the copy exists before the next frame is read.
-			emu := term.New(m.Cols, m.Rows, term.WithScrollback(Scrollback))
-			_, _ = emu.Write(m.Data)
-			c.screens[m.Agent] = emu
-		}
 		ch := c.pending[m.ID]
 		delete(c.pending, m.ID)
 		c.mu.Unlock()
@@ -245,6 +226,40 @@ func (c *Client) handle(m *Msg) {
 			ch <- m
 		}
 	}
+}
+
+// agentFrame applies a frame of one agent's terminal: its output, or its
+// state, the screen first (the copy is made then, before the answer to
+// Screen is read) and the history after.
+func (c *Client) agentFrame(kind byte, p []byte) error {
+	agent, data, err := splitAgent(p)
+	if err != nil {
+		return err
+	}
+	if kind == frameScreen {
+		w, h, sb, screen, err := splitScreen(data)
+		if err != nil {
+			return err
+		}
+		emu := term.New(w, h, term.WithScrollback(sb))
+		_, _ = emu.Write(screen)
+		c.mu.Lock()
+		c.screens[agent] = emu
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Lock()
+	emu := c.screens[agent]
+	c.mu.Unlock()
+	if emu == nil {
+		return nil
+	}
+	if kind == frameHistory {
+		return emu.LoadHistory(data)
+	}
+	c.outFrames.Add(1)
+	_, _ = emu.Write(data)
+	return nil
 }
 
 func (c *Client) poke() {

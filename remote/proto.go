@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
@@ -23,7 +24,8 @@ import (
 // docs/protocol.md describes it.
 //
 // 2: the cli role, the task and snapshot requests, error codes.
-const Version = 2
+// 3: a screen's state in binary frames, the screen (S) before the history (H).
+const Version = 3
 
 // Roles a client announces in its hello.
 const (
@@ -33,10 +35,13 @@ const (
 	RoleCLI    = "cli"    // requests only: commands, task changes, snapshots
 )
 
-// Frame kinds: a JSON message, or output of one agent's terminal.
+// Frame kinds: a JSON message, output of one agent's terminal, and an
+// agent terminal's state in two parts (docs/protocol.md).
 const (
-	frameMsg byte = 'M'
-	frameOut byte = 'O'
+	frameMsg     byte = 'M'
+	frameOut     byte = 'O'
+	frameScreen  byte = 'S'
+	frameHistory byte = 'H'
 )
 
 // maxFrame bounds one frame; a bigger one means a broken peer.
@@ -48,8 +53,8 @@ const maxFrame = 256 << 20
 //	req     client → engine: ID, Op (do, task, snapshot, screen,
 //	        checkpoints, dependents, diff, stop) and its arguments
 //	resp    engine → client: ID, Err (with Code for errors a client
-//	        branches on), Result; for screen also Cols, Rows, Data (the
-//	        emulator's state)
+//	        branches on), Result; for screen, after its S frame, Agent,
+//	        Cols, Rows
 //	input   client → engine: Agent, Data typed into its terminal
 //	resize  client → engine: resize Agent's terminal; engine → client:
 //	        Agent's terminal was resized (in order with its output)
@@ -97,12 +102,42 @@ func appendFrame(b []byte, kind byte, payload []byte) []byte {
 
 // appendOut frames output of agent: a one-byte id length, the id, the bytes.
 func appendOut(b []byte, agent string, data []byte) []byte {
+	return appendAgentFrame(b, frameOut, agent, data)
+}
+
+// appendAgentFrame frames data of agent: a one-byte id length, the id,
+// the data.
+func appendAgentFrame(b []byte, kind byte, agent string, data []byte) []byte {
 	n := 1 + len(agent) + len(data)
-	b = append(b, frameOut, 0, 0, 0, 0)
+	b = append(b, kind, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(b[len(b)-4:], uint32(n))
 	b = append(b, byte(len(agent)))
 	b = append(b, agent...)
 	return append(b, data...)
+}
+
+// appendScreen frames the screen part of an agent terminal's state: the
+// size and history limit as three big-endian uint32s, then the bytes
+// that rebuild the screen.
+func appendScreen(b []byte, agent string, p term.Parts) []byte {
+	var h [12]byte
+	binary.BigEndian.PutUint32(h[0:], uint32(p.W))
+	binary.BigEndian.PutUint32(h[4:], uint32(p.H))
+	binary.BigEndian.PutUint32(h[8:], uint32(p.Scrollback))
+	return appendAgentFrame(b, frameScreen, agent, append(h[:], p.Screen...))
+}
+
+// splitScreen parses a screen frame's data (after splitAgent).
+func splitScreen(p []byte) (w, h, scrollback int, screen []byte, err error) {
+	if len(p) < 12 {
+		return 0, 0, 0, nil, errors.New("a short screen frame")
+	}
+	w, h = int(binary.BigEndian.Uint32(p)), int(binary.BigEndian.Uint32(p[4:]))
+	scrollback = int(binary.BigEndian.Uint32(p[8:]))
+	if w < 1 || h < 1 || w > 1<<16 || h > 1<<16 {
+		return 0, 0, 0, nil, fmt.Errorf("a screen of %dx%d: the peer does not speak this protocol", w, h)
+	}
+	return w, h, scrollback, p[12:], nil
 }
 
 // readFrame reads one frame into buf (grown as needed).
@@ -122,16 +157,18 @@ func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return 0, buf, err
 	}
-	if h[0] != frameMsg && h[0] != frameOut {
+	switch h[0] {
+	case frameMsg, frameOut, frameScreen, frameHistory:
+	default:
 		return 0, buf, fmt.Errorf("a frame of kind %q: the peer does not speak this protocol", h[0])
 	}
 	return h[0], buf, nil
 }
 
-// splitOut parses an output frame.
-func splitOut(p []byte) (agent string, data []byte, err error) {
+// splitAgent parses a frame of one agent's (O, S, H).
+func splitAgent(p []byte) (agent string, data []byte, err error) {
 	if len(p) < 1 || len(p) < 1+int(p[0]) {
-		return "", nil, errors.New("a short output frame")
+		return "", nil, errors.New("a short agent frame")
 	}
 	n := int(p[0])
 	return string(p[1 : 1+n]), p[1+n:], nil

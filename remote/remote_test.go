@@ -37,7 +37,7 @@ func newEngine() *engine {
 	e := &engine{emus: map[string]*term.Emulator{}, typed: map[string][]byte{}, changed: make(chan struct{}, 1), events: make(chan orchestrator.Event, 16)}
 	e.snap.Agents = map[string]*orchestrator.AgentState{"a1": {ID: "a1", TaskID: "t-1", Status: orchestrator.AgentRunning}}
 	e.snap.Running = 1
-	e.emus["a1"] = term.New(40, 10, term.WithScrollback(Scrollback))
+	e.emus["a1"] = term.New(40, 10, term.WithScrollback(3000))
 	return e
 }
 
@@ -169,7 +169,12 @@ func TestClientMirrorsTheEngine(t *testing.T) {
 	}
 	events := c.Subscribe()
 	cp := c.Screen("a1")
-	if cp == nil || cp.AllText() != emu.AllText() || cp.ScrollbackLines() != emu.ScrollbackLines() {
+	if cp == nil {
+		t.Fatal("no copy of a1's screen")
+	}
+	// The screen comes first, the history after it.
+	waitText(t, cp, "history line 1\n")
+	if cp.AllText() != emu.AllText() || cp.ScrollbackLines() != emu.ScrollbackLines() {
 		t.Fatalf("the copy at attach:\n%s\nthe engine's:\n%s", cp.AllText(), emu.AllText())
 	}
 	if c.Screen("nobody") != nil {

@@ -186,6 +186,7 @@ type conn struct {
 	open   map[string]int // agent → index of its growing output item
 	size   int
 	snap   bool // a snapshot is due
+	urgent bool // an answer is queued: send without waiting
 	closed bool
 	wake   chan struct{}
 	done   chan struct{}
@@ -366,7 +367,7 @@ func (c *conn) reply(ctx context.Context, m *Msg) {
 		c.s.Log.Error("a reply could not be encoded", "op", m.Op, "err", err)
 		return
 	}
-	c.send(b)
+	c.sendNow(b)
 }
 
 // watch answers a screen request with the agent's emulator state and
@@ -390,9 +391,14 @@ func (c *conn) watch(id uint64, agent string) {
 			c.send(b)
 		},
 	}
-	detach := emu.Attach(tap, func(cols, rows int, state []byte) {
-		b, _ := appendMsg(nil, &Msg{T: "resp", ID: id, Agent: agent, Cols: cols, Rows: rows, Data: state})
-		c.send(b)
+	detach := emu.AttachParts(tap, func(p term.Parts) {
+		// The screen, then the answer (the copy exists when Screen
+		// returns), then the history: a front end draws the screen before
+		// the history is read.
+		b := appendScreen(nil, agent, p)
+		b, _ = appendMsg(b, &Msg{T: "resp", ID: id, Agent: agent, Cols: p.W, Rows: p.H})
+		c.sendNow(b)
+		c.send(appendAgentFrame(nil, frameHistory, agent, p.History))
 	})
 	c.mu.Lock()
 	if c.closed {
@@ -440,7 +446,13 @@ func (c *conn) output(agent string, p []byte) {
 	c.poke()
 }
 
-func (c *conn) send(frame []byte) {
+func (c *conn) send(frame []byte) { c.queueFrame(frame, false) }
+
+// sendNow queues a frame a client waits for: the writer sends it without
+// waiting out the batching interval.
+func (c *conn) sendNow(frame []byte) { c.queueFrame(frame, true) }
+
+func (c *conn) queueFrame(frame []byte, now bool) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -448,6 +460,7 @@ func (c *conn) send(frame []byte) {
 	}
 	c.queue = append(c.queue, item{frame: frame})
 	c.size += len(frame)
+	c.urgent = c.urgent || now
 	c.mu.Unlock()
 	c.poke()
 }
@@ -480,7 +493,11 @@ func (c *conn) writer() {
 		case <-c.done:
 			return
 		}
-		if d := c.s.Interval - time.Since(last); d > 0 {
+		c.mu.Lock()
+		urgent := c.urgent
+		c.urgent = false
+		c.mu.Unlock()
+		if d := c.s.Interval - time.Since(last); d > 0 && !urgent {
 			timer.Reset(d)
 			select {
 			case <-timer.C:

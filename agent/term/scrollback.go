@@ -2,6 +2,7 @@ package term
 
 import (
 	"encoding/binary"
+	"errors"
 	"unicode/utf8"
 )
 
@@ -197,4 +198,155 @@ func (s *scrollback) styleOf(c Cell) uint32 {
 	s.styles = append(s.styles, st)
 	s.styleIx[st] = i
 	return i
+}
+
+// export packs the whole history for load in another process: the row
+// count ever pushed, the style table, the cluster table, then each row
+// (wrapped flag, length, packed runs).
+func (s *scrollback) export(clusters []string) []byte {
+	n := 0
+	for i := range s.n {
+		n += len(s.rows[(s.head+i)%len(s.rows)].b) + 4
+	}
+	b := make([]byte, 0, n+len(s.styles)*8+64)
+	b = binary.AppendUvarint(b, s.total)
+	b = binary.AppendUvarint(b, uint64(len(s.styles)))
+	for _, st := range s.styles {
+		b = binary.AppendUvarint(b, uint64(st.fg))
+		b = binary.AppendUvarint(b, uint64(st.bg))
+		b = binary.AppendUvarint(b, uint64(st.attr))
+	}
+	b = binary.AppendUvarint(b, uint64(len(clusters)))
+	for _, c := range clusters {
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		b = append(b, c...)
+	}
+	b = binary.AppendUvarint(b, uint64(s.n))
+	for i := range s.n {
+		p := &s.rows[(s.head+i)%len(s.rows)]
+		w := byte(0)
+		if p.wrapped {
+			w = 1
+		}
+		b = append(b, w)
+		b = binary.AppendUvarint(b, uint64(len(p.b)))
+		b = append(b, p.b...)
+	}
+	return b
+}
+
+var errBadHistory = errors.New("a malformed history: the peer does not speak this protocol")
+
+// load replaces the history with one export made. Rows without clusters
+// are taken as they are (styles keep their indexes when this history had
+// none); cluster cells are interned here, their rows packed again.
+func (s *scrollback) load(b []byte, intern func(string) uint16) error {
+	r := reader{b: b}
+	total := r.uvarint()
+	var styles []style
+	for n := r.uvarint(); n > 0 && r.err == nil; n-- {
+		styles = append(styles, style{Color(r.uvarint()), Color(r.uvarint()), Attr(r.uvarint())})
+	}
+	var clusters []string
+	for n := r.uvarint(); n > 0 && r.err == nil; n-- {
+		clusters = append(clusters, string(r.bytes(int(r.uvarint()))))
+	}
+	rows := int(r.uvarint())
+	if r.err != nil || rows > len(b) {
+		return errBadHistory
+	}
+	keep := min(rows, s.max)
+	s.rows, s.head, s.n = make([]packed, 0, keep), 0, 0
+	s.styles, s.styleIx = styles, make(map[style]uint32, len(styles))
+	for i, st := range styles {
+		if _, ok := s.styleIx[st]; !ok {
+			s.styleIx[st] = uint32(i)
+		}
+	}
+	// One block for all rows: each row a slice of it with no room to
+	// grow, so a row evicted later takes a new one.
+	slab := make([]byte, 0, len(b)-r.off)
+	for i := range rows {
+		w := r.bytes(1)
+		p := r.bytes(int(r.uvarint()))
+		if r.err != nil {
+			return errBadHistory
+		}
+		if i < rows-keep {
+			continue
+		}
+		if len(clusters) > 0 {
+			cells := s.unpack(s.dec[:0], p)
+			s.dec = cells
+			repacked := false
+			for j, c := range cells {
+				if c.comb != 0 {
+					ix := uint16(0)
+					if int(c.comb) <= len(clusters) {
+						ix = intern(clusters[c.comb-1])
+					}
+					cells[j].comb = ix
+					repacked = true
+				}
+			}
+			if repacked {
+				p = s.pack(s.enc[:0], cells)
+				s.enc = p
+			}
+		}
+		at := len(slab)
+		slab = append(slab, p...)
+		s.rows = append(s.rows, packed{b: slab[at:len(slab):len(slab)], wrapped: w[0] == 1})
+		s.n++
+	}
+	s.total = total
+	return nil
+}
+
+// reader reads an export, remembering the first error.
+type reader struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Uvarint(r.b[r.off:])
+	if k <= 0 {
+		r.err = errBadHistory
+		return 0
+	}
+	r.off += k
+	return v
+}
+
+func (r *reader) bytes(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b)-r.off {
+		r.err = errBadHistory
+		return nil
+	}
+	p := r.b[r.off : r.off+n]
+	r.off += n
+	return p
+}
+
+// internCluster is the cluster table's index of g (1-based), added when
+// new; 0 when the table is full.
+func (e *Emulator) internCluster(g string) uint16 {
+	if ix, ok := e.clusterIx[g]; ok {
+		return ix
+	}
+	if len(e.clusters) >= 0xfffe {
+		return 0
+	}
+	if e.clusterIx == nil {
+		e.clusterIx = make(map[string]uint16)
+	}
+	e.clusters = append(e.clusters, g)
+	ix := uint16(len(e.clusters))
+	e.clusterIx[g] = ix
+	return ix
 }

@@ -14,8 +14,20 @@ type Tap struct {
 	Resize func(w, h int)
 }
 
+// Parts is an emulator's state in two parts, for a copy in another
+// process: Screen, the bytes that rebuild everything but the history when
+// written to a fresh emulator of W×H (both screens, cursor, modes,
+// title); History, the main screen's history packed (LoadHistory puts it
+// in place), sent after so that a copy shows the screen first.
+type Parts struct {
+	W, H       int
+	Scrollback int // the history's limit, for the copy's WithScrollback
+	Screen     []byte
+	History    []byte
+}
+
 // Attach calls first with the emulator's size and its state rendered as
-// bytes that rebuild it (scrollback, both screens, cursor, modes, title)
+// bytes that rebuild it (history, both screens, cursor, modes, title)
 // when written to a fresh emulator of that size, and from then on hands
 // tap every write and resize: a remote copy fed the state and then the
 // tap's stream stays identical to this one (history rows wider than the
@@ -23,9 +35,22 @@ type Tap struct {
 // under the emulator's lock, so nothing is written between the state and
 // the tap's first bytes. The returned func removes the tap.
 func (e *Emulator) Attach(t *Tap, first func(w, h int, state []byte)) (detach func()) {
+	return e.attach(t, func() { first(e.w, e.h, e.render(true)) })
+}
+
+// AttachParts is Attach with the state in Parts: the screen as bytes and
+// the history packed, for a copy that shows the screen before it has
+// read the history.
+func (e *Emulator) AttachParts(t *Tap, first func(Parts)) (detach func()) {
+	return e.attach(t, func() {
+		first(Parts{W: e.w, H: e.h, Scrollback: e.sb.max, Screen: e.render(false), History: e.sb.export(e.clusters)})
+	})
+}
+
+func (e *Emulator) attach(t *Tap, first func()) (detach func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	first(e.w, e.h, e.render())
+	first()
 	e.taps = append(e.taps, t)
 	return func() {
 		e.mu.Lock()
@@ -39,28 +64,44 @@ func (e *Emulator) Attach(t *Tap, first func(w, h int, state []byte)) (detach fu
 	}
 }
 
-// State is Attach without a tap: the bytes that rebuild this emulator.
+// State is the bytes that rebuild this emulator, history included, when
+// written to a fresh emulator of w×h (history rows wider than the screen,
+// left by a narrowing resize, are cut to its width).
 func (e *Emulator) State() (w, h int, state []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.w, e.h, e.render()
+	return e.w, e.h, e.render(true)
+}
+
+// LoadHistory puts a history packed by Attach in place of this
+// emulator's (a copy's, just built from the Screen part).
+func (e *Emulator) LoadHistory(p []byte) error {
+	e.mu.Lock()
+	err := e.sb.load(p, e.internCluster)
+	e.mu.Unlock()
+	e.setDirty()
+	return err
 }
 
 // render writes the state as a byte stream for a fresh emulator of the same
-// size. Rows are written top to bottom, scrollback first, so the rows that
-// scroll off land in the copy's scrollback in the same order. Caller holds
-// e.mu.
-func (e *Emulator) render() []byte {
+// size. Rows are written top to bottom, the history first when hist, so
+// the rows that scroll off land in the copy's history in the same order.
+// Caller holds e.mu.
+func (e *Emulator) render(hist bool) []byte {
 	r := renderer{e: e}
 	b := &r.b
 	b.WriteString("\x1b[0m\x1b[H")
-	n := e.sb.len() + len(e.main.rows)
+	nh := 0
+	if hist {
+		nh = e.sb.len()
+	}
+	n := nh + len(e.main.rows)
 	for i := 0; i < n; i++ {
 		var rw row
-		if i < e.sb.len() {
+		if i < nh {
 			rw = e.sb.at(i)
 		} else {
-			rw = e.main.rows[i-e.sb.len()]
+			rw = e.main.rows[i-nh]
 		}
 		last := i == n-1
 		r.line(rw.cells, rw.wrapped && !last, last)

@@ -80,15 +80,29 @@ func TestStateRebuildsTheEmulator(t *testing.T) {
 		a.Write([]byte(noise(r, 200)))
 		var stream []byte
 		var sizes [][2]int
-		var w, h int
-		var st []byte
-		detach := a.Attach(&Tap{
+		var parts Parts
+		detach := a.AttachParts(&Tap{
 			Output: func(p []byte) { stream = append(stream, p...) },
 			Resize: func(w, h int) { sizes = append(sizes, [2]int{w, h}) },
-		}, func(cols, rows int, state []byte) { w, h, st = cols, rows, state })
-		b := New(w, h, WithScrollback(200))
-		b.Write(st)
+		}, func(p Parts) { parts = p })
+		if parts.Scrollback != 200 {
+			t.Fatalf("the state says a history of %d rows, want 200", parts.Scrollback)
+		}
+		b := New(parts.W, parts.H, WithScrollback(parts.Scrollback))
+		b.Write(parts.Screen)
+		if err := b.LoadHistory(parts.History); err != nil {
+			t.Fatal(err)
+		}
 		same(t, fmt.Sprintf("seed %d, state", seed), a, b)
+		// The whole state as bytes rebuilds it too.
+		{
+			var v *Emulator
+			a.Attach(&Tap{Output: func([]byte) {}, Resize: func(int, int) {}}, func(w, h int, st []byte) {
+				v = New(w, h, WithScrollback(200))
+				v.Write(st)
+			})()
+			same(t, fmt.Sprintf("seed %d, state as bytes", seed), a, v)
+		}
 
 		more := noise(r, 100)
 		if seed%2 == 0 {
@@ -120,6 +134,20 @@ func TestStateRebuildsTheEmulator(t *testing.T) {
 		a.Write([]byte("not seen by the tap"))
 		if len(sizes) < 1 || sizes[0] != [2]int{30, 10} || strings.Contains(string(stream), "not seen") {
 			t.Fatalf("seed %d: tap saw resizes %v after detach", seed, sizes)
+		}
+	}
+}
+
+// A history that is not one Attach packed is refused, not half loaded.
+func TestLoadHistoryRefusesGarbage(t *testing.T) {
+	a := New(20, 4)
+	a.Write([]byte(strings.Repeat("some line\r\n", 30)))
+	var parts Parts
+	a.AttachParts(&Tap{Output: func([]byte) {}, Resize: func(int, int) {}}, func(p Parts) { parts = p })()
+	for _, bad := range [][]byte{{0xff}, parts.History[:len(parts.History)-3], {1, 0, 0, 9}} {
+		b := New(20, 4)
+		if err := b.LoadHistory(bad); err == nil {
+			t.Fatalf("%x loaded", bad)
 		}
 	}
 }
