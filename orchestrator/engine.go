@@ -168,6 +168,8 @@ type Engine struct {
 	subs  []chan Event
 
 	wg sync.WaitGroup // supervisors and ready fetches: Run waits for them
+
+	suggested map[string]bool // pattern suggestions announced (loop only)
 }
 
 // New creates an engine. Call Recover, then Run.
@@ -184,14 +186,15 @@ func New(opt Options) (*Engine, error) {
 	}
 	e := &Engine{
 		opt: opt, cfg: opt.Config,
-		wt:       &worktree.Manager{RepoDir: opt.Dir.Root, Target: opt.Target},
-		msgs:     make(chan func(), 64),
-		changed:  make(chan struct{}, 1),
-		runs:     map[string]*agentRun{},
-		st:       newState(opt.Config.Mode),
-		stw:      newStateWriter(opt.Dir.State()),
-		loopDone: make(chan struct{}),
-		history:  &mergeHistory{path: filepath.Join(opt.Dir.Path, "merge-history.jsonl"), done: map[string]string{}},
+		wt:        &worktree.Manager{RepoDir: opt.Dir.Root, Target: opt.Target},
+		msgs:      make(chan func(), 64),
+		changed:   make(chan struct{}, 1),
+		runs:      map[string]*agentRun{},
+		suggested: map[string]bool{},
+		st:        newState(opt.Config.Mode),
+		stw:       newStateWriter(opt.Dir.State()),
+		loopDone:  make(chan struct{}),
+		history:   &mergeHistory{path: filepath.Join(opt.Dir.Path, "merge-history.jsonl"), done: map[string]string{}},
 	}
 	e.hooks = newHookRunner(e)
 	if !opt.NoMerge {

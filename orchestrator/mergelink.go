@@ -81,6 +81,7 @@ func (e *Engine) forwardMerge(ctx context.Context) {
 				e.emit(Event{Kind: kind, Task: ev.TaskID, Text: text, Fields: map[string]any{"commit": ev.Commit}})
 				if ev.Kind == merge.EventLanded {
 					e.needReady = true
+					e.suggestPatterns(ev.Commit)
 				}
 				e.dirty = false // the merge service persists its own changes
 			}:
