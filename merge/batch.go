@@ -74,8 +74,8 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 	defer func() {
 		// Whatever is still marked merging or testing goes back to the queue.
 		for _, id := range ids {
-			s.stepWhen(id, func(it *Item) bool { return it.Status == StatusMerging || it.Status == StatusTesting },
-				func(it *Item, _ *Stats) { it.Status = StatusPending })
+			s.apply(id, func(it *Item) bool { return it.Status == StatusMerging || it.Status == StatusTesting },
+				StatusPending, nil)
 		}
 	}()
 	tip, err := s.readTarget()
@@ -147,8 +147,8 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 	}
 	for _, l := range chain {
 		l := l
-		if !s.step(l.id, func(it *Item, _ *Stats) {
-			it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusTesting, l.cand, l.base, l.head, false
+		if !s.move(l.id, StatusTesting, func(it *Item, _ *Stats) {
+			it.Candidate, it.Base, it.Head, it.Tested = l.cand, l.base, l.head, false
 			it.ConflictFiles = nil
 		}) {
 			return
@@ -192,8 +192,8 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 	}
 	for _, l := range chain[good:] {
 		// Behind the culprit: rebuilt on the new tip by a later batch.
-		s.step(l.id, func(it *Item, _ *Stats) {
-			it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusPending, "", "", "", false
+		s.move(l.id, StatusPending, func(it *Item, _ *Stats) {
+			it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
 		})
 		_ = s.in.refTxn(ctx, "delete "+candidateRef(l.id))
 	}
@@ -210,7 +210,7 @@ func (s *Service) soloLater(id string) {
 	}
 	s.solo[id] = true
 	s.mu.Unlock()
-	s.stepWhen(id, func(it *Item) bool { return it.Status != StatusPending }, func(it *Item, _ *Stats) { it.Status = StatusPending })
+	s.apply(id, func(it *Item) bool { return it.Status != StatusPending }, StatusPending, nil)
 }
 
 // landBatch moves the target from tip to the last candidate of the chain:
@@ -222,8 +222,8 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 	last := chain[len(chain)-1]
 	requeue := func(why, action string) {
 		for _, l := range chain[1:] {
-			s.step(l.id, func(it *Item, _ *Stats) {
-				it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusPending, "", "", "", false
+			s.move(l.id, StatusPending, func(it *Item, _ *Stats) {
+				it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
 			})
 		}
 		s.hold(chain[0].id, why, action)
@@ -239,7 +239,7 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 	}
 	s.fenceMu.Lock()
 	for _, l := range chain {
-		if !s.step(l.id, func(it *Item, _ *Stats) { it.Status = StatusLanding }) {
+		if !s.move(l.id, StatusLanding, nil) {
 			s.fenceMu.Unlock()
 			return
 		}
@@ -265,8 +265,8 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 	}
 	if !moved {
 		for _, l := range chain {
-			s.step(l.id, func(it *Item, _ *Stats) {
-				it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusPending, "", "", "", false
+			s.move(l.id, StatusPending, func(it *Item, _ *Stats) {
+				it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
 			})
 		}
 		s.fenceMu.Unlock()

@@ -33,7 +33,7 @@ func (s *Service) afterCandidate(ctx context.Context, id string) {
 		}
 		if name, out, err := s.quality(ctx, s.in.integ, it.TaskID, it.Candidate); err != nil {
 			if ctx.Err() != nil {
-				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+				s.move(id, StatusPending, nil)
 				return
 			}
 			s.qualityFailed(ctx, id, name, out)
@@ -45,8 +45,7 @@ func (s *Service) afterCandidate(ctx context.Context, id string) {
 	}
 	s.phase(PhaseTesting)
 	if s.opt.Merge.RequireApproval && !it.Approved {
-		s.step(id, func(it *Item, _ *Stats) {
-			it.Status = StatusWaitingApproval
+		s.move(id, StatusWaitingApproval, func(it *Item, _ *Stats) {
 			it.Action = "review it (chorus task diff " + id + ", or v in the merge view) and approve it to land (chorus merge approve " + id + ", or m there)"
 		})
 		s.emit(Event{Kind: EventWaitingApproval, TaskID: id, Commit: it.Candidate})

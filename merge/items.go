@@ -107,14 +107,23 @@ func (s *Service) saveLocked() error {
 	return s.persist(items, st)
 }
 
-// step applies f to an item (and the stats) and persists. On a persist
-// error the change is undone and the queue pauses: without a saved state
-// Chorus must not move refs.
+// step applies f to an item (and the stats) and persists; f changes no
+// status (move does, through the transition table). On a persist error
+// the change is undone and the queue pauses: without a saved state Chorus
+// must not move refs.
 func (s *Service) step(id string, f func(it *Item, st *Stats)) bool {
-	return s.stepWhen(id, nil, f)
+	return s.apply(id, nil, "", f)
 }
 
-func (s *Service) stepWhen(id string, ok func(*Item) bool, f func(it *Item, st *Stats)) bool {
+// move is step with a change of status to to, which queue.Move checks
+// against the table: a refused change leaves the item as it was.
+func (s *Service) move(id string, to Status, f func(it *Item, st *Stats)) bool {
+	return s.apply(id, nil, to, f)
+}
+
+// apply is step (to == "") or move applied only while ok holds for the
+// item (nil: always).
+func (s *Service) apply(id string, ok func(*Item) bool, to Status, f func(it *Item, st *Stats)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it := s.findLocked(id)
@@ -122,8 +131,14 @@ func (s *Service) stepWhen(id string, ok func(*Item) bool, f func(it *Item, st *
 		return false
 	}
 	old, oldStats := *it, s.stats
-	f(it, &s.stats)
-	if err := queue.Check(old.Status, it.Status); err != nil {
+	if f != nil {
+		f(it, &s.stats)
+	}
+	err := queue.Check(old.Status, it.Status) // f may change it only through queue's policies
+	if err == nil && to != "" {
+		err = queue.Move(it, to)
+	}
+	if err != nil {
 		*it, s.stats = old, oldStats
 		s.refusedLocked(id, err)
 		return false
@@ -154,11 +169,10 @@ func (s *Service) mark(id string, st Status) {
 
 // moveLocked changes it's status when the transition table allows it.
 func (s *Service) moveLocked(it *Item, to Status) bool {
-	if err := queue.Check(it.Status, to); err != nil {
+	if err := queue.Move(it, to); err != nil {
 		s.refusedLocked(it.TaskID, err)
 		return false
 	}
-	it.Status = to
 	return true
 }
 
@@ -179,11 +193,9 @@ func (s *Service) fencedLocked(it *Item) bool {
 	return it.TaskID == s.current && it.Fence != s.curFence
 }
 
-// stepFenced is step for work started under fence: it does nothing (and
-// reports false) once the item's fence moved on.
-func (s *Service) stepFenced(id string, fence uint64, f func(it *Item, st *Stats)) bool {
-	return s.stepWhen(id, func(it *Item) bool { return it.Fence == fence }, f)
-}
+// fenceIs is apply's condition for work started under fence: nothing
+// changes once the item's fence moved on (its resolver was stopped).
+func fenceIs(fence uint64) func(*Item) bool { return func(it *Item) bool { return it.Fence == fence } }
 
 func (s *Service) get(id string) (Item, bool) {
 	s.mu.Lock()

@@ -34,7 +34,7 @@ func (s *Service) land(ctx context.Context, id string) {
 			s.fenceMu.Unlock()
 		}
 	}()
-	if !s.step(id, func(it *Item, _ *Stats) { it.Status = StatusLanding }) {
+	if !s.move(id, StatusLanding, nil) {
 		return
 	}
 	s.phase(PhaseLanding)
@@ -82,7 +82,7 @@ func (s *Service) land(ctx context.Context, id string) {
 			if now, _ := s.readTarget(); now == it.Candidate {
 				// The fast-forward happened; only a hook complained.
 			} else {
-				s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+				s.move(id, StatusPending, nil)
 				s.hold(id, fmt.Sprintf("%s is checked out in %s and the fast-forward was refused: %s", s.opt.Target, co.worktree, why),
 					fmt.Sprintf("stash your changes to the files named, then retry %s (or run: git -C %s merge --ff-only %s); a commit of yours moves %s, which then needs %s", id, co.worktree, candidateRef(id), s.opt.Target, s.opt.AcceptCommand))
 				return
@@ -105,7 +105,7 @@ func (s *Service) land(ctx context.Context, id string) {
 // else holds the queue (see holdTarget).
 func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg string) {
 	cur, err := s.readTarget()
-	s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+	s.move(id, StatusPending, nil)
 	if err == nil && cur != it.Base {
 		if in, _ := s.in.ancestor(ctx, it.Candidate, cur); in {
 			s.finishLanded(ctx, id, it.Candidate, false)
@@ -184,9 +184,9 @@ func (s *Service) finishLanded(ctx context.Context, id, commit string, cleaned b
 
 // recordLanded persists "landed" and the new baseline tip.
 func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
-	return s.step(id, func(it *Item, st *Stats) {
+	return s.move(id, StatusLanded, func(it *Item, st *Stats) {
 		manual := it.Human || it.User
-		it.Status, it.MergeCommit, it.LandedAt = StatusLanded, commit, s.opt.Now()
+		it.MergeCommit, it.LandedAt = commit, s.opt.Now()
 		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
 		if commit != "" {
 			st.TargetTip = commit

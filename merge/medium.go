@@ -42,21 +42,24 @@ func (s *Service) medium(ctx context.Context, it Item, tip, tipTree, head string
 	} else {
 		s.emit(Event{Kind: EventRebased, TaskID: id, Commit: tip,
 			Message: fmt.Sprintf("%s rebases cleanly onto %s (%s): retrying with the rebased tree", it.Branch, s.opt.Target, short(tip))})
-		if s.step(id, func(it *Item, _ *Stats) { it.Status = StatusMerging }) {
+		if s.move(id, StatusMerging, nil) {
 			s.candidate(ctx, id, it, tip, tipTree, tip, head, tree)
 		}
 		return true
 	}
 	if ctx.Err() != nil {
-		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		s.move(id, StatusPending, nil)
 		return true
 	}
 	n := 0
 	if !s.step(id, func(it *Item, st *Stats) {
-		queue.Defer(it, tip, st.NextSeq)
+		if err := queue.Defer(it, tip, st.NextSeq); err != nil {
+			s.refusedLocked(id, err) // the item stays as it is
+			return
+		}
 		st.NextSeq++
 		n = it.Deferrals
-	}) {
+	}) || n == 0 {
 		return true
 	}
 	s.emit(Event{Kind: EventDeferred, TaskID: id, Commit: tip, Files: it.ConflictFiles,

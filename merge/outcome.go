@@ -11,8 +11,8 @@ import (
 
 // hold parks a tested candidate that cannot land now, with what to do.
 func (s *Service) hold(id, why, action string) {
-	s.step(id, func(it *Item, _ *Stats) {
-		it.Status, it.LastError, it.Action = StatusHeld, why, action
+	s.move(id, StatusHeld, func(it *Item, _ *Stats) {
+		it.LastError, it.Action = why, action
 	})
 	s.emit(Event{Kind: EventHeld, TaskID: id, Message: why + " — " + action})
 }
@@ -20,8 +20,8 @@ func (s *Service) hold(id, why, action string) {
 // fail marks an item failed (it needs a person to fix something outside
 // the merge, e.g. a missing branch).
 func (s *Service) fail(id, why, action string) {
-	s.step(id, func(it *Item, _ *Stats) {
-		it.Status, it.LastError, it.Action = StatusFailed, why, action
+	s.move(id, StatusFailed, func(it *Item, _ *Stats) {
+		it.LastError, it.Action = why, action
 	})
 	s.emit(Event{Kind: EventFailed, TaskID: id, Message: why})
 }
@@ -34,8 +34,8 @@ func (s *Service) waitHuman(id, why, explanation, action string, files []string)
 
 // waitHumanWhen is waitHuman applied only while ok holds for the item.
 func (s *Service) waitHumanWhen(id string, ok func(*Item) bool, why, explanation, action string, files []string) {
-	if !s.stepWhen(id, ok, func(it *Item, _ *Stats) {
-		it.Status, it.LastError, it.Action = StatusWaitingHuman, why, action
+	if !s.apply(id, ok, StatusWaitingHuman, func(it *Item, _ *Stats) {
+		it.LastError, it.Action = why, action
 		if explanation != "" {
 			it.Explanation = explanation
 		}
@@ -58,17 +58,17 @@ func (s *Service) attemptFailed(ctx context.Context, id, why string) {
 func (s *Service) attemptFailedWhen(ctx context.Context, id string, ok func(*Item) bool, why string) {
 	it, _ := s.get(id)
 	if ctx.Err() != nil {
-		s.stepWhen(id, ok, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		s.apply(id, ok, StatusPending, nil)
 		return
 	}
 	if queue.GiveUp(it.Retries, s.maxTries) {
-		s.stepWhen(id, ok, func(it *Item, _ *Stats) { it.Retries++ })
+		s.apply(id, ok, "", func(it *Item, _ *Stats) { it.Retries++ })
 		s.waitHumanWhen(id, ok, why, "", s.manualAction(it), nil)
 		return
 	}
-	if !s.stepWhen(id, ok, func(it *Item, st *Stats) {
+	if !s.apply(id, ok, StatusPending, func(it *Item, st *Stats) {
 		it.Retries++
-		it.Status, it.LastError = StatusPending, why
+		it.LastError = why
 		it.Seq = st.NextSeq
 		st.NextSeq++
 	}) {

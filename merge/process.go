@@ -29,7 +29,7 @@ func (s *Service) process(ctx context.Context, id string) {
 	tip, tipTree, head, err := s.in.tips(ctx, mergeRef)
 	if err != nil {
 		if errors.Is(err, errNoTarget) {
-			s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+			s.move(id, StatusPending, nil)
 			s.pause(err.Error(), nil)
 			return
 		}
@@ -46,12 +46,12 @@ func (s *Service) process(ctx context.Context, id string) {
 	if prev := s.statsCopy().TargetTip; prev != "" && prev != tip {
 		// Moved behind the service's back: hold rather than build on (and
 		// blame this task for) a tip nobody verified.
-		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		s.move(id, StatusPending, nil)
 		s.holdTarget(ctx, id, prev, tip)
 		return
 	}
 	if err := ctx.Err(); err != nil {
-		s.step(id, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		s.move(id, StatusPending, nil)
 		return
 	}
 	// A candidate from an earlier attempt is reused when nothing moved
@@ -117,8 +117,8 @@ func (s *Service) candidate(ctx context.Context, id string, it Item, tip, tipTre
 			return
 		}
 	}
-	if !s.step(id, func(it *Item, _ *Stats) {
-		it.Status, it.Candidate, it.Base, it.Head, it.Tested = StatusTesting, c, tip, head, tested
+	if !s.move(id, StatusTesting, func(it *Item, _ *Stats) {
+		it.Candidate, it.Base, it.Head, it.Tested = c, tip, head, tested
 		it.ConflictFiles = nil
 	}) {
 		return

@@ -43,7 +43,7 @@ func (s *Service) reconcileAll(ctx context.Context) error {
 			continue
 		}
 		// Not landed: retry (a still-valid candidate lands without rebuild).
-		s.step(it.TaskID, func(x *Item, _ *Stats) { x.Status = StatusPending })
+		s.move(it.TaskID, StatusPending, nil)
 	}
 	s.mu.Lock()
 	s.reconcile = false

@@ -34,8 +34,8 @@ func (s *Service) conflict(ctx context.Context, id, tip, tipTree, head string, m
 		s.stats.Conflicts++
 		s.mu.Unlock()
 	}
-	s.step(id, func(it *Item, _ *Stats) {
-		it.Status, it.ConflictFiles = StatusConflict, mt.files
+	s.move(id, StatusConflict, func(it *Item, _ *Stats) {
+		it.ConflictFiles = mt.files
 		it.LastError = "conflicts: " + strings.Join(mt.messages, "; ")
 	})
 	it, _ = s.get(id)
@@ -172,13 +172,13 @@ type resolveJob struct {
 // meanwhile (a stop): then every step below does nothing.
 func (s *Service) finishResolve(ctx context.Context, job *resolveJob, res ResolveResult, err error) {
 	id, fence, wt, tip, files := job.id, job.fence, job.wt, job.tip, job.files
-	current := func(it *Item) bool { return it.Fence == fence }
+	current := fenceIs(fence)
 	if ctx.Err() != nil {
 		// Chorus is shutting down: the next run tries again.
 		bg, cancel := context.WithTimeout(context.Background(), gitTimeout)
 		defer cancel()
 		s.abortMerge(bg, wt)
-		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Status = StatusPending })
+		s.apply(id, current, StatusPending, nil)
 		return
 	}
 	if job.ctx != nil && errors.Is(context.Cause(job.ctx), errResolverTimeout) {
@@ -187,7 +187,7 @@ func (s *Service) finishResolve(ctx context.Context, job *resolveJob, res Resolv
 		if ref != "" {
 			why += "; its work is kept on " + ref
 		}
-		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Retries++ })
+		s.apply(id, current, "", func(it *Item, _ *Stats) { it.Retries++ })
 		s.waitHumanWhen(id, current, why, "", s.manualAction(job.item), files)
 		return
 	}
@@ -202,18 +202,18 @@ func (s *Service) finishResolve(ctx context.Context, job *resolveJob, res Resolv
 	if err == nil && !res.Resolved {
 		s.abortMerge(ctx, wt)
 		expl := strings.TrimSpace(res.Explanation)
-		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Retries++ })
+		s.apply(id, current, "", func(it *Item, _ *Stats) { it.Retries++ })
 		s.waitHumanWhen(id, current, "the agent needs a person: "+expl, expl, s.manualAction(job.item), files)
 		return
 	}
 	if problem != "" {
 		s.abortMerge(ctx, wt)
-		s.stepFenced(id, fence, func(it *Item, _ *Stats) { it.Explanation = res.Explanation })
+		s.apply(id, current, "", func(it *Item, _ *Stats) { it.Explanation = res.Explanation })
 		s.attemptFailedWhen(ctx, id, current, problem)
 		return
 	}
-	if !s.stepFenced(id, fence, func(it *Item, st *Stats) {
-		it.Status, it.MergeRef, it.Candidate, it.Tested = StatusPending, job.branch, "", false
+	if !s.apply(id, current, StatusPending, func(it *Item, st *Stats) {
+		it.MergeRef, it.Candidate, it.Tested = job.branch, "", false
 		it.ResolvedFrom = job.head
 		it.Explanation, it.LastError = res.Explanation, ""
 		it.Seq = st.NextSeq // a conflicted item goes to the back
@@ -247,13 +247,13 @@ func (s *Service) StopResolver(taskID string) error {
 	case job == nil && it.ResolvedFrom == "":
 		return fmt.Errorf("%w: %s", ErrNoResolver, taskID)
 	}
-	if err := queue.Check(it.Status, StatusResolving); err != nil {
+	old, oldStats := *it, s.stats
+	if err := queue.Move(it, StatusResolving); err != nil {
 		s.refusedLocked(taskID, err)
 		return fmt.Errorf("%w: %v", ErrBadState, err)
 	}
-	old, oldStats := *it, s.stats
 	it.Fence++
-	it.Status, it.LastError, it.Action = StatusResolving, "stopping its resolver", ""
+	it.LastError, it.Action = "stopping its resolver", ""
 	mergeRef, from := it.MergeRef, it.ResolvedFrom
 	// Whatever happens next (even a crash), the resolution is not queued.
 	it.MergeRef, it.Candidate, it.Tested, it.ResolvedFrom = "", "", false, ""

@@ -43,12 +43,16 @@ func Medium(it *Item, tip string) MediumAction {
 }
 
 // Defer sends a conflicted item to the back of the queue (seq is the next
-// FIFO position), remembering the tip it conflicted with.
-func Defer(it *Item, tip string, seq uint64) {
+// FIFO position), remembering the tip it conflicted with. An item whose
+// status may not go back to pending is left as it is.
+func Defer(it *Item, tip string, seq uint64) error {
+	if err := Move(it, StatusPending); err != nil {
+		return err
+	}
 	it.Deferrals++
 	it.ConflictTip = tip
-	it.Status = StatusPending
 	it.Seq = seq
+	return nil
 }
 
 // Requeue puts an item that waits because of the old target (a conflict
@@ -56,15 +60,14 @@ func Defer(it *Item, tip string, seq uint64) {
 // accepted a new target tip: it is merged, rebased and retried against
 // the new tip from the start. It says whether it changed the item.
 func Requeue(it *Item) bool {
-	switch {
-	case it.Status == StatusHeld:
-	case (it.Status == StatusWaitingHuman || it.Status == StatusConflict) && len(it.ConflictFiles) > 0:
-		it.MergeRef, it.ResolvedFrom = "", ""
-	default:
+	conflicted := (it.Status == StatusWaitingHuman || it.Status == StatusConflict) && len(it.ConflictFiles) > 0
+	if it.Status != StatusHeld && !conflicted || Move(it, StatusPending) != nil {
 		return false
 	}
+	if conflicted {
+		it.MergeRef, it.ResolvedFrom = "", ""
+	}
 	it.Candidate, it.Tested = "", false
-	it.Status = StatusPending
 	it.Retries, it.Recoveries, it.Deferrals, it.ConflictTip = 0, 0, 0, ""
 	it.Action = ""
 	return true

@@ -30,14 +30,16 @@ func TestMedium(t *testing.T) {
 		if Medium(it, tip) != MediumRebase {
 			t.Fatalf("conflict %d escalated", i+1)
 		}
-		Defer(it, tip, uint64(10+i))
+		if err := Defer(it, tip, uint64(10+i)); err != nil {
+			t.Fatal(err)
+		}
 		if it.Status != StatusPending || it.Seq != uint64(10+i) || it.ConflictTip != tip || it.Deferrals != i+1 {
 			t.Fatalf("after Defer %d: %+v", i+1, it)
 		}
 		if err := Check(StatusConflict, it.Status); err != nil {
 			t.Fatal(err)
 		}
-		it.Status = StatusConflict
+		it.Status = StatusConflict // as the worker's next attempt finds it
 	}
 	if Medium(it, "t4") != MediumEscalate {
 		t.Fatal("a fourth conflict was not escalated")

@@ -116,8 +116,10 @@ func Approve(it *Item) error {
 	if it.Status != StatusWaitingApproval {
 		return fmt.Errorf("%w: %s is %s", ErrBadState, it.TaskID, it.Status)
 	}
+	if err := Move(it, StatusPending); err != nil {
+		return err
+	}
 	it.Approved = true
-	it.Status = StatusPending
 	it.Action = ""
 	return nil
 }
@@ -132,11 +134,14 @@ func Retry(it *Item) error {
 	default:
 		return fmt.Errorf("%w: %s is %s", ErrBadState, it.TaskID, it.Status)
 	}
-	if it.Status != StatusHeld {
+	held := it.Status == StatusHeld
+	if err := Move(it, StatusPending); err != nil {
+		return err
+	}
+	if !held {
 		it.MergeRef, it.ResolvedFrom = "", ""
 		it.Candidate, it.Tested = "", false
 	}
-	it.Status = StatusPending
 	it.Retries = 0
 	it.Recoveries = 0
 	it.Deferrals, it.ConflictTip = 0, ""

@@ -227,3 +227,22 @@ func TestPersonCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestMove(t *testing.T) {
+	for _, from := range Statuses() {
+		for _, to := range Statuses() {
+			it := item("a", from, 2, 1)
+			err := Move(it, to)
+			if (err == nil) != (Check(from, to) == nil) {
+				t.Errorf("Move(%s → %s) = %v, the table says %v", from, to, err, Check(from, to))
+			}
+			if want := map[bool]Status{true: to, false: from}[err == nil]; it.Status != want {
+				t.Errorf("Move(%s → %s) left %s", from, to, it.Status)
+			}
+		}
+	}
+	it := item("a", StatusLanded, 2, 1)
+	if err := Defer(it, "t", 5); err == nil || it.Status != StatusLanded || it.Deferrals != 0 || it.Seq != 1 {
+		t.Errorf("Defer of a landed item: %v %+v", err, it)
+	}
+}

@@ -44,6 +44,16 @@ func Check(from, to Status) error {
 	return fmt.Errorf("merge queue: an item may not go from %q to %q", from, to)
 }
 
+// Move changes it's status when the table allows it, else leaves the item
+// as it is and says why. Every status change goes through it.
+func Move(it *Item, to Status) error {
+	if err := Check(it.Status, to); err != nil {
+		return err
+	}
+	it.Status = to
+	return nil
+}
+
 // Statuses lists every status, in the worker's order.
 func Statuses() []Status {
 	return []Status{StatusPending, StatusMerging, StatusTesting, StatusConflict, StatusResolving,
