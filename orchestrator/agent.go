@@ -245,7 +245,9 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 	}
 	if wtErr != nil {
 		var se *worktree.SetupError
-		if !errors.As(wtErr, &se) {
+		if !errors.As(wtErr, &se) || DiskFull(se.Output) {
+			// A setup that ran out of space leaves a worktree the agent
+			// cannot use: the start fails, and the run pauses for it.
 			e.opt.Store.Release(context.Background(), t.ID)
 			return outcome{kind: "error", reason: "worktree: " + wtErr.Error()}
 		}

@@ -243,7 +243,7 @@ func (e *Engine) apply(c Command) error {
 		e.st.Paused = true
 		e.emit(Event{Kind: EvPaused})
 	case CmdResume:
-		e.st.Paused = false
+		e.st.Paused, e.diskPaused = false, false
 		e.needReady = true
 		e.emit(Event{Kind: EvResumed})
 	case CmdMode:

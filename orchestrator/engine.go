@@ -169,7 +169,8 @@ type Engine struct {
 
 	wg sync.WaitGroup // supervisors and ready fetches: Run waits for them
 
-	suggested map[string]bool // pattern suggestions announced (loop only)
+	suggested  map[string]bool // pattern suggestions announced (loop only)
+	diskPaused bool            // the pause is a full disk's (loop only)
 }
 
 // New creates an engine. Call Recover, then Run.
@@ -386,6 +387,9 @@ func (e *Engine) after() {
 	if e.dirty {
 		if err := e.saveState(); err != nil {
 			e.emit(Event{Kind: EvError, Text: "writing state.json: " + err.Error()})
+			if DiskFull(err.Error()) {
+				e.diskFull("", "writing state.json: "+err.Error())
+			}
 		}
 	}
 	e.dirty = false

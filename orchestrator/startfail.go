@@ -64,6 +64,14 @@ func (e *Engine) startFailed(r *agentRun, o outcome) {
 	if e.closing || r.ctx.Err() != nil {
 		return // ended from outside (shutdown, stop), not a failure to start
 	}
+	if DiskFull(o.reason) {
+		// Not the task's failure: every start would fail alike until a
+		// person frees space and resumes.
+		delete(e.startFails, r.taskID)
+		delete(e.retryAt, r.taskID)
+		e.diskFull(r.taskID, o.reason)
+		return
+	}
 	if e.startFails == nil {
 		e.startFails, e.retryAt = map[string]int{}, map[string]time.Time{}
 	}

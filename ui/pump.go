@@ -371,6 +371,16 @@ func (u *UI) onEvent(ev orchestrator.Event, apply func(func())) {
 			}
 			apply(func() { u.setFlash(msg, present.Warn) })
 		}
+	case orchestrator.EvPaused:
+		// A pause the engine made (a full disk, a budget) says why; one a
+		// person asked for has no text and needs no message.
+		if ev.Text != "" {
+			msg := "autopilot paused: " + ev.Text
+			apply(func() {
+				u.setFlash(msg, present.Err)
+				_ = u.screen.Beep()
+			})
+		}
 	case orchestrator.EvAlert, orchestrator.EvError, orchestrator.EvHook:
 		text := ev.Text
 		if ev.Task != "" {
