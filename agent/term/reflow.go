@@ -26,8 +26,21 @@ func (e *Emulator) reflow(w, h int) {
 	for last > oldLen+cy && !at(last).wrapped && rowBlank(at(last).cells) {
 		last--
 	}
-	var out []row
-	curRow, curCol := 0, 0
+	// Rows are produced in order; those sure to end in the history are
+	// packed into a new one at once, so a long history is never held
+	// unpacked (the screen and the rows after the cursor at most).
+	nsb := scrollback{max: e.sb.max}
+	var win []row // produced rows not yet placed; win[0] is row number base
+	base := 0
+	curRow, curCol, curKnown := 0, 0, false
+	place := func(limit int) {
+		for base < limit && len(win) > 0 {
+			nsb.push(win[0])
+			win[0] = row{} // let its cells go
+			win = win[1:]
+			base++
+		}
+	}
 	var line, slab []Cell
 	curOff := -1
 	for i := 0; i <= last; i++ {
@@ -57,44 +70,45 @@ func (e *Emulator) reflow(w, h int) {
 			if len(slab) < w {
 				// Rows are cut from shared blocks: one allocation per
 				// block, not per row.
-				slab = make([]Cell, w*256)
+				slab = make([]Cell, w*64)
 			}
 			cells := slab[:w:w]
 			slab = slab[w:]
 			copy(cells, line[pos:end])
 			if curOff >= pos && (curOff < end || end == len(line)) {
-				curRow, curCol = len(out), min(curOff-pos, w-1)
+				curRow, curCol, curKnown = base+len(win), min(curOff-pos, w-1), true
 				curOff = -1
 			}
-			out = append(out, row{cells: cells, wrapped: end < len(line)})
+			win = append(win, row{cells: cells, wrapped: end < len(line)})
 			if end >= len(line) {
 				break
 			}
 			pos = end
 		}
 		line = line[:0]
+		// The screen is the last h rows, or starts at the cursor's row:
+		// rows before both are history whatever comes next.
+		limit := base + len(win) - h
+		if curKnown {
+			limit = min(limit, curRow)
+		}
+		place(limit)
 	}
-	if len(out) == 0 {
-		out = append(out, row{cells: make([]Cell, w)})
+	if base+len(win) == 0 {
+		win = append(win, row{cells: make([]Cell, w)})
 	}
-	top := max(len(out)-h, 0)
+	n = base + len(win)
+	top := max(n-h, 0)
 	if curRow < top {
 		top = curRow
 	}
-	total := e.sb.total
-	// The ring is refilled in place: out holds copies, and its rows'
-	// storage is reused.
-	sb := e.sb
-	sb.head, sb.n = 0, 0
-	for _, r := range out[:top] {
-		sb.push(r)
-	}
+	place(top)
 	// Row numbers only grow (TextSince): a narrower history repeats a few
 	// rows to a reader, a wider one skips none.
-	sb.total = total + uint64(max(top-oldLen, 0))
-	e.sb = sb
+	nsb.total = e.sb.total + uint64(max(top-oldLen, 0))
+	e.sb = nsb
 	rows := make([]row, 0, h)
-	rows = append(rows, out[top:min(top+h, len(out))]...)
+	rows = append(rows, win[:min(h, len(win))]...)
 	for len(rows) < h {
 		rows = append(rows, row{cells: make([]Cell, w)})
 	}
