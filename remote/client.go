@@ -228,21 +228,22 @@ func (c *Client) handle(m *Msg) {
 	}
 }
 
-// agentFrame applies a frame of one agent's terminal: its output, or its
-// state, the screen first (the copy is made then, before the answer to
-// Screen is read) and the history after.
+// agentFrame applies a frame of one agent's terminal: its output, its
+// screen (the copy is made then, before the answer to Screen is read),
+// or its history, asked for when the copy's is first wanted.
 func (c *Client) agentFrame(kind byte, p []byte) error {
 	agent, data, err := splitAgent(p)
 	if err != nil {
 		return err
 	}
 	if kind == frameScreen {
-		w, h, sb, screen, err := splitScreen(data)
+		p, err := splitScreen(data)
 		if err != nil {
 			return err
 		}
-		emu := term.New(w, h, term.WithScrollback(sb))
-		_, _ = emu.Write(screen)
+		emu := term.FromParts(p)
+		// The history stays with the engine until someone scrolls.
+		emu.OnWantHistory(func() { go c.send(&Msg{T: "history", Agent: agent}) })
 		c.mu.Lock()
 		c.screens[agent] = emu
 		c.mu.Unlock()

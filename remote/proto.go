@@ -25,7 +25,8 @@ import (
 //
 // 2: the cli role, the task and snapshot requests, error codes.
 // 3: a screen's state in binary frames, the screen (S) before the history (H).
-const Version = 3
+// 4: the history only when asked for (history).
+const Version = 4
 
 // Roles a client announces in its hello.
 const (
@@ -59,6 +60,7 @@ const maxFrame = 256 << 20
 //	resize  client → engine: resize Agent's terminal; engine → client:
 //	        Agent's terminal was resized (in order with its output)
 //	unwatch client → engine: stop sending Agent's output
+//	history client → engine: send Agent's history (an H frame)
 //	snap    engine → client: Snap, the latest snapshot
 //	event   engine → client: Event
 type Msg struct {
@@ -116,28 +118,32 @@ func appendAgentFrame(b []byte, kind byte, agent string, data []byte) []byte {
 	return append(b, data...)
 }
 
-// appendScreen frames the screen part of an agent terminal's state: the
-// size and history limit as three big-endian uint32s, then the bytes
-// that rebuild the screen.
+// screenHeader is a screen frame's fixed part: columns, rows and the
+// history's limit as big-endian uint32s, the rows ever pushed into the
+// history as a big-endian uint64.
+const screenHeader = 20
+
+// appendScreen frames the screen part of an agent terminal's state.
 func appendScreen(b []byte, agent string, p term.Parts) []byte {
-	var h [12]byte
+	var h [screenHeader]byte
 	binary.BigEndian.PutUint32(h[0:], uint32(p.W))
 	binary.BigEndian.PutUint32(h[4:], uint32(p.H))
 	binary.BigEndian.PutUint32(h[8:], uint32(p.Scrollback))
+	binary.BigEndian.PutUint64(h[12:], p.Pushed)
 	return appendAgentFrame(b, frameScreen, agent, append(h[:], p.Screen...))
 }
 
 // splitScreen parses a screen frame's data (after splitAgent).
-func splitScreen(p []byte) (w, h, scrollback int, screen []byte, err error) {
-	if len(p) < 12 {
-		return 0, 0, 0, nil, errors.New("a short screen frame")
+func splitScreen(d []byte) (term.Parts, error) {
+	if len(d) < screenHeader {
+		return term.Parts{}, errors.New("a short screen frame")
 	}
-	w, h = int(binary.BigEndian.Uint32(p)), int(binary.BigEndian.Uint32(p[4:]))
-	scrollback = int(binary.BigEndian.Uint32(p[8:]))
-	if w < 1 || h < 1 || w > 1<<16 || h > 1<<16 {
-		return 0, 0, 0, nil, fmt.Errorf("a screen of %dx%d: the peer does not speak this protocol", w, h)
+	p := term.Parts{W: int(binary.BigEndian.Uint32(d)), H: int(binary.BigEndian.Uint32(d[4:])),
+		Scrollback: int(binary.BigEndian.Uint32(d[8:])), Pushed: binary.BigEndian.Uint64(d[12:]), Screen: d[screenHeader:]}
+	if p.W < 1 || p.H < 1 || p.W > 1<<16 || p.H > 1<<16 {
+		return term.Parts{}, fmt.Errorf("a screen of %dx%d: the peer does not speak this protocol", p.W, p.H)
 	}
-	return w, h, scrollback, p[12:], nil
+	return p, nil
 }
 
 // readFrame reads one frame into buf (grown as needed).

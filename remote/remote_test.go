@@ -172,7 +172,11 @@ func TestClientMirrorsTheEngine(t *testing.T) {
 	if cp == nil {
 		t.Fatal("no copy of a1's screen")
 	}
-	// The screen comes first, the history after it.
+	// The screen comes at once, the history when it is wanted.
+	if cp.Text() != emu.Text() || cp.ScrollbackLines() != 0 {
+		t.Fatalf("the copy at attach shows\n%s\nwith %d history rows; the engine's screen:\n%s", cp.Text(), cp.ScrollbackLines(), emu.Text())
+	}
+	cp.WantHistory()
 	waitText(t, cp, "history line 1\n")
 	if cp.AllText() != emu.AllText() || cp.ScrollbackLines() != emu.ScrollbackLines() {
 		t.Fatalf("the copy at attach:\n%s\nthe engine's:\n%s", cp.AllText(), emu.AllText())

@@ -306,6 +306,8 @@ func (c *conn) handle(ctx context.Context, m *Msg) {
 		e.Resize(m.Agent, m.Cols, m.Rows)
 	case "unwatch":
 		c.unwatch(m.Agent)
+	case "history":
+		c.history(m.Agent)
 	case "req":
 		if m.Op == "screen" {
 			c.watch(m.ID, m.Agent)
@@ -392,13 +394,11 @@ func (c *conn) watch(id uint64, agent string) {
 		},
 	}
 	detach := emu.AttachParts(tap, func(p term.Parts) {
-		// The screen, then the answer (the copy exists when Screen
-		// returns), then the history: a front end draws the screen before
-		// the history is read.
+		// The screen, then the answer: the copy exists when Screen
+		// returns. The history waits until the client asks for it.
 		b := appendScreen(nil, agent, p)
 		b, _ = appendMsg(b, &Msg{T: "resp", ID: id, Agent: agent, Cols: p.W, Rows: p.H})
 		c.sendNow(b)
-		c.send(appendAgentFrame(nil, frameHistory, agent, p.History))
 	})
 	c.mu.Lock()
 	if c.closed {
@@ -408,6 +408,23 @@ func (c *conn) watch(id uint64, agent string) {
 	}
 	c.taps[agent] = detach
 	c.mu.Unlock()
+}
+
+// history sends a watched agent's history, in order with its output.
+func (c *conn) history(agent string) {
+	c.mu.Lock()
+	watched := c.taps[agent] != nil
+	c.mu.Unlock()
+	emu := c.s.Eng.Screen(agent)
+	if !watched || emu == nil {
+		return
+	}
+	emu.History(func(p []byte) {
+		c.mu.Lock()
+		delete(c.open, agent) // later output goes after it
+		c.mu.Unlock()
+		c.send(appendAgentFrame(nil, frameHistory, agent, p))
+	})
 }
 
 func (c *conn) unwatch(agent string) {

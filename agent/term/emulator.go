@@ -96,7 +96,8 @@ type Emulator struct {
 	replyTo io.Writer
 	replyMu sync.Mutex
 
-	taps []*Tap // see Attach
+	taps        []*Tap // see Attach
+	wantHistory func() // see OnWantHistory
 }
 
 type filterState uint8

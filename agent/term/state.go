@@ -14,16 +14,27 @@ type Tap struct {
 	Resize func(w, h int)
 }
 
-// Parts is an emulator's state in two parts, for a copy in another
-// process: Screen, the bytes that rebuild everything but the history when
-// written to a fresh emulator of W×H (both screens, cursor, modes,
-// title); History, the main screen's history packed (LoadHistory puts it
-// in place), sent after so that a copy shows the screen first.
+// Parts is an emulator's state without its history, for a copy in
+// another process that shows the screen at once and reads the history
+// only when it is wanted (History, LoadHistory).
 type Parts struct {
 	W, H       int
-	Scrollback int // the history's limit, for the copy's WithScrollback
-	Screen     []byte
-	History    []byte
+	Scrollback int    // the history's limit, for the copy's
+	Pushed     uint64 // rows ever pushed into the history, so rows keep their numbers
+	// Screen is the bytes that rebuild everything but the history (both
+	// screens, cursor, modes, title) when written to a fresh emulator.
+	Screen []byte
+}
+
+// FromParts is a copy of the emulator p was taken from, its history
+// empty until LoadHistory.
+func FromParts(p Parts, opts ...Option) *Emulator {
+	e := New(p.W, p.H, append([]Option{WithScrollback(p.Scrollback)}, opts...)...)
+	_, _ = e.Write(p.Screen)
+	e.mu.Lock()
+	e.sb.total = p.Pushed
+	e.mu.Unlock()
+	return e
 }
 
 // Attach calls first with the emulator's size and its state rendered as
@@ -38,13 +49,41 @@ func (e *Emulator) Attach(t *Tap, first func(w, h int, state []byte)) (detach fu
 	return e.attach(t, func() { first(e.w, e.h, e.render(true)) })
 }
 
-// AttachParts is Attach with the state in Parts: the screen as bytes and
-// the history packed, for a copy that shows the screen before it has
-// read the history.
+// AttachParts is Attach with the state as Parts: no history.
 func (e *Emulator) AttachParts(t *Tap, first func(Parts)) (detach func()) {
 	return e.attach(t, func() {
-		first(Parts{W: e.w, H: e.h, Scrollback: e.sb.max, Screen: e.render(false), History: e.sb.export(e.clusters)})
+		first(Parts{W: e.w, H: e.h, Scrollback: e.sb.max, Pushed: e.sb.total, Screen: e.render(false)})
 	})
+}
+
+// History calls fn with the main screen's history packed, for a copy's
+// LoadHistory. fn runs under the emulator's lock, as a tap does, so what
+// it queues is in order with the tap's stream.
+func (e *Emulator) History(fn func(packed []byte)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fn(e.sb.export(e.clusters))
+}
+
+// OnWantHistory sets fn to be called, once, when a reader first wants
+// the history (WantHistory): a copy fetches it then. fn runs outside the
+// emulator's lock and must not block.
+func (e *Emulator) OnWantHistory(fn func()) {
+	e.mu.Lock()
+	e.wantHistory = fn
+	e.mu.Unlock()
+}
+
+// WantHistory says a reader is about to look at the history (scrolling
+// back, copy mode).
+func (e *Emulator) WantHistory() {
+	e.mu.Lock()
+	fn := e.wantHistory
+	e.wantHistory = nil
+	e.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 func (e *Emulator) attach(t *Tap, first func()) (detach func()) {
@@ -73,8 +112,9 @@ func (e *Emulator) State() (w, h int, state []byte) {
 	return e.w, e.h, e.render(true)
 }
 
-// LoadHistory puts a history packed by Attach in place of this
-// emulator's (a copy's, just built from the Screen part).
+// LoadHistory puts a history packed by History in place of this
+// emulator's (a copy's, at the same point of the stream: the rows it
+// pushed itself since FromParts are the newest of it).
 func (e *Emulator) LoadHistory(p []byte) error {
 	e.mu.Lock()
 	err := e.sb.load(p, e.internCluster)

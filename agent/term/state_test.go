@@ -88,11 +88,16 @@ func TestStateRebuildsTheEmulator(t *testing.T) {
 		if parts.Scrollback != 200 {
 			t.Fatalf("the state says a history of %d rows, want 200", parts.Scrollback)
 		}
-		b := New(parts.W, parts.H, WithScrollback(parts.Scrollback))
-		b.Write(parts.Screen)
-		if err := b.LoadHistory(parts.History); err != nil {
-			t.Fatal(err)
+		b := FromParts(parts)
+		lazy := FromParts(parts) // its history is loaded after the stream
+		if b.ScrollbackLines() != 0 {
+			t.Fatalf("seed %d: a copy has %d history rows before LoadHistory", seed, b.ScrollbackLines())
 		}
+		a.History(func(h []byte) {
+			if err := b.LoadHistory(h); err != nil {
+				t.Fatal(err)
+			}
+		})
 		same(t, fmt.Sprintf("seed %d, state", seed), a, b)
 		// The whole state as bytes rebuilds it too.
 		{
@@ -111,6 +116,16 @@ func TestStateRebuildsTheEmulator(t *testing.T) {
 		a.Write([]byte(more))
 		b.Write(stream)
 		same(t, fmt.Sprintf("seed %d, after the stream", seed), a, b)
+		lazy.Write(stream)
+		if _, end := a.RowSpan(); func() uint64 { _, e := lazy.RowSpan(); return e }() != end {
+			t.Fatalf("seed %d: the copy numbers its rows differently before its history is loaded", seed)
+		}
+		a.History(func(h []byte) {
+			if err := lazy.LoadHistory(h); err != nil {
+				t.Fatal(err)
+			}
+		})
+		same(t, fmt.Sprintf("seed %d, history loaded after the stream", seed), a, lazy)
 
 		// A copy made in the alternate screen comes back to the main one.
 		if seed%2 == 0 {
@@ -142,12 +157,24 @@ func TestStateRebuildsTheEmulator(t *testing.T) {
 func TestLoadHistoryRefusesGarbage(t *testing.T) {
 	a := New(20, 4)
 	a.Write([]byte(strings.Repeat("some line\r\n", 30)))
-	var parts Parts
-	a.AttachParts(&Tap{Output: func([]byte) {}, Resize: func(int, int) {}}, func(p Parts) { parts = p })()
-	for _, bad := range [][]byte{{0xff}, parts.History[:len(parts.History)-3], {1, 0, 0, 9}} {
+	var hist []byte
+	a.History(func(p []byte) { hist = p })
+	for _, bad := range [][]byte{{0xff}, hist[:len(hist)-3], {1, 0, 0, 9}} {
 		b := New(20, 4)
 		if err := b.LoadHistory(bad); err == nil {
 			t.Fatalf("%x loaded", bad)
 		}
+	}
+}
+
+// WantHistory calls the func OnWantHistory set, once.
+func TestWantHistoryOnce(t *testing.T) {
+	e := New(10, 2)
+	n := 0
+	e.OnWantHistory(func() { n++ })
+	e.WantHistory()
+	e.WantHistory()
+	if n != 1 {
+		t.Fatalf("called %d times", n)
 	}
 }

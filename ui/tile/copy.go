@@ -30,6 +30,7 @@ type copyMode struct {
 // on the child's cursor (or the view's last row when scrolled back).
 // onCopy receives the selected text when the user copies it.
 func (t *Tile) EnterCopy(onCopy func(text string)) {
+	t.emu.WantHistory()
 	t.emu.Snapshot(&t.snap, t.offset)
 	s := &t.snap
 	top := s.Pushed - uint64(s.Offset)

@@ -313,6 +313,10 @@ func (t *Tile) Scroll(pages int) {
 
 // scroll moves the scrollback view by n rows (positive: back in time).
 func (t *Tile) scroll(n int) {
+	if n > 0 {
+		// A copy of a remote terminal fetches its history now.
+		t.emu.WantHistory()
+	}
 	t.offset += n
 	if t.offset < 0 {
 		t.offset = 0
