@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Attaching to 8 agents that printed LINES lines each, and the memory that
+# holds them: Chorus (engine + attached TUI, through the remote package and
+# the real ui) against tmux (server + client, 8 tiled panes, history-limit
+# 10000 as the engine's scrollback) in the same run, ROUNDS interleaved
+# attaches each, on 200x60 PTYs that answer like a terminal. An attach is
+# timed from the client's start until every agent's last line is on its
+# screen. See scripts/bench-attach/main.go.
+#
+# Usage: scripts/bench-attach.sh                 LINES=10000 ROUNDS=7
+#        BASE_REV=<revision> scripts/bench-attach.sh
+#            also measures Chorus built from that revision (its own engine
+#            and TUI) as a third side, in the same run.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LINES=${LINES:-10000}
+ROUNDS=${ROUNDS:-7}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+(cd "$ROOT" && go build -o "$TMP/bench-attach" ./scripts/bench-attach)
+if [[ -n ${BASE_REV:-} ]]; then
+	git -C "$ROOT" worktree add -q --detach "$TMP/base-src" "$BASE_REV"
+	# The benchmark itself is today's, built against that revision.
+	rm -rf "$TMP/base-src/scripts/bench-attach"
+	cp -r "$ROOT/scripts/bench-attach" "$TMP/base-src/scripts/"
+	(cd "$TMP/base-src" && go build -o "$TMP/bench-attach-base" ./scripts/bench-attach)
+	git -C "$ROOT" worktree remove --force "$TMP/base-src"
+	export BENCH_BASE=$TMP/bench-attach-base
+fi
+"$TMP/bench-attach" run "$LINES" "$ROUNDS"

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/term"
+)
+
+// side is one thing attached to: tmux, or a Chorus engine.
+type side struct {
+	name   string
+	argv   []string // the client
+	env    []string
+	server int // pid of the server holding the agents' terminals
+}
+
+var clientEnv = []string{"TERM=xterm-256color", "COLORTERM=truecolor"}
+
+func run(lines, rounds int) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "bench-attach")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	tm, stopTmux, err := startTmux(exe, tmp, lines)
+	defer stopTmux()
+	if err != nil {
+		return err
+	}
+	sides := []side{tm}
+	bins := []struct{ name, exe string }{{"chorus", exe}}
+	if base := os.Getenv("BENCH_BASE"); base != "" {
+		bins = append(bins, struct{ name, exe string }{"chorus@base", base})
+	}
+	for i, b := range bins {
+		s, stop, err := startChorus(b.name, b.exe, filepath.Join(tmp, "engine"+strconv.Itoa(i)+".sock"), lines)
+		defer stop()
+		if err != nil {
+			return err
+		}
+		sides = append(sides, s)
+	}
+
+	// A first attach each: Chorus's resizes the agents to its tiles.
+	for _, s := range sides {
+		d, p, err := timeAttach(s)
+		if err != nil {
+			return err
+		}
+		p.Stop(time.Second)
+		fmt.Printf("first attach  %-12s %6.3f s\n", s.name, d.Seconds())
+	}
+	before := map[string]int{}
+	for _, s := range sides {
+		before[s.name], _ = memory(s.server)
+	}
+	times := map[string][]float64{}
+	for r := range rounds {
+		for k := range sides {
+			s := sides[(k+r)%len(sides)] // a different side first each round
+			d, p, err := timeAttach(s)
+			if err != nil {
+				return err
+			}
+			p.Stop(time.Second)
+			times[s.name] = append(times[s.name], d.Seconds())
+		}
+	}
+	fmt.Printf("attach until every agent's last line shows, %d agents x %d lines, %d rounds (median, min-max):\n", agents, lines, rounds)
+	for _, s := range sides {
+		fmt.Printf("  %-12s %s s\n", s.name, stats(times[s.name]))
+	}
+	for _, s := range sides[1:] {
+		var ratio []float64
+		for i := range times[s.name] {
+			ratio = append(ratio, times[s.name][i]/times[tm.name][i])
+		}
+		fmt.Printf("  %s / tmux: %s\n", s.name, stats(ratio))
+	}
+
+	// Memory with one client of each attached.
+	type mem struct{ rss, pss int }
+	got := map[string][2]mem{}
+	var clients []*ptyproc.Proc
+	for _, s := range sides {
+		_, p, err := timeAttach(s)
+		if err != nil {
+			return err
+		}
+		clients = append(clients, p)
+	}
+	time.Sleep(2 * time.Second) // what stays after the first draw, not its peak
+	for i, s := range sides {
+		sr, sp := memory(s.server)
+		cr, cp := memory(clients[i].Pid())
+		got[s.name] = [2]mem{{sr, sp}, {cr, cp}}
+	}
+	for _, p := range clients {
+		p.Stop(time.Second)
+	}
+	fmt.Printf("memory, one client attached (MB, VmRSS / Pss; server after the first attach -> after %d more):\n", rounds+1)
+	for _, s := range sides {
+		m := got[s.name]
+		server, client := "tmux server", "tmux client"
+		if s.name != tm.name {
+			server, client = "engine", "TUI"
+		}
+		fmt.Printf("  %-12s %s %.1f / %.1f (%.1f -> %.1f), %s %.1f / %.1f, sum %.1f / %.1f\n", s.name,
+			server, mb(m[0].rss), mb(m[0].pss), mb(before[s.name]), mb(m[0].rss), client, mb(m[1].rss), mb(m[1].pss),
+			mb(m[0].rss+m[1].rss), mb(m[0].pss+m[1].pss))
+	}
+	t := got[tm.name]
+	for _, s := range sides[1:] {
+		m := got[s.name]
+		fmt.Printf("  %s / tmux (server + client): RSS %.2f, Pss %.2f\n", s.name,
+			float64(m[0].rss+m[1].rss)/float64(t[0].rss+t[1].rss), float64(m[0].pss+m[1].pss)/float64(t[0].pss+t[1].pss))
+	}
+	return nil
+}
+
+// startTmux starts a tmux server with the printers in 8 tiled panes of
+// one 200x60 window, history-limit as the engine's scrollback, and waits
+// until every pane shows its END line.
+func startTmux(exe, tmp string, lines int) (side, func(), error) {
+	sock := filepath.Join(tmp, "tmux.sock")
+	conf := filepath.Join(tmp, "tmux.conf")
+	stop := func() { _, _ = waitCmd("tmux", "-S", sock, "kill-server") }
+	s := side{name: "tmux", argv: []string{"tmux", "-S", sock, "attach", "-t", "bench"}, env: clientEnv}
+	if err := os.WriteFile(conf, []byte("set -g history-limit "+strconv.Itoa(scrollback)+"\n"), 0o600); err != nil {
+		return s, stop, err
+	}
+	printer := func(i int) string { return fmt.Sprintf("%s print %d %d", exe, lines, i) }
+	if _, err := waitCmd("tmux", "-S", sock, "-f", conf, "new-session", "-d", "-s", "bench", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), printer(0)); err != nil {
+		return s, stop, err
+	}
+	for i := 1; i < agents; i++ {
+		if _, err := waitCmd("tmux", "-S", sock, "split-window", "-t", "bench", printer(i)); err != nil {
+			return s, stop, err
+		}
+		if _, err := waitCmd("tmux", "-S", sock, "select-layout", "-t", "bench", "tiled"); err != nil {
+			return s, stop, err
+		}
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		out, err := waitCmd("sh", "-c", "for p in $(tmux -S "+sock+" list-panes -t bench -F '#{pane_id}'); do tmux -S "+sock+" capture-pane -p -t $p; done")
+		if err != nil {
+			return s, stop, err
+		}
+		if missing(out) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return s, stop, fmt.Errorf("tmux's panes did not all show their last line in 5 minutes (%s missing)", missing(out))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	pid, err := waitCmd("tmux", "-S", sock, "display", "-p", "#{pid}")
+	if err != nil {
+		return s, stop, err
+	}
+	s.server, _ = strconv.Atoi(pid)
+	return s, stop, nil
+}
+
+// startChorus starts exe's engine stand-in and waits until it is ready.
+func startChorus(name, exe, sock string, lines int) (side, func(), error) {
+	env := append(os.Environ(), "BENCH_SOCK="+sock)
+	s := side{name: name, argv: []string{exe, "attach"}, env: slices.Concat(clientEnv, []string{"BENCH_SOCK=" + sock})}
+	cmd := exec.Command(exe, "serve", strconv.Itoa(lines))
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return s, func() {}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return s, func() {}, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err == nil && strings.TrimSpace(line) != "ready" {
+			err = fmt.Errorf("the engine said %q", line)
+		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return s, stop, fmt.Errorf("%s's engine: %w", name, err)
+		}
+	case <-time.After(5 * time.Minute):
+		return s, stop, fmt.Errorf("%s's engine was not ready in 5 minutes", name)
+	}
+	s.server = cmd.Process.Pid
+	return s, stop, nil
+}
+
+// timeAttach starts the side's client on a 200x60 PTY that answers like a
+// terminal and returns how long until every agent's END line is on it.
+func timeAttach(s side) (time.Duration, *ptyproc.Proc, error) {
+	start := time.Now()
+	p, err := ptyproc.Start(ptyproc.Spec{Argv: s.argv, Env: s.env, Cols: cols, Rows: rows, Coalesce: -1, LogCap: -1})
+	if err != nil {
+		return 0, nil, err
+	}
+	screen := term.New(cols, rows, term.WithScrollback(0), term.WithReplies(p))
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case chunk, ok := <-p.Output():
+			if !ok {
+				return 0, nil, fmt.Errorf("%s's client ended before it showed the agents:\n%s", s.name, screen.Text())
+			}
+			screen.Write(chunk)
+			if missing(screen.Text()) == "" {
+				return time.Since(start), p, nil
+			}
+		case <-timeout:
+			p.Stop(time.Second)
+			return 0, nil, errors.New(s.name + "'s client did not show every agent's last line in 60 s:\n" + screen.Text())
+		}
+	}
+}
+
+// missing is the first END marker not in text ("" when all are).
+func missing(text string) string {
+	for i := range agents {
+		if m := "END-" + strconv.Itoa(i); !strings.Contains(text, m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// memory is a process's VmRSS and Pss in kB (0 when unreadable).
+func memory(pid int) (rss, pss int) {
+	field := func(path, name string) int {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == name+":" {
+				n, _ := strconv.Atoi(f[1])
+				return n
+			}
+		}
+		return 0
+	}
+	return field(fmt.Sprintf("/proc/%d/status", pid), "VmRSS"), field(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
+}
+
+func mb(kb int) float64 { return float64(kb) / 1024 }
+
+// stats is "median (min-max)".
+func stats(v []float64) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return fmt.Sprintf("%.3f (%.3f-%.3f)", med, s[0], s[len(s)-1])
+}
