@@ -91,7 +91,7 @@ func (s *Service) Idle() bool {
 }
 
 func (s *Service) idleLocked() bool {
-	if s.current != "" || s.reconcile || len(s.jobs) > 0 {
+	if s.current != "" || s.reconcile || s.res.working() {
 		return false
 	}
 	if s.stats.Paused {
@@ -192,7 +192,7 @@ func (s *Service) Drop(taskID string) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	if s.current == taskID || s.inBatchLocked(taskID) || !queue.Droppable(it) || s.jobs[taskID] != nil {
+	if s.current == taskID || s.inBatchLocked(taskID) || !queue.Droppable(it) || s.res.job(taskID) != nil {
 		s.mu.Unlock()
 		return ErrBusy
 	}

@@ -30,7 +30,7 @@ const maxBatch = 8
 func (s *Service) batchableLocked(it *Item) bool {
 	return it.Status == StatusPending && !it.User && !it.Human && it.Candidate == "" &&
 		(it.MergeRef == "" || it.MergeRef == it.Branch) && it.ResolvedFrom == "" &&
-		!has(s.stats.Reverted, it.TaskID) && !s.solo[it.TaskID] && s.jobs[it.TaskID] == nil
+		!has(s.stats.Reverted, it.TaskID) && !s.solo[it.TaskID] && s.res.job(it.TaskID) == nil
 }
 
 // batchLocked picks the batch to run now: the runnable items in queue

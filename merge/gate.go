@@ -36,7 +36,7 @@ func (s *Service) afterCandidate(ctx context.Context, id string) {
 				s.move(id, StatusPending, nil)
 				return
 			}
-			s.qualityFailed(ctx, id, name, out)
+			s.res.qualityFailed(ctx, id, name, out)
 			return
 		}
 		if !s.step(id, func(it *Item, _ *Stats) { it.Tested = true }) {

@@ -91,6 +91,12 @@ func (s *Service) publishLocked() {
 	}
 }
 
+func (s *Service) publish() {
+	s.mu.Lock()
+	s.publishLocked()
+	s.mu.Unlock()
+}
+
 // saveLocked publishes and persists the whole queue.
 func (s *Service) saveLocked() error {
 	s.publishLocked()

@@ -24,8 +24,16 @@ func lockOf(call *ast.CallExpr) (name string, lock bool) {
 	return inner.Sel.Name, sel.Sel.Name == "Lock"
 }
 
-// serviceCall names the method a call invokes on the service (s.f) or
-// its integrator (s.in.f, in.f), as "Service.f" or "integrator.f".
+// The service's parts as the source names them: receivers (s, in, rs)
+// and the fields that lead from one to another (s.in, s.res, rs.q).
+var (
+	receivers = map[string]string{"s": "Service", "in": "integrator", "rs": "resolvers"}
+	fields    = map[string]string{"in": "integrator", "res": "resolvers", "q": "Service"}
+)
+
+// serviceCall names the method a call invokes on the service (s.f), its
+// integrator (s.in.f, in.f) or its resolvers (s.res.f, rs.f), and back
+// (rs.q.f), as "Service.f", "integrator.f" or "resolvers.f".
 func serviceCall(call *ast.CallExpr) string {
 	sel, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok {
@@ -33,21 +41,18 @@ func serviceCall(call *ast.CallExpr) string {
 	}
 	switch x := sel.X.(type) {
 	case *ast.Ident:
-		switch x.Name {
-		case "s":
-			return "Service." + sel.Sel.Name
-		case "in":
-			return "integrator." + sel.Sel.Name
+		if t := receivers[x.Name]; t != "" {
+			return t + "." + sel.Sel.Name
 		}
 	case *ast.SelectorExpr:
-		if id, ok := x.X.(*ast.Ident); ok && id.Name == "s" && x.Sel.Name == "in" {
-			return "integrator." + sel.Sel.Name
+		if id, ok := x.X.(*ast.Ident); ok && receivers[id.Name] != "" && fields[x.Sel.Name] != "" {
+			return fields[x.Sel.Name] + "." + sel.Sel.Name
 		}
 	}
 	return ""
 }
 
-// receiver names a method's receiver type: "Service", "integrator".
+// receiver names a method's receiver type: "Service", "integrator", "resolvers".
 func receiver(fd *ast.FuncDecl) string {
 	t := fd.Recv.List[0].Type
 	if st, ok := t.(*ast.StarExpr); ok {

@@ -8,11 +8,13 @@ package merge
 //	                 rollbacks, accepting the target, the idle watch
 //	fenceMu          a landing against a resolver's stop
 //	mu               the queue: items, stats, the worker's current item
+//	jobMu            the resolver agents at work (resolvers)
 //	memMu            what the integrator remembers of its commits
 //	wtMu             the worktrees' git dirs as last read (git.go)
 //	gitx.WorktreeMu  git's worktree registry, shared with the engine's
 //	                 worktree manager
 //
 // TestLockOrder reads this package's source and fails when a function, or
-// a method of Service it calls, takes them out of this order.
-var lockOrder = []string{"opMu", "fenceMu", "mu", "memMu", "wtMu", "WorktreeMu"}
+// a method of the service, its integrator or its resolvers it calls, takes
+// them out of this order.
+var lockOrder = []string{"opMu", "fenceMu", "mu", "jobMu", "memMu", "wtMu", "WorktreeMu"}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/chorus-dev/chorus/hooks"
 )
 
 // process takes one item as far as it can go: landed, or parked in a state
@@ -89,6 +91,30 @@ func (s *Service) process(ctx context.Context, id string) {
 		return
 	}
 	s.candidate(ctx, id, it, tip, tipTree, base, head, mt.tree)
+}
+
+// conflict records a merge-tree conflict and hands it to the resolvers;
+// a branch that rebases cleanly onto tip comes back as a tree to merge.
+func (s *Service) conflict(ctx context.Context, id, tip, tipTree, head string, mt mergeResult) {
+	it, _ := s.get(id)
+	if it.Deferrals == 0 {
+		// One conflict however many times the medium tier retries it.
+		s.mu.Lock()
+		s.stats.Conflicts++
+		s.mu.Unlock()
+	}
+	s.move(id, StatusConflict, func(it *Item, _ *Stats) {
+		it.ConflictFiles = mt.files
+		it.LastError = "conflicts: " + strings.Join(mt.messages, "; ")
+	})
+	it, _ = s.get(id)
+	if it.Deferrals == 0 {
+		s.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
+		s.runHook(ctx, hooks.OnConflict, id)
+	}
+	if tree := s.res.conflict(ctx, it, tip, head, mt); tree != "" && s.move(id, StatusMerging, nil) {
+		s.candidate(ctx, id, it, tip, tipTree, tip, head, tree)
+	}
 }
 
 // candidate writes the merge commit of tree on base and head (base is the

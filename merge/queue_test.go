@@ -13,6 +13,7 @@ import (
 func TestRunnableOrder(t *testing.T) {
 	t.Parallel()
 	s := &Service{}
+	s.res = newResolvers(s, nil)
 	add := func(id string, prio int, seq uint64, deps ...string) *Item {
 		it := &Item{Request: Request{TaskID: id, Priority: prio, DependsOn: deps}, Status: StatusPending, Seq: seq}
 		s.items = append(s.items, it)

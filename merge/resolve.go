@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/chorus-dev/chorus/gitx"
-	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge/queue"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"time"
 )
 
 // MediumMaxFiles is the most files a content-only conflict may span and
@@ -20,53 +17,95 @@ import (
 // (modify/delete, renames, binary…) goes to a resolver agent.
 const MediumMaxFiles = 5
 
+// conflicts is what the service asks of its resolvers: a conflict or a
+// failing candidate to settle (the medium tier, then an agent, then a
+// person), a person stopping a resolver, and whether any is at work.
+type conflicts interface {
+	// conflict takes it's conflict with tip; it returns the tree of a
+	// clean rebase for the worker to merge instead, "" when the item
+	// went elsewhere (deferred, to an agent or to a person).
+	conflict(ctx context.Context, it Item, tip, head string, mt mergeResult) (tree string)
+	// qualityFailed takes a clean candidate the quality command name
+	// fails on.
+	qualityFailed(ctx context.Context, id, name, output string)
+	// job is the resolver agent at work on a task, nil when none is.
+	job(taskID string) *resolveJob
+	// stop ends job (nil: a resolution already queued) once the queue
+	// fenced the item off, keeps its work and hands the item to a person.
+	stop(job *resolveJob, it Item, fence uint64)
+	working() bool
+	// wait returns once every resolver goroutine has ended.
+	wait()
+}
+
+// resolvers owns conflict resolution: the medium tier (medium.go), the
+// agents at work (the task's own or a resolver agent on a throwaway
+// branch, each on a goroutine of its own with a time limit), stopping
+// them, and handing what they cannot settle to a person. It changes items
+// only through the queue's bookkeeping (q), and takes q's locks in the
+// order locks.go gives.
+type resolvers struct {
+	q     *Service
+	agent Resolver // nil: conflicts go to a person
+
+	jobMu sync.Mutex
+	jobs  map[string]*resolveJob // agents at work, by task
+	bg    sync.WaitGroup         // agents' goroutines and stops' clean-ups
+}
+
+var _ conflicts = (*resolvers)(nil)
+
+func newResolvers(q *Service, agent Resolver) *resolvers {
+	return &resolvers{q: q, agent: agent, jobs: map[string]*resolveJob{}}
+}
+
+func (rs *resolvers) job(taskID string) *resolveJob {
+	rs.jobMu.Lock()
+	defer rs.jobMu.Unlock()
+	return rs.jobs[taskID]
+}
+
+func (rs *resolvers) working() bool {
+	rs.jobMu.Lock()
+	defer rs.jobMu.Unlock()
+	return len(rs.jobs) > 0
+}
+
+func (rs *resolvers) wait() { rs.bg.Wait() }
+
 func resolveBranch(task string) string { return "chorus/resolve/" + task }
 func (s *Service) resolveDir(task string) string {
 	return filepath.Join(s.opt.WorktreesDir, "_resolve-"+task)
 }
 
-// conflict handles a merge-tree conflict: agent first, then a person.
-func (s *Service) conflict(ctx context.Context, id, tip, tipTree, head string, mt mergeResult) {
-	it, _ := s.get(id)
-	if it.Deferrals == 0 {
-		// One conflict however many times the medium tier retries it.
-		s.mu.Lock()
-		s.stats.Conflicts++
-		s.mu.Unlock()
-	}
-	s.move(id, StatusConflict, func(it *Item, _ *Stats) {
-		it.ConflictFiles = mt.files
-		it.LastError = "conflicts: " + strings.Join(mt.messages, "; ")
-	})
-	it, _ = s.get(id)
-	if it.Deferrals == 0 {
-		s.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
-		s.runHook(ctx, hooks.OnConflict, id)
-	}
-	if s.medium(ctx, it, tip, tipTree, head) {
-		return
+// conflict settles a merge-tree conflict: the medium tier first, then an
+// agent, then a person.
+func (rs *resolvers) conflict(ctx context.Context, it Item, tip, head string, mt mergeResult) string {
+	if tree, handled := rs.medium(ctx, it, tip, head); handled {
+		return tree
 	}
 	complexConflict := mt.structure || len(mt.files) > MediumMaxFiles
-	reason := "Merging " + s.opt.Target + " into your branch conflicts:\n" + strings.Join(mt.messages, "\n")
-	s.resolve(ctx, it, tip, head, mt.files, reason, complexConflict)
+	reason := "Merging " + rs.q.opt.Target + " into your branch conflicts:\n" + strings.Join(mt.messages, "\n")
+	rs.resolve(ctx, it, tip, head, mt.files, reason, complexConflict)
+	return ""
 }
 
 // qualityFailed handles a candidate that merged cleanly but fails the
 // quality commands (a semantic conflict): the target does not move; an
 // agent may fix the branch, else a person.
-func (s *Service) qualityFailed(ctx context.Context, id, name, output string) {
-	it, _ := s.get(id)
-	s.emit(Event{Kind: EventQualityFailed, TaskID: id, Message: name + " failed on the merged tree"})
-	why := fmt.Sprintf("quality command %q fails on the merge of %s into %s", name, it.Branch, s.opt.Target)
-	s.step(id, func(it *Item, _ *Stats) { it.LastError = why + "\n" + output; it.Tested = false })
-	if s.resolver == nil || !s.opt.Merge.AgentResolve {
-		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
-		s.waitHuman(id, why, "", s.manualAction(it), nil)
+func (rs *resolvers) qualityFailed(ctx context.Context, id, name, output string) {
+	it, _ := rs.q.get(id)
+	rs.q.emit(Event{Kind: EventQualityFailed, TaskID: id, Message: name + " failed on the merged tree"})
+	why := fmt.Sprintf("quality command %q fails on the merge of %s into %s", name, it.Branch, rs.q.opt.Target)
+	rs.q.step(id, func(it *Item, _ *Stats) { it.LastError = why + "\n" + output; it.Tested = false })
+	if rs.agent == nil || !rs.q.opt.Merge.AgentResolve {
+		rs.q.step(id, func(it *Item, _ *Stats) { it.Retries++ })
+		rs.q.waitHuman(id, why, "", rs.q.manualAction(it), nil)
 		return
 	}
 	reason := fmt.Sprintf("The merge of %s into your branch is clean, but the quality command %q fails on the result:\n\n%s",
-		s.opt.Target, name, output)
-	s.resolve(ctx, it, it.Base, it.Head, nil, reason, false)
+		rs.q.opt.Target, name, output)
+	rs.resolve(ctx, it, it.Base, it.Head, nil, reason, false)
 }
 
 // resolve hands the problem to an agent: the task's own agent in its
@@ -74,39 +113,39 @@ func (s *Service) qualityFailed(ctx context.Context, id, name, output string) {
 // The agent's worktree has `git merge <target>` already started. A
 // resolution is only queued again: it lands after the quality commands pass
 // on the new candidate, like any other.
-func (s *Service) resolve(ctx context.Context, it Item, tip, head string, files []string, reason string, complexConflict bool) {
+func (rs *resolvers) resolve(ctx context.Context, it Item, tip, head string, files []string, reason string, complexConflict bool) {
 	id := it.TaskID
-	if s.resolver == nil || !s.opt.Merge.AgentResolve {
-		s.step(id, func(it *Item, _ *Stats) { it.Retries++ })
-		s.waitHuman(id, "merge conflict in "+strings.Join(files, ", "), "", s.manualAction(it), files)
+	if rs.agent == nil || !rs.q.opt.Merge.AgentResolve {
+		rs.q.step(id, func(it *Item, _ *Stats) { it.Retries++ })
+		rs.q.waitHuman(id, "merge conflict in "+strings.Join(files, ", "), "", rs.q.manualAction(it), files)
 		return
 	}
-	if it.Retries >= s.maxTries {
-		s.waitHuman(id, fmt.Sprintf("still unresolved after %d attempts", it.Retries), "", s.manualAction(it), files)
+	if it.Retries >= rs.q.maxTries {
+		rs.q.waitHuman(id, fmt.Sprintf("still unresolved after %d attempts", it.Retries), "", rs.q.manualAction(it), files)
 		return
 	}
 	own := !complexConflict && !it.User && it.Agent != "" && it.Worktree != "" && dirExists(it.Worktree) &&
-		(it.MergeRef == "" || it.MergeRef == it.Branch) && s.worktreeReady(ctx, it.Worktree, it.Branch)
+		(it.MergeRef == "" || it.MergeRef == it.Branch) && rs.worktreeReady(ctx, it.Worktree, it.Branch)
 	wt, branch, agent := it.Worktree, it.Branch, it.Agent
 	if !own {
-		wt, branch = s.resolveDir(id), resolveBranch(id)
-		if err := s.prepareResolver(ctx, id, wt, branch, head); err != nil {
-			s.attemptFailed(ctx, id, "resolver worktree: "+err.Error())
+		wt, branch = rs.q.resolveDir(id), resolveBranch(id)
+		if err := rs.prepareResolver(ctx, id, wt, branch, head); err != nil {
+			rs.q.attemptFailed(ctx, id, "resolver worktree: "+err.Error())
 			return
 		}
 	}
-	s.mark(id, StatusResolving)
-	s.emit(Event{Kind: EventResolving, TaskID: id, Files: files, Message: "agent resolving in " + wt})
-	msg := fmt.Sprintf("Merge %s into %s (chorus resolve %s)", s.opt.Target, branch, id)
+	rs.q.mark(id, StatusResolving)
+	rs.q.emit(Event{Kind: EventResolving, TaskID: id, Files: files, Message: "agent resolving in " + wt})
+	msg := fmt.Sprintf("Merge %s into %s (chorus resolve %s)", rs.q.opt.Target, branch, id)
 	r, err := run(ctx, wt, "", "-c", "rerere.enabled=true", "-c", "rerere.autoUpdate=true",
 		"merge", "--no-ff", "--no-edit", "-m", msg, tip)
 	if err != nil {
-		s.attemptFailed(ctx, id, err.Error())
+		rs.q.attemptFailed(ctx, id, err.Error())
 		return
 	}
 	gd, _ := git(ctx, wt, "rev-parse", "--absolute-git-dir")
 	if r.rc != 0 && opInProgress(gd) == "" {
-		s.attemptFailed(ctx, id, "could not start the merge in "+wt+": "+firstLines(r.err+r.out, 4))
+		rs.q.attemptFailed(ctx, id, "could not start the merge in "+wt+": "+firstLines(r.err+r.out, 4))
 		return
 	}
 	job := &resolveJob{id: id, fence: it.Fence, item: it, wt: wt, branch: branch, head: head, tip: tip,
@@ -115,42 +154,42 @@ func (s *Service) resolve(ctx context.Context, it Item, tip, head string, files 
 		// git merged it here by itself (rerere or the worktree's own
 		// attributes): no agent needed.
 		close(job.done)
-		s.finishResolve(ctx, job, ResolveResult{Resolved: true, Explanation: "merged by git in the worktree"}, nil)
+		rs.finishResolve(ctx, job, ResolveResult{Resolved: true, Explanation: "merged by git in the worktree"}, nil)
 		return
 	}
 	// The agent works on its own while the queue moves on: the item is
 	// "resolving" (not runnable) until the agent answers, gives up, times
 	// out or is stopped, and then goes to the back of the queue.
-	prompt := s.prompt(ctx, it, branch, tip, head, files, reason)
+	prompt := rs.prompt(ctx, it, branch, tip, head, files, reason)
 	jctx, cancel := context.WithCancelCause(ctx)
-	jctx, cancelT := context.WithTimeoutCause(jctx, s.opt.ResolverTimeout, errResolverTimeout)
+	jctx, cancelT := context.WithTimeoutCause(jctx, rs.q.opt.ResolverTimeout, errResolverTimeout)
 	job.ctx, job.cancel = jctx, cancel
-	s.mu.Lock()
-	s.jobs[id] = job
-	s.publishLocked()
-	s.mu.Unlock()
-	s.bg.Add(1)
+	rs.jobMu.Lock()
+	rs.jobs[id] = job
+	rs.jobMu.Unlock()
+	rs.q.publish()
+	rs.bg.Add(1)
 	go func() {
-		defer s.bg.Done()
+		defer rs.bg.Done()
 		defer cancel(nil)
 		defer cancelT()
-		res, err := s.resolver.Resolve(jctx, ResolveRequest{TaskID: id, Agent: agent, Worktree: wt, Branch: branch,
+		res, err := rs.agent.Resolve(jctx, ResolveRequest{TaskID: id, Agent: agent, Worktree: wt, Branch: branch,
 			Prompt: prompt, ConflictFiles: files, OwnAgent: own,
-			Unfinished: func(ctx context.Context) string { return s.checkResolution(ctx, wt, tip) }})
-		s.mu.Lock()
+			Unfinished: func(ctx context.Context) string { return rs.checkResolution(ctx, wt, tip) }})
+		rs.jobMu.Lock()
 		stopped := job.stopped
-		s.mu.Unlock()
+		rs.jobMu.Unlock()
 		if !stopped {
-			s.finishResolve(ctx, job, res, err)
+			rs.finishResolve(ctx, job, res, err)
 		}
-		s.mu.Lock()
-		if s.jobs[id] == job {
-			delete(s.jobs, id)
+		rs.jobMu.Lock()
+		if rs.jobs[id] == job {
+			delete(rs.jobs, id)
 		}
 		close(job.done)
-		s.publishLocked()
-		s.mu.Unlock()
-		s.poke()
+		rs.jobMu.Unlock()
+		rs.q.publish()
+		rs.q.poke()
 	}()
 }
 
@@ -165,54 +204,54 @@ type resolveJob struct {
 	ctx                   context.Context
 	cancel                context.CancelCauseFunc
 	done                  chan struct{} // closed once the agent returned and its answer was handled
-	stopped               bool          // under mu: StopResolver took the job over
+	stopped               bool          // under jobMu: a person stopped the agent
 }
 
 // finishResolve applies a resolver's answer, unless the job was fenced off
 // meanwhile (a stop): then every step below does nothing.
-func (s *Service) finishResolve(ctx context.Context, job *resolveJob, res ResolveResult, err error) {
+func (rs *resolvers) finishResolve(ctx context.Context, job *resolveJob, res ResolveResult, err error) {
 	id, fence, wt, tip, files := job.id, job.fence, job.wt, job.tip, job.files
 	current := fenceIs(fence)
 	if ctx.Err() != nil {
 		// Chorus is shutting down: the next run tries again.
 		bg, cancel := context.WithTimeout(context.Background(), gitTimeout)
 		defer cancel()
-		s.abortMerge(bg, wt)
-		s.apply(id, current, StatusPending, nil)
+		rs.abortMerge(bg, wt)
+		rs.q.apply(id, current, StatusPending, nil)
 		return
 	}
 	if job.ctx != nil && errors.Is(context.Cause(job.ctx), errResolverTimeout) {
-		ref := s.shelve(ctx, job)
-		why := fmt.Sprintf("the resolver agent did not answer within %s", s.opt.ResolverTimeout)
+		ref := rs.shelve(ctx, job)
+		why := fmt.Sprintf("the resolver agent did not answer within %s", rs.q.opt.ResolverTimeout)
 		if ref != "" {
 			why += "; its work is kept on " + ref
 		}
-		s.apply(id, current, "", func(it *Item, _ *Stats) { it.Retries++ })
-		s.waitHumanWhen(id, current, why, "", s.manualAction(job.item), files)
+		rs.q.apply(id, current, "", func(it *Item, _ *Stats) { it.Retries++ })
+		rs.q.waitHumanWhen(id, current, why, "", rs.q.manualAction(job.item), files)
 		return
 	}
 	problem := ""
 	if err != nil {
 		problem = "resolver failed: " + err.Error()
 	} else if res.Resolved {
-		if p := s.checkResolution(ctx, wt, tip); p != "" {
+		if p := rs.checkResolution(ctx, wt, tip); p != "" {
 			problem = "the agent said RESOLVED but " + p
 		}
 	}
 	if err == nil && !res.Resolved {
-		s.abortMerge(ctx, wt)
+		rs.abortMerge(ctx, wt)
 		expl := strings.TrimSpace(res.Explanation)
-		s.apply(id, current, "", func(it *Item, _ *Stats) { it.Retries++ })
-		s.waitHumanWhen(id, current, "the agent needs a person: "+expl, expl, s.manualAction(job.item), files)
+		rs.q.apply(id, current, "", func(it *Item, _ *Stats) { it.Retries++ })
+		rs.q.waitHumanWhen(id, current, "the agent needs a person: "+expl, expl, rs.q.manualAction(job.item), files)
 		return
 	}
 	if problem != "" {
-		s.abortMerge(ctx, wt)
-		s.apply(id, current, "", func(it *Item, _ *Stats) { it.Explanation = res.Explanation })
-		s.attemptFailedWhen(ctx, id, current, problem)
+		rs.abortMerge(ctx, wt)
+		rs.q.apply(id, current, "", func(it *Item, _ *Stats) { it.Explanation = res.Explanation })
+		rs.q.attemptFailedWhen(ctx, id, current, problem)
 		return
 	}
-	if !s.apply(id, current, StatusPending, func(it *Item, st *Stats) {
+	if !rs.q.apply(id, current, StatusPending, func(it *Item, st *Stats) {
 		it.MergeRef, it.Candidate, it.Tested = job.branch, "", false
 		it.ResolvedFrom = job.head
 		it.Explanation, it.LastError = res.Explanation, ""
@@ -222,7 +261,7 @@ func (s *Service) finishResolve(ctx context.Context, job *resolveJob, res Resolv
 	}) {
 		return
 	}
-	s.emit(Event{Kind: EventResolved, TaskID: id, Message: res.Explanation})
+	rs.q.emit(Event{Kind: EventResolved, TaskID: id, Message: res.Explanation})
 }
 
 // StopResolver is a person stopping the resolver agent of a task (or
@@ -240,7 +279,7 @@ func (s *Service) StopResolver(taskID string) error {
 	if it == nil {
 		return fmt.Errorf("%w: %s", ErrUnknownTask, taskID)
 	}
-	job := s.jobs[taskID]
+	job := s.res.job(taskID)
 	switch {
 	case it.Status == StatusLanded || it.Status == StatusReverted:
 		return fmt.Errorf("%w: %s already landed (%s); roll it back instead", ErrBadState, taskID, short(it.MergeCommit))
@@ -263,51 +302,59 @@ func (s *Service) StopResolver(taskID string) error {
 		s.publishLocked()
 		return err
 	}
-	fence := it.Fence
-	if job != nil {
-		job.stopped = true
-		job.cancel(errResolverStopped)
-	}
 	snapshot := *it
 	snapshot.MergeRef, snapshot.ResolvedFrom = mergeRef, from
-	s.bg.Add(1)
+	s.res.stop(job, snapshot, it.Fence)
+	return nil
+}
+
+// stop ends a resolver agent the queue just fenced off (job nil: its
+// resolution was already queued): its work is kept, the branch goes back,
+// and the item, as long as fence holds, waits for a person.
+func (rs *resolvers) stop(job *resolveJob, it Item, fence uint64) {
+	if job != nil {
+		rs.jobMu.Lock()
+		job.stopped = true
+		rs.jobMu.Unlock()
+		job.cancel(errResolverStopped)
+	}
+	rs.bg.Add(1)
 	go func() {
-		defer s.bg.Done()
+		defer rs.bg.Done()
 		if job != nil {
 			<-job.done
 		}
 		// The worker may hold the item (fenced: it changes nothing); wait
 		// until it lets go before touching the branch.
-		s.opMu.Lock()
-		defer s.opMu.Unlock()
+		rs.q.opMu.Lock()
+		defer rs.q.opMu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
 		defer cancel()
 		var ref string
 		if job != nil {
-			ref = s.shelve(ctx, job)
+			ref = rs.shelve(ctx, job)
 		} else {
-			ref = s.shelveQueued(ctx, snapshot)
+			ref = rs.shelveQueued(ctx, it)
 		}
 		why := "its resolver was stopped by a person"
 		if ref != "" {
 			why += "; the resolver's work is kept on " + ref
 		}
-		s.waitHumanWhen(taskID, func(it *Item) bool { return it.Fence == fence }, why, "", s.manualAction(snapshot), snapshot.ConflictFiles)
-		s.poke()
+		rs.q.waitHumanWhen(it.TaskID, fenceIs(fence), why, "", rs.q.manualAction(it), it.ConflictFiles)
+		rs.q.poke()
 	}()
-	return nil
 }
 
 // resolverRef names where a stopped or timed-out resolver's work is kept.
-func (s *Service) resolverRef(id string) string {
-	return "refs/chorus/resolver/" + id + "/" + s.opt.Now().UTC().Format("20060102T150405.000Z")
+func (rs *resolvers) resolverRef(id string) string {
+	return "refs/chorus/resolver/" + id + "/" + rs.q.opt.Now().UTC().Format("20060102T150405.000Z")
 }
 
 // shelve keeps what a resolver left in its worktree (commits, and an
 // unfinished merge or edits as one more commit) on a refs/chorus/resolver/
 // ref, then puts the worktree and branch back at the pre-resolution tip.
 // Returns the ref ("" if there was nothing to keep).
-func (s *Service) shelve(ctx context.Context, job *resolveJob) string {
+func (rs *resolvers) shelve(ctx context.Context, job *resolveJob) string {
 	wt := job.wt
 	if !dirExists(wt) {
 		return ""
@@ -329,12 +376,12 @@ func (s *Service) shelve(ctx context.Context, job *resolveJob) string {
 	}
 	ref := ""
 	if keep != job.head {
-		ref = s.resolverRef(job.id)
-		if _, err := git(ctx, s.opt.RepoDir, "update-ref", ref, keep); err != nil {
+		ref = rs.resolverRef(job.id)
+		if _, err := git(ctx, rs.q.opt.RepoDir, "update-ref", ref, keep); err != nil {
 			ref = ""
 		}
 	}
-	s.abortMerge(ctx, wt)
+	rs.abortMerge(ctx, wt)
 	if ref != "" || keep != job.head {
 		_, _ = git(ctx, wt, "reset", "-q", "--hard", job.head)
 	}
@@ -344,7 +391,7 @@ func (s *Service) shelve(ctx context.Context, job *resolveJob) string {
 // shelveQueued undoes a resolution that was already queued: its tip goes
 // to a refs/chorus/resolver/ ref and, when the resolver worked on the task
 // branch itself, that branch goes back to where it was.
-func (s *Service) shelveQueued(ctx context.Context, it Item) string {
+func (rs *resolvers) shelveQueued(ctx context.Context, it Item) string {
 	if it.MergeRef == "" || it.ResolvedFrom == "" {
 		return ""
 	}
@@ -352,12 +399,12 @@ func (s *Service) shelveQueued(ctx context.Context, it Item) string {
 	if !strings.HasPrefix(ref, "refs/") {
 		ref = "refs/heads/" + ref
 	}
-	tip, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
+	tip, err := git(ctx, rs.q.opt.RepoDir, "rev-parse", "--verify", "-q", ref)
 	if err != nil || tip == it.ResolvedFrom {
 		return ""
 	}
-	keep := s.resolverRef(it.TaskID)
-	if _, err := git(ctx, s.opt.RepoDir, "update-ref", keep, tip); err != nil {
+	keep := rs.resolverRef(it.TaskID)
+	if _, err := git(ctx, rs.q.opt.RepoDir, "update-ref", keep, tip); err != nil {
 		return ""
 	}
 	if it.MergeRef == it.Branch {
@@ -367,14 +414,14 @@ func (s *Service) shelveQueued(ctx context.Context, it Item) string {
 				return keep
 			}
 		}
-		_, _ = git(ctx, s.opt.RepoDir, "update-ref", ref, it.ResolvedFrom, tip)
+		_, _ = git(ctx, rs.q.opt.RepoDir, "update-ref", ref, it.ResolvedFrom, tip)
 	}
 	return keep
 }
 
 // worktreeReady reports that an agent worktree is on its branch with
 // nothing uncommitted and no operation in progress.
-func (s *Service) worktreeReady(ctx context.Context, wt, branch string) bool {
+func (rs *resolvers) worktreeReady(ctx context.Context, wt, branch string) bool {
 	ref, err := git(ctx, wt, "symbolic-ref", "-q", "HEAD")
 	if err != nil || ref != "refs/heads/"+branch {
 		return false
@@ -384,7 +431,7 @@ func (s *Service) worktreeReady(ctx context.Context, wt, branch string) bool {
 		return false
 	}
 	if opInProgress(gd) != "" {
-		s.abortMerge(ctx, wt)
+		rs.abortMerge(ctx, wt)
 	}
 	st, err := git(ctx, wt, "status", "--porcelain", "--untracked-files=no")
 	return err == nil && strings.TrimSpace(st) == ""
@@ -392,33 +439,33 @@ func (s *Service) worktreeReady(ctx context.Context, wt, branch string) bool {
 
 // prepareResolver makes a fresh throwaway branch at the task's tip, checked
 // out in Chorus's resolver worktree for this task.
-func (s *Service) prepareResolver(ctx context.Context, id, wt, branch, head string) error {
+func (rs *resolvers) prepareResolver(ctx context.Context, id, wt, branch, head string) error {
 	// An earlier resolver's worktree and branch may hold work: keep it
 	// under refs/chorus/kept/ before both are replaced.
-	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: wt, Branch: branch,
+	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: rs.q.opt.RepoDir, Task: id, Worktree: wt, Branch: branch,
 		Target: head, Why: "starting a new resolver"}); err != nil {
 		return fmt.Errorf("merge: could not keep the earlier resolver's work in %s, so it stays: %w", wt, err)
 	}
 	if dirExists(wt) {
 		gitx.WorktreeMu.Lock()
-		if _, err := git(ctx, s.opt.RepoDir, "worktree", "remove", "--force", wt); err != nil {
+		if _, err := git(ctx, rs.q.opt.RepoDir, "worktree", "remove", "--force", wt); err != nil {
 			_ = os.RemoveAll(wt)
 		}
 		gitx.WorktreeMu.Unlock()
 	}
 	gitx.WorktreeMu.Lock()
-	_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "prune")
+	_, _ = run(ctx, rs.q.opt.RepoDir, "", "worktree", "prune")
 	gitx.WorktreeMu.Unlock()
-	if _, err := git(ctx, s.opt.RepoDir, "update-ref", "refs/heads/"+branch, head); err != nil {
+	if _, err := git(ctx, rs.q.opt.RepoDir, "update-ref", "refs/heads/"+branch, head); err != nil {
 		return err
 	}
 	gitx.WorktreeMu.Lock()
-	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "-q", wt, branch)
+	_, err := git(ctx, rs.q.opt.RepoDir, "worktree", "add", "-q", wt, branch)
 	gitx.WorktreeMu.Unlock()
 	return err
 }
 
-func (s *Service) abortMerge(ctx context.Context, wt string) {
+func (rs *resolvers) abortMerge(ctx context.Context, wt string) {
 	gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return
@@ -431,7 +478,7 @@ func (s *Service) abortMerge(ctx context.Context, wt string) {
 // checkResolution verifies an agent's "RESOLVED": the merge is concluded,
 // nothing is unmerged, and the branch now contains the target tip. It
 // says what is missing, "" when nothing is.
-func (s *Service) checkResolution(ctx context.Context, wt, tip string) string {
+func (rs *resolvers) checkResolution(ctx context.Context, wt, tip string) string {
 	gd, err := git(ctx, wt, "rev-parse", "--absolute-git-dir")
 	if err != nil {
 		return err.Error()
@@ -447,25 +494,25 @@ func (s *Service) checkResolution(ctx context.Context, wt, tip string) string {
 		return err.Error()
 	}
 	if !in {
-		return "the branch does not contain " + s.opt.Target + " (the merge of " + s.opt.Target + " is not committed)"
+		return "the branch does not contain " + rs.q.opt.Target + " (the merge of " + rs.q.opt.Target + " is not committed)"
 	}
 	return ""
 }
 
 // prompt builds the seed's resolver prompt: both diffs and the files.
-func (s *Service) prompt(ctx context.Context, it Item, branch, tip, head string, files []string, reason string) string {
-	mine, _ := git(ctx, s.opt.RepoDir, "diff", tip+"..."+head)
-	theirs, _ := git(ctx, s.opt.RepoDir, "diff", head+"..."+tip)
+func (rs *resolvers) prompt(ctx context.Context, it Item, branch, tip, head string, files []string, reason string) string {
+	mine, _ := git(ctx, rs.q.opt.RepoDir, "diff", tip+"..."+head)
+	theirs, _ := git(ctx, rs.q.opt.RepoDir, "diff", head+"..."+tip)
 	var b strings.Builder
 	b.WriteString("# Merge Conflict Resolution Task\n\n## Conflict Details\n")
-	fmt.Fprintf(&b, "- Task: %s\n- Your Branch: %s\n- Target: %s\n", it.TaskID, branch, s.opt.Target)
+	fmt.Fprintf(&b, "- Task: %s\n- Your Branch: %s\n- Target: %s\n", it.TaskID, branch, rs.q.opt.Target)
 	if len(files) > 0 {
 		fmt.Fprintf(&b, "- Conflicting Files: %s\n", strings.Join(files, ", "))
 	}
 	b.WriteString("\n" + reason + "\n\n")
-	fmt.Fprintf(&b, "A `git merge %s` is in progress in this worktree.\n\n", s.opt.Target)
-	b.WriteString("## Your Changes\n```diff\n" + capText(mine, s.opt.MaxDiff) + "\n```\n\n")
-	b.WriteString("## Main Branch Changes (since you branched)\n```diff\n" + capText(theirs, s.opt.MaxDiff) + "\n```\n\n")
+	fmt.Fprintf(&b, "A `git merge %s` is in progress in this worktree.\n\n", rs.q.opt.Target)
+	b.WriteString("## Your Changes\n```diff\n" + capText(mine, rs.q.opt.MaxDiff) + "\n```\n\n")
+	b.WriteString("## Main Branch Changes (since you branched)\n```diff\n" + capText(theirs, rs.q.opt.MaxDiff) + "\n```\n\n")
 	b.WriteString(`## Instructions
 1. Analyze both changes semantically
 2. Understand the intent of each change
@@ -480,9 +527,9 @@ func (s *Service) prompt(ctx context.Context, it Item, branch, tip, head string,
 - If changes are mutually exclusive, prefer main (safer)
 - Document your resolution reasoning in commit message
 `)
-	if len(s.required) > 0 {
+	if len(rs.q.required) > 0 {
 		b.WriteString("\n## Quality commands\n")
-		for _, q := range s.required {
+		for _, q := range rs.q.required {
 			fmt.Fprintf(&b, "- %s: `%s`\n", q.Name, q.Command)
 		}
 	}
@@ -494,108 +541,4 @@ func capText(s string, n int) string {
 		return s
 	}
 	return s[:n] + "\n… (diff truncated)"
-}
-
-// Compiled on first use: package init runs on every CLI start.
-var learningsRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?ms)^## Learnings[^\n]*\n(.*?)(?:^## |\z)`) })
-
-// LearningsSection returns the body of the scratchpad's "## Learnings"
-// section, trimmed ("" when there is none).
-func LearningsSection(scratchpad string) string {
-	m := learningsRE().FindStringSubmatch(scratchpad)
-	if m == nil {
-		return ""
-	}
-	return strings.TrimSpace(m[1])
-}
-
-// FormatLearnings lays a scratchpad's learnings out as the learnings file
-// has them: each learning (a "- " or "* " line, with the lines under it)
-// followed by its attribution, "  Source: <task> (<date>, <agent>)".
-// Other lines (a topic heading) are kept as they are.
-func FormatLearnings(body, task, agent string, now time.Time) string {
-	src := fmt.Sprintf("  Source: %s (%s, %s)", task, now.Format("2006-01-02"), agent)
-	var out []string
-	open, attributed := false, false
-	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
-		t := strings.TrimSpace(l)
-		bullet := strings.HasPrefix(t, "- ") || strings.HasPrefix(t, "* ")
-		if open && (bullet || t == "" || strings.HasPrefix(t, "#")) {
-			out = append(out, src)
-			open, attributed = false, true
-		}
-		switch {
-		case bullet:
-			out = append(out, "- "+strings.TrimSpace(t[2:]))
-			open = true
-		case open:
-			out = append(out, "  "+t) // a continuation of the learning
-		default:
-			out = append(out, l)
-		}
-	}
-	if open || !attributed {
-		out = append(out, src) // the last learning, or prose with no list
-	}
-	return strings.Join(out, "\n")
-}
-
-// extractLearnings appends the scratchpad's learnings to the shared
-// learnings file as a commit on the task branch, in the task's worktree, so
-// they land with the task; never in the user's checkout. Returns the
-// (possibly new) branch tip.
-func (s *Service) extractLearnings(ctx context.Context, it Item, head string) (string, error) {
-	pad, err := os.ReadFile(filepath.Join(it.Worktree, ScratchpadPath))
-	if err != nil {
-		return head, nil
-	}
-	body := LearningsSection(string(pad))
-	if body == "" {
-		return head, nil
-	}
-	agent := it.Agent
-	if agent == "" {
-		agent = "agent"
-	}
-	source := fmt.Sprintf("Source: %s (", it.TaskID)
-	p := filepath.Join(it.Worktree, LearningsPath)
-	cur, _ := os.ReadFile(p)
-	committed, _ := git(ctx, it.Worktree, "show", "HEAD:"+LearningsPath)
-	if strings.Contains(committed, source) || strings.Contains(committed, fmt.Sprintf("## %s (%s)", it.TaskID, agent)) {
-		return head, nil // extracted already (the second form is older Chorus's)
-	}
-	if ref, err := git(ctx, it.Worktree, "symbolic-ref", "-q", "HEAD"); err != nil || ref != "refs/heads/"+it.Branch {
-		return head, nil // the worktree is not on the task branch: leave it alone
-	}
-	if h, err := git(ctx, it.Worktree, "rev-parse", "HEAD"); err != nil || h != head {
-		return head, nil
-	}
-	text := string(cur)
-	if text == "" {
-		text = committed
-		if text != "" {
-			text += "\n"
-		}
-	}
-	if text == "" {
-		text = "# Learnings\n"
-	}
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
-	text += "\n" + FormatLearnings(body, it.TaskID, agent, s.opt.Now()) + "\n"
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return head, err
-	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		return head, err
-	}
-	if _, err := git(ctx, it.Worktree, "add", "--", LearningsPath); err != nil {
-		return head, err
-	}
-	if _, err := git(ctx, it.Worktree, "commit", "-q", "--no-verify", "-m",
-		fmt.Sprintf("learn: extract from %s (%s)", it.TaskID, agent), "--", LearningsPath); err != nil {
-		return head, err
-	}
-	return git(ctx, it.Worktree, "rev-parse", "HEAD")
 }

@@ -21,10 +21,11 @@ import (
 type Service struct {
 	opt       Options
 	persist   Persist
-	resolver  Resolver
 	commonDir string
 	// in does the work on the repository: objects, refs, candidates.
-	in       *integrator
+	in *integrator
+	// res settles conflicts and failing candidates (resolve.go).
+	res      conflicts
 	required []config.QualityCommand
 	maxTries int
 
@@ -34,7 +35,6 @@ type Service struct {
 	current   string
 	curFence  uint64 // the current item's Fence when the worker took it
 	draining  bool
-	jobs      map[string]*resolveJob // resolver agents at work, by task
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
 	sincePack int             // landings since the refs were last packed
@@ -53,7 +53,7 @@ type Service struct {
 	// holding it, so a stop either comes first (nothing lands) or finds
 	// the item landed.
 	fenceMu sync.Mutex
-	// bg counts resolver goroutines and stop clean-ups; Run waits for them.
+	// bg counts the cleaner's goroutine; Run waits for it.
 	bg sync.WaitGroup
 
 	wake chan struct{}
@@ -145,7 +145,7 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	objs := gitx.OpenObjects(root)
 	objs.SetDurable(!opt.NoFsync)
 	s := &Service{
-		opt: opt, persist: persist, resolver: resolver, commonDir: common,
+		opt: opt, persist: persist, commonDir: common,
 		in: &integrator{repoDir: root, commonDir: common, target: opt.Target, noFsync: opt.NoFsync,
 			integ: filepath.Join(opt.WorktreesDir, "_integration"),
 			refs:  gitx.NewRefUpdater(root, fsyncConfig(opt.NoFsync)...),
@@ -154,8 +154,8 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 		baseline: make(chan struct{}),
 		changed:  make(chan struct{}, 1),
 		events:   make(chan Event, 256),
-		jobs:     map[string]*resolveJob{},
 	}
+	s.res = newResolvers(s, resolver)
 	// poke after each batch: Run decides whether the queue is idle now.
 	s.clean = newCleaner(s.nextCleanups, s.cleanup, s.poke)
 	s.maxTries = opt.Merge.MaxAttempts
@@ -196,6 +196,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer s.in.objs.Close()
 	// Resolver goroutines end with ctx; their clean-up runs before Run
 	// returns, so nothing touches the repository afterwards.
+	defer s.res.wait()
 	defer s.bg.Wait()
 	// Landed items are cleaned up beside the worker (removing a worktree
 	// waits on the worktree lock agents' starts hold), so the next merge
