@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -206,6 +207,10 @@ func checkTasks(ctx context.Context, r *doctorReport, root string, cfg config.Co
 		defer c.Shutdown()
 	}
 	ts, err := s.List(ctx)
+	if errors.Is(err, beads.ErrCorrupt) {
+		r.add("task store", levelFail, "%s", bdRebuild(root, info.BeadsDir, err, time.Now()))
+		return
+	}
 	if err != nil {
 		r.add("task store", levelFail, "%s: %s", info.Name, oneLine(err))
 		return

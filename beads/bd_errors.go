@@ -19,6 +19,9 @@ type BdError struct {
 }
 
 func (e *BdError) Error() string {
+	if e.kind == ErrCorrupt {
+		return fmt.Sprintf("bd %s: %s (%s)", e.Args[0], e.Msg, CorruptHint)
+	}
 	return fmt.Sprintf("bd %s: %s", e.Args[0], e.Msg)
 }
 
@@ -83,6 +86,8 @@ func classify(msg string) error {
 		// Dolt's optimistic transactions: another writer committed first.
 		// Nothing was written; the call may be made again.
 		return ErrConflict
+	case corrupt(m):
+		return ErrCorrupt
 	case strings.Contains(m, "already claimed"):
 		return ErrClaimed
 	case strings.Contains(m, "not claimable"):
@@ -95,4 +100,25 @@ func classify(msg string) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// corrupt says whether bd's message (lower case) is its database failing:
+// corruption named as such (Dolt's and SQLite's wordings), or bd failing
+// to open the database for a reason that is not a lock, a server or a
+// permission (those pass, and retrying or fixing them loses nothing).
+func corrupt(m string) bool {
+	for _, s := range []string{"corrupt", "database disk image is malformed", "checksum mismatch", "invalid manifest", "integrity check failed"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	if !strings.Contains(m, "failed to open database") {
+		return false
+	}
+	for _, s := range []string{"lock", "connection refused", "no such host", "timeout", "timed out", "permission denied", "no space left"} {
+		if strings.Contains(m, s) {
+			return false
+		}
+	}
+	return true
 }

@@ -318,3 +318,23 @@ func TestBdClaimReadBack(t *testing.T) {
 		t.Fatalf("stored: %+v %v", got, err)
 	}
 }
+
+// bd failing to open a database whose data is garbage says so as
+// ErrCorrupt, with the doctor hint; nothing is written over it.
+func TestBdCorruptDatabase(t *testing.T) {
+	repo := bdRepo(t)
+	s := fakeStore(t, repo, 30*time.Second)
+	if _, err := s.Create(bg, "kept", beads.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(repo, ".beads", "fakebd.json")
+	junk := []byte("\x00\x00garbage")
+	os.WriteFile(p, junk, 0o644)
+	_, err := s.List(bg)
+	if !errors.Is(err, beads.ErrCorrupt) || !strings.Contains(err.Error(), "chorus doctor") {
+		t.Fatalf("List on a corrupted database: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != string(junk) {
+		t.Fatal("the database was written over")
+	}
+}

@@ -204,3 +204,27 @@ func TestParallelDecodeMatchesSequential(t *testing.T) {
 		t.Errorf("ready: %d / %d tasks", len(seqReady), len(parReady))
 	}
 }
+
+func TestClassifyCorrupt(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want error
+	}{
+		{"Error: failed to open database: invalid character 'x' looking for beginning of value", ErrCorrupt},
+		{"database disk image is malformed", ErrCorrupt},
+		{"chunk checksum mismatch in table file", ErrCorrupt},
+		{"failed to open database: post-migration validation failed: found 16 orphaned dependencies", ErrCorrupt},
+		{"failed to open database: database is locked", nil},
+		{"failed to open database: dial tcp 127.0.0.1:3307: connection refused", nil},
+		{"failed to open database: open x: permission denied", nil},
+		{"no issue found matching ch-1", ErrNotFound},
+	} {
+		if got := classify(tc.msg); got != tc.want {
+			t.Errorf("classify(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+	e := &BdError{Args: []string{"list"}, Msg: "corrupt", kind: ErrCorrupt}
+	if !errors.Is(e, ErrCorrupt) || !strings.Contains(e.Error(), "chorus doctor") {
+		t.Errorf("%v", e)
+	}
+}

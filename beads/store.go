@@ -172,7 +172,14 @@ var (
 	ErrConflict = errors.New("write conflicted with another writer (serialization failure)")
 	// ErrBdMissing: the repo has a bd database but no bd binary is available.
 	ErrBdMissing = errors.New("bd not found")
+	// ErrCorrupt: bd cannot open its database, or says it is corrupted.
+	// The tasks' JSONL export is the source to rebuild it from; `chorus
+	// doctor` says how (CorruptHint).
+	ErrCorrupt = errors.New("bd database corrupted")
 )
+
+// CorruptHint is what every ErrCorrupt says to do.
+const CorruptHint = "the bd database looks corrupted: run `chorus doctor` for how to rebuild it from .beads/issues.jsonl, losing nothing"
 
 // Refresher is implemented by stores that cache the ready list; Refresh
 // brings the cache up to date before returning.
