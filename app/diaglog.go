@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/chorus-dev/chorus/chorusdir"
@@ -32,7 +33,8 @@ func openDiagLog(p *project, stderr io.Writer) (*slog.Logger, func(), error) {
 }
 
 // CPUProfileEnv names a file that receives a Go CPU profile of the session
-// (for `go tool pprof`), when set.
+// (for `go tool pprof`), when set. "%p" in it is replaced by the process
+// id, so a TUI and the background engine it starts write apart.
 const CPUProfileEnv = "CHORUS_CPUPROFILE"
 
 func startCPUProfile(stderr io.Writer) func() {
@@ -40,6 +42,7 @@ func startCPUProfile(stderr io.Writer) func() {
 	if path == "" {
 		return func() {}
 	}
+	path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
 	f, err := os.Create(path)
 	if err == nil {
 		if err = pprof.StartCPUProfile(f); err != nil {

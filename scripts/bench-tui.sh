@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# CPU cost of the Chorus grid against tmux showing the same streams.
+# CPU cost of the Chorus grid against tmux showing the same streams: a
+# micro-benchmark of a stand-in engine (PTYs, emulators, the UI; no signal
+# or stuck scanning, no logs). scripts/bench-grid.sh measures the real
+# program.
 #
 # For each recorded stream, eight tiles each receive it in a loop at 10x its
 # real rate. The same run starts a tmux server with the same 8 streams in 8

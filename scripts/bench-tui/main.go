@@ -1,6 +1,7 @@
 // Command bench-tui is the load generator behind scripts/bench-tui.sh.
 //
-//	bench-tui pace FILE RATE SECONDS   write FILE to stdout in a loop at RATE bytes/s
+//	bench-tui pace FILE RATE SECONDS   write FILE to stdout in a loop at RATE bytes/s,
+//	                                   in $WPS writes a second (default 100)
 //	bench-tui chorus FILE RATE SECONDS run the Chorus UI with 8 tiles, each fed by
 //	                                   a pacer under its own PTY
 //	bench-tui serve FILE RATE SECONDS  the same 8 agents served on the Unix socket
@@ -56,6 +57,10 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 5 && os.Args[1] == "pace" {
+		// Started as an agent, it is given the prompt last: ignored.
+		os.Args = os.Args[:5]
+	}
 	if len(os.Args) != 5 {
 		fmt.Fprintln(os.Stderr, "usage: bench-tui pace|chorus|serve|attach FILE RATE SECONDS, or bench-tui ingest FILE")
 		os.Exit(2)
@@ -101,8 +106,9 @@ func main() {
 	}
 }
 
-// pace writes data in a loop, a chunk every 10 ms, at rate bytes/s; with
-// rate 0 it writes one screenful and stays quiet (idle agents).
+// pace writes data in a loop at rate bytes/s, in $WPS writes a second
+// (default 100: a chunk every 10 ms); with rate 0 it writes one screenful
+// and stays quiet (idle agents).
 func pace(w io.Writer, data []byte, rate int, d time.Duration) {
 	end := time.Now().Add(d)
 	if rate == 0 {
@@ -110,13 +116,25 @@ func pace(w io.Writer, data []byte, rate int, d time.Duration) {
 		time.Sleep(time.Until(end))
 		return
 	}
-	chunk := max(1, rate/100)
-	tick := time.NewTicker(10 * time.Millisecond)
+	wps, _ := strconv.Atoi(os.Getenv("WPS"))
+	if wps <= 0 {
+		wps = 100
+	}
+	tick := time.NewTicker(time.Second / time.Duration(wps))
 	defer tick.Stop()
+	// What is owed is counted from the start, so ticks a loaded machine
+	// drops are made up by the next write: the rate holds at any load.
+	start := time.Now()
+	var sent int64
 	off := 0
 	for time.Now().Before(end) {
 		<-tick.C
-		n := min(chunk, len(data)-off)
+		owed := int64(time.Since(start).Seconds()*float64(rate)) - sent
+		if owed <= 0 {
+			continue
+		}
+		n := min(int(owed), len(data)-off)
+		sent += int64(n)
 		w.Write(data[off : off+n])
 		off += n
 		if off == len(data) {
