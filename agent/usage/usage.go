@@ -104,6 +104,9 @@ var screenText = sync.OnceValue(func() *regexp.Regexp {
 // of its output that is not an event), with its reset time when the
 // screen gives one.
 func Screen(text string, now time.Time) (Finding, bool) {
+	if !mayShowLimit(text) {
+		return Finding{}, false
+	}
 	loc := screenText().FindStringIndex(text)
 	if loc == nil {
 		return Finding{}, false
@@ -119,6 +122,27 @@ func Screen(text string, now time.Time) (Finding, bool) {
 	}
 	said := text[start:end]
 	return Finding{Text: oneLine(said), Reset: resetIn(said, now)}, true
+}
+
+// mayShowLimit is a quick test screenText cannot match without: each of
+// its forms has "429" or "limit" (any case; no other letter folds to
+// those of "limit"). An agent's screen is read on every change, and the
+// case-folding machine over a whole screen cost more than the emulator.
+func mayShowLimit(text string) bool {
+	if strings.Contains(text, "429") {
+		return true
+	}
+	for i := 0; ; {
+		j := strings.IndexAny(text[i:], "lL")
+		if j < 0 || i+j+5 > len(text) {
+			return false
+		}
+		i += j
+		if strings.EqualFold(text[i:i+5], "limit") {
+			return true
+		}
+		i++
+	}
 }
 
 // Text recognises a limit in text known to be an error (a CLI's failure

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,5 +61,53 @@ func TestText(t *testing.T) {
 	}
 	if f, _ := Text("usage limit reached, resets 9 pm", now); !f.Reset.Equal(time.Date(2026, 11, 28, 21, 0, 0, 0, time.Local)) {
 		t.Fatalf("reset %v", f.Reset)
+	}
+}
+
+// TestScreen: each form of a limit on a screen is found, in any case and
+// mid-screen (the quick test in front of the pattern lets all through),
+// and an agent's own text about limits is not.
+func TestScreen(t *testing.T) {
+	now := time.Date(2026, 11, 28, 1, 0, 0, 0, time.Local)
+	for _, s := range []string{
+		"API Error: Request rejected (429) · retrying in 5 seconds",
+		"api error 429",
+		"API Error: Rate limited",
+		"Claude usage limit reached. Your limit will reset at 3pm",
+		"5-HOUR LIMIT REACHED ∙ resets 9pm",
+		"Weekly limit reached",
+		"You've hit your usage limit",
+		"you have hit your limit",
+		"Rate limit reached for requests",
+		"stream error; last status: 429",
+		"429 Too Many Requests, retrying in 3s",
+		"rate_limit_error … retrying in 10s",
+		"Claude AI usage limit reached|1764300000",
+		"LiMiT reached|1764300000",
+	} {
+		screen := "╭─ work ─╮\nsome output line\n" + s + "\n> "
+		if _, ok := Screen(screen, now); !ok {
+			t.Errorf("not found: %q", s)
+		}
+	}
+	for _, s := range []string{
+		"func limiter() {} // rate limits requests",
+		"HTTP 4290 bytes",
+		"an ordinary screen with no such word",
+		"",
+		"l",
+		"limi",
+	} {
+		if _, ok := Screen(s, now); ok {
+			t.Errorf("found in %q", s)
+		}
+	}
+}
+
+// BenchmarkScreenNoLimit is the common case: a busy screen with no limit.
+func BenchmarkScreenNoLimit(b *testing.B) {
+	screen := strings.Repeat("● Reading file src/lib/parser.go (120 lines) and editing the handler\n", 40)
+	for b.Loop() {
+		Screen(screen, time.Time{})
 	}
 }
