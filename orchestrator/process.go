@@ -335,22 +335,35 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 			r.send(turnEvent{limit: &f, gen: gen})
 		}
 	}
-	for chunk := range p.Output() {
-		write(chunk)
-		// Drain what is already waiting so a burst is scanned once.
-	drain:
-		for {
-			select {
-			case more, ok := <-p.Output():
-				if !ok {
-					break drain
-				}
-				write(more)
-			default:
-				break drain
+	// The screen is scanned at most once per scanGap: a burst, or a CLI
+	// redrawing its status line many times a second, is read once, and
+	// what came last is always read (the timer, then the scan at exit).
+	var last time.Time
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	pending := false
+	out := p.Output()
+	for out != nil {
+		select {
+		case chunk, ok := <-out:
+			if !ok {
+				out = nil
+				continue
 			}
+			write(chunk)
+			if wait := scanGap - time.Since(last); wait > 0 {
+				if !pending {
+					pending = true
+					due.Reset(wait)
+				}
+				continue
+			}
+		case <-due.C:
 		}
+		pending = false
 		scan()
+		last = time.Now()
 	}
 	deliver(events.flush())
 	scan()
@@ -361,6 +374,10 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 	}
 	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure})
 }
+
+// scanGap is the least time between two reads of an agent's screen text
+// while it prints (see pump).
+const scanGap = 50 * time.Millisecond
 
 // limitScanner looks for the account's usage limit in one process's
 // output: a headless CLI's events line by line, an interactive one's new

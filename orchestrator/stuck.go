@@ -51,9 +51,28 @@ func (r *agentRun) watchStuck(p *ptyproc.Proc) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	var last time.Time // the last look
+	waiting := false   // a poke came too soon after it: look when the gap has passed
+	arm := func() {
+		timer.Stop()
+		due := w.Due()
+		if waiting && (due.IsZero() || last.Add(stuckLookGap).Before(due)) {
+			due = last.Add(stuckLookGap)
+		}
+		if !due.IsZero() {
+			timer.Reset(time.Until(due))
+		}
+	}
 	for {
 		select {
 		case <-r.stuck.wake():
+			if time.Since(last) < stuckLookGap {
+				if !waiting {
+					waiting = true
+					arm()
+				}
+				continue
+			}
 		case <-timer.C:
 		case <-p.Done():
 			if w.Verdict().Cause != stuck.None {
@@ -67,15 +86,18 @@ func (r *agentRun) watchStuck(p *ptyproc.Proc) {
 		if n := r.stuck.activity.Load(); n != 0 {
 			act = time.Unix(0, n)
 		}
-		if v, changed := w.Observe(time.Now(), r.screen.Text(), act); changed {
+		last, waiting = time.Now(), false
+		if v, changed := w.Observe(last, r.screen.Text(), act); changed {
 			r.setStuck(v)
 		}
-		timer.Stop()
-		if due := w.Due(); !due.IsZero() {
-			timer.Reset(time.Until(due))
-		}
+		arm()
 	}
 }
+
+// stuckLookGap is the least time between two looks at a busy screen: what
+// stops an agent must persist for seconds before it counts, and a look
+// per chunk of output cost as much as the terminal emulation.
+const stuckLookGap = 250 * time.Millisecond
 
 // setStuck shows a verdict on the agent (status NEEDS_HUMAN, the cause as
 // its alert, an event), or clears it.
