@@ -119,7 +119,7 @@ round() {
 	script -qfc "stty cols 200 rows 60; exec tmux -L $SOCK attach" /dev/null >/dev/null 2>&1 &
 	local prof=""
 	[[ -n ${CPUPROFILE:-} ]] && prof="CHORUS_CPUPROFILE=$CPUPROFILE.%p"
-	script -qfc "stty cols 200 rows 60; exec env $prof $CH -C $dir --autopilot --max-agents 8" /dev/null >/dev/null 2>&1 &
+	script -qfc "stty cols 200 rows 60; exec env $prof ${CHORUS_ENV:-} $CH -C $dir --autopilot --max-agents 8" /dev/null >/dev/null 2>&1 &
 	wait_for agents_running
 	sleep 2 # past start-up, into the steady stream
 	tui=$(pgrep -f "^$CH -C $dir --autopilot" | head -1)
