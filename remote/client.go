@@ -38,12 +38,19 @@ type Client struct {
 	pending map[uint64]chan *Msg
 	nextID  uint64
 	screens map[string]*term.Emulator
-	err     error
+	// fetching: screens asked for at the start, not yet taken by Screen
+	fetching map[string]fetch
+	err      error
 
 	changed chan struct{}
 	done    chan struct{}
 
 	outFrames atomic.Int64 // output frames received (tests)
+}
+
+type fetch struct {
+	id uint64
+	ch chan *Msg
 }
 
 // Dial connects to the engine listening on path as role, and checks the
@@ -55,7 +62,7 @@ func Dial(ctx context.Context, path, role string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoEngine, err)
 	}
-	c := &Client{nc: nc, w: bufio.NewWriterSize(nc, 64<<10), pending: map[uint64]chan *Msg{}, screens: map[string]*term.Emulator{},
+	c := &Client{nc: nc, w: bufio.NewWriterSize(nc, 64<<10), pending: map[uint64]chan *Msg{}, screens: map[string]*term.Emulator{}, fetching: map[string]fetch{},
 		hasSnap: make(chan struct{}), changed: make(chan struct{}, 1), done: make(chan struct{})}
 	r := bufio.NewReaderSize(nc, 256<<10)
 	if err := c.handshake(r, role); err != nil {
@@ -68,6 +75,7 @@ func Dial(ctx context.Context, path, role string) (*Client, error) {
 		// never sees an empty engine.
 		select {
 		case <-c.hasSnap:
+			c.prefetch()
 		case <-c.done:
 			return nil, c.Err()
 		case <-ctx.Done():
@@ -187,6 +195,7 @@ func (c *Client) handle(m *Msg) {
 			if _, ok := m.Snap.Agents[id]; !ok {
 				gone = append(gone, id)
 				delete(c.screens, id)
+				delete(c.fetching, id)
 			}
 		}
 		if !c.gotSnap {
@@ -274,12 +283,21 @@ var errClosedBeforeAnswer = errors.New("the engine is gone: the connection close
 
 // call sends a request and waits for its reply.
 func (c *Client) call(ctx context.Context, m *Msg) (*Msg, error) {
+	id, ch, err := c.start(m)
+	if err != nil {
+		return nil, err
+	}
+	return c.wait(ctx, id, ch)
+}
+
+// start sends a request; wait receives its reply.
+func (c *Client) start(m *Msg) (uint64, chan *Msg, error) {
 	ch := make(chan *Msg, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, fmt.Errorf("the engine is gone: %w", err)
+		return 0, nil, fmt.Errorf("the engine is gone: %w", err)
 	}
 	c.nextID++
 	m.T, m.ID = "req", c.nextID
@@ -289,8 +307,12 @@ func (c *Client) call(ctx context.Context, m *Msg) (*Msg, error) {
 		c.mu.Lock()
 		delete(c.pending, m.ID)
 		c.mu.Unlock()
-		return nil, fmt.Errorf("the engine is gone: %w", err)
+		return 0, nil, fmt.Errorf("the engine is gone: %w", err)
 	}
+	return m.ID, ch, nil
+}
+
+func (c *Client) wait(ctx context.Context, id uint64, ch chan *Msg) (*Msg, error) {
 	select {
 	case r, ok := <-ch:
 		if !ok {
@@ -302,9 +324,30 @@ func (c *Client) call(ctx context.Context, m *Msg) (*Msg, error) {
 		return r, nil
 	case <-ctx.Done():
 		c.mu.Lock()
-		delete(c.pending, m.ID)
+		delete(c.pending, id)
 		c.mu.Unlock()
 		return nil, ctx.Err()
+	}
+}
+
+// prefetch asks for the screens of every agent in the first snapshot at
+// once, so a TUI attaching to many agents waits one round trip for all
+// of them rather than one each.
+func (c *Client) prefetch() {
+	c.mu.Lock()
+	var ids []string
+	for id := range c.snap.Agents {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		rid, ch, err := c.start(&Msg{Op: "screen", Agent: id})
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		c.fetching[id] = fetch{rid, ch}
+		c.mu.Unlock()
 	}
 }
 
@@ -356,7 +399,17 @@ func (c *Client) Screen(agentID string) *term.Emulator {
 	if emu != nil {
 		return emu
 	}
-	if _, err := c.call(context.Background(), &Msg{Op: "screen", Agent: agentID}); err != nil {
+	c.mu.Lock()
+	f, ok := c.fetching[agentID]
+	delete(c.fetching, agentID)
+	c.mu.Unlock()
+	var err error
+	if ok {
+		_, err = c.wait(context.Background(), f.id, f.ch)
+	} else {
+		_, err = c.call(context.Background(), &Msg{Op: "screen", Agent: agentID})
+	}
+	if err != nil {
 		return nil
 	}
 	c.mu.Lock()

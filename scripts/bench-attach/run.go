@@ -71,6 +71,10 @@ func run(lines, rounds int) error {
 		before[s.name], _ = memory(s.server)
 	}
 	times := map[string][]float64{}
+	// Memory of server + client, with the client attached a second, each
+	// round: Go's heap is measured as users get it, between collections.
+	type mem struct{ server, client [2]int } // VmRSS, Pss in kB
+	mems := map[string][]mem{}
 	for r := range rounds {
 		for k := range sides {
 			s := sides[(k+r)%len(sides)] // a different side first each round
@@ -78,8 +82,13 @@ func run(lines, rounds int) error {
 			if err != nil {
 				return err
 			}
-			p.Stop(time.Second)
 			times[s.name] = append(times[s.name], d.Seconds())
+			time.Sleep(time.Second)
+			var m mem
+			m.server[0], m.server[1] = memory(s.server)
+			m.client[0], m.client[1] = memory(p.Pid())
+			mems[s.name] = append(mems[s.name], m)
+			p.Stop(time.Second)
 		}
 	}
 	fmt.Printf("attach until every agent's last line shows, %d agents x %d lines, %d rounds (median, min-max):\n", agents, lines, rounds)
@@ -93,43 +102,32 @@ func run(lines, rounds int) error {
 		}
 		fmt.Printf("  %s / tmux: %s\n", s.name, stats(ratio))
 	}
-
-	// Memory with one client of each attached.
-	type mem struct{ rss, pss int }
-	got := map[string][2]mem{}
-	var clients []*ptyproc.Proc
+	fmt.Printf("memory with one client attached, MB (median, min-max of %d rounds):\n", rounds)
+	sum := func(m mem, k int) float64 { return mb(m.server[k] + m.client[k]) }
 	for _, s := range sides {
-		_, p, err := timeAttach(s)
-		if err != nil {
-			return err
-		}
-		clients = append(clients, p)
-	}
-	time.Sleep(2 * time.Second) // what stays after the first draw, not its peak
-	for i, s := range sides {
-		sr, sp := memory(s.server)
-		cr, cp := memory(clients[i].Pid())
-		got[s.name] = [2]mem{{sr, sp}, {cr, cp}}
-	}
-	for _, p := range clients {
-		p.Stop(time.Second)
-	}
-	fmt.Printf("memory, one client attached (MB, VmRSS / Pss; server after the first attach -> after %d more):\n", rounds+1)
-	for _, s := range sides {
-		m := got[s.name]
-		server, client := "tmux server", "tmux client"
+		server, client := "tmux server", "client"
 		if s.name != tm.name {
 			server, client = "engine", "TUI"
 		}
-		fmt.Printf("  %-12s %s %.1f / %.1f (%.1f -> %.1f), %s %.1f / %.1f, sum %.1f / %.1f\n", s.name,
-			server, mb(m[0].rss), mb(m[0].pss), mb(before[s.name]), mb(m[0].rss), client, mb(m[1].rss), mb(m[1].pss),
-			mb(m[0].rss+m[1].rss), mb(m[0].pss+m[1].pss))
+		col := func(f func(mem) float64) string {
+			var v []float64
+			for _, m := range mems[s.name] {
+				v = append(v, f(m))
+			}
+			return stats(v)
+		}
+		fmt.Printf("  %-12s RSS: %s %s, %s %s, sum %s; Pss sum %s; %s RSS after the first attach %.1f\n", s.name,
+			server, col(func(m mem) float64 { return mb(m.server[0]) }), client, col(func(m mem) float64 { return mb(m.client[0]) }),
+			col(func(m mem) float64 { return sum(m, 0) }), col(func(m mem) float64 { return sum(m, 1) }), server, mb(before[s.name]))
 	}
-	t := got[tm.name]
 	for _, s := range sides[1:] {
-		m := got[s.name]
-		fmt.Printf("  %s / tmux (server + client): RSS %.2f, Pss %.2f\n", s.name,
-			float64(m[0].rss+m[1].rss)/float64(t[0].rss+t[1].rss), float64(m[0].pss+m[1].pss)/float64(t[0].pss+t[1].pss))
+		var rss, pss []float64
+		for i, m := range mems[s.name] {
+			t := mems[tm.name][i]
+			rss = append(rss, sum(m, 0)/sum(t, 0))
+			pss = append(pss, sum(m, 1)/sum(t, 1))
+		}
+		fmt.Printf("  %s / tmux (server + client): RSS %s, Pss %s\n", s.name, stats(rss), stats(pss))
 	}
 	return nil
 }
