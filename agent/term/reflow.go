@@ -33,10 +33,12 @@ func (e *Emulator) reflow(w, h int) {
 	var win []row // produced rows not yet placed; win[0] is row number base
 	base := 0
 	curRow, curCol, curKnown := 0, 0, false
+	var free [][]Cell // cells of placed rows, for the next rows cut
 	place := func(limit int) {
 		for base < limit && len(win) > 0 {
 			nsb.push(win[0])
-			win[0] = row{} // let its cells go
+			free = append(free, win[0].cells)
+			win[0] = row{}
 			win = win[1:]
 			base++
 		}
@@ -67,14 +69,20 @@ func (e *Emulator) reflow(w, h int) {
 			if end < len(line) && end-pos > 1 && line[end-1].Attr&AttrWide != 0 {
 				end--
 			}
-			if len(slab) < w {
-				// Rows are cut from shared blocks: one allocation per
-				// block, not per row.
-				slab = make([]Cell, w*64)
+			var cells []Cell
+			if k := len(free); k > 0 {
+				cells, free = free[k-1], free[:k-1]
+				clear(cells[copy(cells, line[pos:end]):])
+			} else {
+				if len(slab) < w {
+					// Rows are cut from shared blocks: one allocation
+					// per block, not per row.
+					slab = make([]Cell, w*64)
+				}
+				cells = slab[:w:w]
+				slab = slab[w:]
+				copy(cells, line[pos:end])
 			}
-			cells := slab[:w:w]
-			slab = slab[w:]
-			copy(cells, line[pos:end])
 			if curOff >= pos && (curOff < end || end == len(line)) {
 				curRow, curCol, curKnown = base+len(win), min(curOff-pos, w-1), true
 				curOff = -1

@@ -7,17 +7,21 @@ import (
 )
 
 // scrollback is a ring of the rows that scrolled off the top of the main
-// screen, oldest first. Rows are kept packed (packRow): a run of cells
-// in one style costs its text's UTF-8 bytes and a few bytes of header,
-// not 16 bytes a cell, so a long history stays near the size of its
-// text. An evicted row's storage is reused, so a full scrollback stops
-// allocating.
+// screen, oldest first. Rows are kept packed (pack): a run of cells in
+// one style costs its text's UTF-8 bytes and a few bytes of header, not
+// 16 bytes a cell, so a long history stays near the size of its text.
+// The packed rows are laid end to end in blocks, oldest first; a block is
+// let go when its last row is evicted. Nothing in it holds a pointer per
+// row, so the garbage collector does not walk the history.
 type scrollback struct {
-	rows  []packed
-	head  int // index of the oldest row once the ring is full
+	rows  []span // the ring
+	head  int    // index of the oldest row once the ring is full
 	n     int
 	max   int
 	total uint64 // rows ever pushed, for incremental text extraction
+
+	blocks [][]byte // blocks[0] is block number block0
+	block0 uint32
 
 	styles  []style // a run's style by index
 	styleIx map[style]uint32
@@ -25,12 +29,17 @@ type scrollback struct {
 	dec     []Cell // scratch for at
 }
 
-// packed is one history row: its runs, and whether its text continues on
-// the next row.
-type packed struct {
-	b       []byte
+// span is one history row: where its packed runs are, and whether its
+// text continues on the next row.
+type span struct {
+	block   uint32
+	off, n  uint32
 	wrapped bool
 }
+
+// blockSize is the usual block: large enough that the blocks' own cost
+// is nothing, small enough that the one partly evicted costs little.
+const blockSize = 32 << 10
 
 // style is what a run's cells share.
 type style struct {
@@ -40,12 +49,17 @@ type style struct {
 
 func (s *scrollback) len() int { return s.n }
 
+// bytesOf is a row's packed runs.
+func (s *scrollback) bytesOf(r span) []byte {
+	return s.blocks[r.block-s.block0][r.off : r.off+r.n]
+}
+
 // at returns the i-th row, 0 being the oldest. Its cells are valid until
 // the next call of at: a caller that keeps them copies them.
 func (s *scrollback) at(i int) row {
-	p := &s.rows[(s.head+i)%len(s.rows)]
-	s.dec = s.unpack(s.dec[:0], p.b)
-	return row{cells: s.dec, wrapped: p.wrapped}
+	r := s.rows[(s.head+i)%len(s.rows)]
+	s.dec = s.unpack(s.dec[:0], s.bytesOf(r))
+	return row{cells: s.dec, wrapped: r.wrapped}
 }
 
 func (s *scrollback) push(r row) {
@@ -57,30 +71,48 @@ func (s *scrollback) push(r row) {
 	for n > 0 && r.cells[n-1].blank() {
 		n--
 	}
-	var dst *packed
-	if s.n < s.max {
-		if s.n < len(s.rows) {
-			dst = &s.rows[(s.head+s.n)%len(s.rows)]
-		} else {
-			// Grow; the ring is contiguous from head==0 while growing.
-			s.rows = append(s.rows, packed{})
-			dst = &s.rows[len(s.rows)-1]
-		}
-		s.n++
-	} else {
-		dst = &s.rows[s.head]
-		s.head = (s.head + 1) % len(s.rows)
-	}
 	s.enc = s.pack(s.enc[:0], r.cells[:n])
-	if cap(dst.b) >= len(s.enc) && cap(dst.b) <= 2*len(s.enc)+32 {
-		dst.b = dst.b[:len(s.enc)]
-	} else {
-		// Rounded up so that a row evicted later can usually take the
-		// next one without a new allocation.
-		dst.b = make([]byte, len(s.enc), (len(s.enc)+15)&^15)
+	sp := s.store(s.enc)
+	sp.wrapped = r.wrapped
+	switch {
+	case s.n < len(s.rows):
+		s.rows[(s.head+s.n)%len(s.rows)] = sp
+		s.n++
+	case s.n < s.max:
+		// Grow; the ring is contiguous from head==0 while growing.
+		s.rows = append(s.rows, sp)
+		s.n++
+	default:
+		s.rows[s.head] = sp
+		s.head = (s.head + 1) % len(s.rows)
+		s.release()
 	}
-	copy(dst.b, s.enc)
-	dst.wrapped = r.wrapped
+}
+
+// store appends packed runs to the newest block.
+func (s *scrollback) store(p []byte) span {
+	last := len(s.blocks) - 1
+	if last < 0 || len(s.blocks[last])+len(p) > cap(s.blocks[last]) {
+		s.blocks = append(s.blocks, make([]byte, 0, max(blockSize, len(p))))
+		last++
+	}
+	b := s.blocks[last]
+	sp := span{block: s.block0 + uint32(last), off: uint32(len(b)), n: uint32(len(p))}
+	s.blocks[last] = append(b, p...)
+	return sp
+}
+
+// release lets go of the blocks before the oldest row's.
+func (s *scrollback) release() {
+	if s.n == 0 {
+		return
+	}
+	oldest := s.rows[s.head].block
+	for s.block0 < oldest && len(s.blocks) > 1 {
+		s.blocks[0] = nil
+		s.blocks = s.blocks[1:]
+		s.block0++
+	}
 }
 
 // pop removes and returns the newest row (used when the screen grows), in
@@ -90,18 +122,23 @@ func (s *scrollback) pop() row {
 		return row{}
 	}
 	i := (s.head + s.n - 1) % len(s.rows)
-	p := s.rows[i]
-	s.rows[i] = packed{}
+	r := s.rows[i]
+	out := row{cells: s.unpack(nil, s.bytesOf(r)), wrapped: r.wrapped}
+	if last := len(s.blocks) - 1; r.block-s.block0 == uint32(last) && int(r.off+r.n) == len(s.blocks[last]) {
+		s.blocks[last] = s.blocks[last][:r.off]
+	}
+	s.rows[i] = span{}
 	s.n--
 	if s.total > 0 {
 		s.total--
 	}
-	return row{cells: s.unpack(nil, p.b), wrapped: p.wrapped}
+	return out
 }
 
 func (s *scrollback) clear() {
 	s.rows = nil
 	s.head, s.n = 0, 0
+	s.blocks, s.block0 = nil, 0
 	s.styles, s.styleIx = nil, nil
 	s.enc, s.dec = nil, nil
 }
@@ -206,7 +243,7 @@ func (s *scrollback) styleOf(c Cell) uint32 {
 func (s *scrollback) export(clusters []string) []byte {
 	n := 0
 	for i := range s.n {
-		n += len(s.rows[(s.head+i)%len(s.rows)].b) + 4
+		n += int(s.rows[(s.head+i)%len(s.rows)].n) + 4
 	}
 	b := make([]byte, 0, n+len(s.styles)*8+64)
 	b = binary.AppendUvarint(b, s.total)
@@ -223,14 +260,14 @@ func (s *scrollback) export(clusters []string) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(s.n))
 	for i := range s.n {
-		p := &s.rows[(s.head+i)%len(s.rows)]
+		r := s.rows[(s.head+i)%len(s.rows)]
 		w := byte(0)
-		if p.wrapped {
+		if r.wrapped {
 			w = 1
 		}
 		b = append(b, w)
-		b = binary.AppendUvarint(b, uint64(len(p.b)))
-		b = append(b, p.b...)
+		b = binary.AppendUvarint(b, uint64(r.n))
+		b = append(b, s.bytesOf(r)...)
 	}
 	return b
 }
@@ -255,17 +292,15 @@ func (s *scrollback) load(b []byte, intern func(string) uint16) error {
 	if r.err != nil || rows > len(b) {
 		return errBadHistory
 	}
+	// Built aside, so a malformed history leaves this one as it was.
 	keep := min(rows, s.max)
-	s.rows, s.head, s.n = make([]packed, 0, keep), 0, 0
-	s.styles, s.styleIx = styles, make(map[style]uint32, len(styles))
+	ns := scrollback{max: s.max, rows: make([]span, 0, keep), enc: s.enc, dec: s.dec}
+	ns.styles, ns.styleIx = styles, make(map[style]uint32, len(styles))
 	for i, st := range styles {
-		if _, ok := s.styleIx[st]; !ok {
-			s.styleIx[st] = uint32(i)
+		if _, ok := ns.styleIx[st]; !ok {
+			ns.styleIx[st] = uint32(i)
 		}
 	}
-	// One block for all rows: each row a slice of it with no room to
-	// grow, so a row evicted later takes a new one.
-	slab := make([]byte, 0, len(b)-r.off)
 	for i := range rows {
 		w := r.bytes(1)
 		p := r.bytes(int(r.uvarint()))
@@ -276,8 +311,8 @@ func (s *scrollback) load(b []byte, intern func(string) uint16) error {
 			continue
 		}
 		if len(clusters) > 0 {
-			cells := s.unpack(s.dec[:0], p)
-			s.dec = cells
+			cells := ns.unpack(ns.dec[:0], p)
+			ns.dec = cells
 			repacked := false
 			for j, c := range cells {
 				if c.comb != 0 {
@@ -290,16 +325,17 @@ func (s *scrollback) load(b []byte, intern func(string) uint16) error {
 				}
 			}
 			if repacked {
-				p = s.pack(s.enc[:0], cells)
-				s.enc = p
+				p = ns.pack(ns.enc[:0], cells)
+				ns.enc = p
 			}
 		}
-		at := len(slab)
-		slab = append(slab, p...)
-		s.rows = append(s.rows, packed{b: slab[at:len(slab):len(slab)], wrapped: w[0] == 1})
-		s.n++
+		sp := ns.store(p)
+		sp.wrapped = w[0] == 1
+		ns.rows = append(ns.rows, sp)
+		ns.n++
 	}
-	s.total = total
+	ns.total = total
+	*s = ns
 	return nil
 }
 

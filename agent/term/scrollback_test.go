@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Packed history rows come back cell for cell: styles, wide characters,
@@ -55,9 +56,9 @@ func TestScrollbackIsCompact(t *testing.T) {
 	for range 10000 {
 		e.Write([]byte(line))
 	}
-	var n int
-	for _, p := range e.sb.rows {
-		n += cap(p.b)
+	n := len(e.sb.rows) * int(unsafe.Sizeof(span{}))
+	for _, b := range e.sb.blocks {
+		n += cap(b)
 	}
 	perRow := n / e.sb.len()
 	// The row's 87 cells would take 1392 bytes unpacked.
