@@ -168,6 +168,12 @@ func keyOf(st os.FileInfo) fileKey {
 // costs); ids are then checked in file order, so records and the error
 // reported are exactly those of a single pass.
 func parseSnapshot(data []byte, path string) *snapshot {
+	return parseSnapshotWith(data, path, decodeAll)
+}
+
+// parseSnapshotWith is parseSnapshot with decode filling the records'
+// index fields (line and raw set) and each line's error.
+func parseSnapshotWith(data []byte, path string, decode func(store []record, errs []error)) *snapshot {
 	// Count lines first so records live in one allocation.
 	n := bytes.Count(data, []byte{'\n'}) + 1
 	store := make([]record, 0, n)
@@ -183,17 +189,7 @@ func parseSnapshot(data []byte, path string) *snapshot {
 		}
 	}
 	errs := make([]error, len(store))
-	workers := min(runtime.GOMAXPROCS(0), 4, len(store)/2000)
-	if workers <= 1 {
-		decodeRecords(store, errs)
-	} else {
-		var wg sync.WaitGroup
-		for w := range workers {
-			lo, hi := len(store)*w/workers, len(store)*(w+1)/workers
-			wg.Go(func() { decodeRecords(store[lo:hi], errs[lo:hi]) })
-		}
-		wg.Wait()
-	}
+	decode(store, errs)
 	sn := &snapshot{recs: make([]*record, 0, len(store)), byID: make(map[string]int, len(store))}
 	for i := range store {
 		r, err := &store[i], errs[i]
@@ -214,6 +210,21 @@ func parseSnapshot(data []byte, path string) *snapshot {
 		sn.recs = append(sn.recs, r)
 	}
 	return sn
+}
+
+// decodeAll is decodeRecords in parallel chunks on a big file.
+func decodeAll(store []record, errs []error) {
+	workers := min(runtime.GOMAXPROCS(0), 4, len(store)/2000)
+	if workers <= 1 {
+		decodeRecords(store, errs)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(store)*w/workers, len(store)*(w+1)/workers
+		wg.Go(func() { decodeRecords(store[lo:hi], errs[lo:hi]) })
+	}
+	wg.Wait()
 }
 
 // decodeRecords fills the index fields of recs (line and raw set) and

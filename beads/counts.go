@@ -68,7 +68,7 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 			return c, nil
 		}
 	}
-	out, err := s.renderCached(path, variant, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+	out, err := s.renderCached(path, variant, s.loadCounting, func(sn *snapshot, now time.Time) func() ([]byte, error) {
 		c := indexCounts(sn, opt, now)
 		return func() ([]byte, error) { return json.Marshal(c) }
 	})

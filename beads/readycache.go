@@ -110,7 +110,7 @@ func (s *builtinStore) CachedReady(ctx context.Context, w io.Writer, opt ReadyOp
 		defer f.Close()
 		return false, copyPayload(w, f, e)
 	}
-	out, err := s.renderCached(path, variant, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+	out, err := s.renderCached(path, variant, s.load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
 		ts := readyTasks(sn, opt, now)
 		return func() ([]byte, error) { return render(ts) }
 	})
@@ -212,7 +212,7 @@ func copyPayload(w io.Writer, f *os.File, e cacheEntry) error {
 // cache. compute runs on the loaded snapshot with the store locked and
 // returns what renders the answer after the lock is let go. A cache that
 // cannot be written is no error: the answer stands.
-func (s *builtinStore) renderCached(path, variant string, compute func(sn *snapshot, now time.Time) func() ([]byte, error)) ([]byte, error) {
+func (s *builtinStore) renderCached(path, variant string, load func() (*snapshot, error), compute func(sn *snapshot, now time.Time) func() ([]byte, error)) ([]byte, error) {
 	// The temp file is made first: its ctime is a filesystem clock reading
 	// from before the task file is looked at (see cacheEntry).
 	tmp, tst := s.cacheTemp(filepath.Dir(path))
@@ -226,7 +226,7 @@ func (s *builtinStore) renderCached(path, variant string, compute func(sn *snaps
 		}()
 	}
 	s.mu.Lock()
-	sn, err := s.load()
+	sn, err := load()
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
