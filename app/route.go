@@ -296,11 +296,17 @@ func stuckTasks(ctx context.Context, s beads.Store) int {
 	return n
 }
 
+// leftover counts this instance's unfinished business: its own claims
+// (another instance's live claims are that one's work) and merges.
 func leftover(ctx context.Context, p *project, s beads.Store) int {
 	n := 0
+	me := ""
+	if in, err := p.dir.Instance(); err == nil {
+		me = in.ID
+	}
 	if ts, err := s.List(ctx); err == nil {
 		for _, t := range ts {
-			if t.Status == beads.StatusInProgress && strings.HasPrefix(t.Assignee, "chorus/") {
+			if t.Status == beads.StatusInProgress && orchestrator.OwnClaim(t.Assignee, me) {
 				n++
 			}
 		}

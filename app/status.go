@@ -46,6 +46,39 @@ type statusReport struct {
 	Agents []agentInfo `json:"agents"`
 	// Paused: the running engine starts no new agents.
 	Paused bool `json:"paused,omitempty"`
+	// Instance is this checkout's Chorus id; Team the instances whose
+	// heartbeats the task store holds (several share one bd server).
+	Instance string       `json:"instance,omitempty"`
+	Team     []teamMember `json:"team"`
+}
+
+// teamMember is one Chorus instance working this task queue.
+type teamMember struct {
+	ID     string    `json:"id"`
+	Host   string    `json:"host"`
+	PID    int       `json:"pid"`
+	Beat   time.Time `json:"lastHeartbeat"`
+	Age    int64     `json:"heartbeatAgeSeconds"`
+	Agents []string  `json:"agents"` // agent:task
+	Self   bool      `json:"self,omitempty"`
+	// Silent: its heartbeat is older than team.deadAfterSeconds; the next
+	// instance to look releases its claims.
+	Silent bool `json:"silent,omitempty"`
+}
+
+func teamOf(beats map[string]orchestrator.Heartbeat, me string, deadAfter time.Duration, now time.Time) []teamMember {
+	out := []teamMember{}
+	for id, h := range beats {
+		m := teamMember{ID: id, Host: h.Host, PID: h.PID, Beat: h.Beat, Agents: h.Agents, Self: id == me}
+		if m.Agents == nil {
+			m.Agents = []string{}
+		}
+		m.Age = int64(now.Sub(h.Beat).Seconds())
+		m.Silent = !m.Self && now.Sub(h.Beat) > deadAfter
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 // agentInfo is one running agent, as `chorus status` lists it.
@@ -177,6 +210,16 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 				r.Config.QualityCommands = append(r.Config.QualityCommands, q.Name)
 			}
 			r.Agents = []agentInfo{}
+			if p.loaded != nil {
+				if in, err := p.dir.Instance(); err == nil {
+					r.Instance = in.ID
+				}
+			}
+			beats, err := orchestrator.ReadTeam(ctx, s)
+			if err != nil {
+				return withCode(ExitTasks, fmt.Errorf("reading the team's heartbeats: %w", err))
+			}
+			r.Team = teamOf(beats, r.Instance, time.Duration(p.cfg.Team.DeadAfterSeconds)*time.Second, time.Now())
 			r.Mode = modeReport{Configured: p.cfg.Mode}
 			r.Mode.Next, r.Mode.From = modeRule(p.cfg.Mode, "")
 			var ec *remote.Client
@@ -255,6 +298,26 @@ func printStatus(w io.Writer, r statusReport) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Backend     %s (%s)\n", r.Backend.Name, r.Backend.Reason)
+	if r.Instance != "" {
+		fmt.Fprintf(w, "Instance    %s\n", r.Instance)
+	}
+	if len(r.Team) > 1 || (len(r.Team) == 1 && !r.Team[0].Self) {
+		fmt.Fprintf(w, "Team        %d instance(s) on this task queue\n", len(r.Team))
+		for _, m := range r.Team {
+			agents := "no agents"
+			if len(m.Agents) > 0 {
+				agents = fmt.Sprintf("%d agent(s): %s", len(m.Agents), strings.Join(m.Agents, ", "))
+			}
+			note := ""
+			if m.Self {
+				note = " (this one)"
+			} else if m.Silent {
+				note = " (silent: its claims are released by the next instance to look)"
+			}
+			fmt.Fprintf(w, "  %-24s on %s pid %d, heartbeat %s ago, %s%s\n", line(m.ID), line(m.Host), m.PID,
+				(time.Duration(m.Age) * time.Second).String(), line(agents), note)
+		}
+	}
 	mode := r.Mode.Next + " at the next start (" + r.Mode.From + ")"
 	if r.Mode.Live != "" {
 		mode = r.Mode.Live + " (live)"

@@ -42,6 +42,7 @@ type Config struct {
 	Planning        Planning         `json:"planning"`
 	Hooks           Hooks            `json:"hooks"`
 	Notify          Notify           `json:"notify"`
+	Team            Team             `json:"team"`
 	CreatedAt       string           `json:"createdAt,omitempty"`
 	UpdatedAt       string           `json:"updatedAt,omitempty"`
 }
@@ -53,6 +54,16 @@ type Planning struct {
 	MaxReviewIterations int `json:"maxReviewIterations"`
 	// TimeoutMinutes bounds one Plan Agent turn (0: no limit).
 	TimeoutMinutes int `json:"timeoutMinutes"`
+}
+
+// Team configures several Chorus instances working one task queue (bd on
+// a shared Dolt server): each leaves a heartbeat in the task store.
+type Team struct {
+	// HeartbeatSeconds is how often this instance writes its heartbeat.
+	HeartbeatSeconds int `json:"heartbeatSeconds"`
+	// DeadAfterSeconds: another instance whose heartbeat is this old is
+	// taken for dead, and its claims are released for others to take.
+	DeadAfterSeconds int `json:"deadAfterSeconds"`
 }
 
 // Notify sends notifications that reach a person away from the screen
@@ -336,6 +347,7 @@ func Default() Config {
 		Budget:      Budget{OnExceeded: "continue"},
 		Planning:    Planning{MaxReviewIterations: 3, TimeoutMinutes: 30},
 		Hooks:       Hooks{TimeoutSeconds: 30},
+		Team:        Team{HeartbeatSeconds: 15, DeadAfterSeconds: 120},
 	}
 }
 
@@ -515,6 +527,12 @@ func (c Config) Validate() error {
 	}
 	if c.Completion.ShutdownGraceSeconds <= c.Completion.StopGraceSeconds {
 		add("completion.shutdownGraceSeconds", c.Completion.ShutdownGraceSeconds, "seconds, more than completion.stopGraceSeconds (agents get that long to stop, then work is committed and tasks released)")
+	}
+	if c.Team.HeartbeatSeconds < 1 {
+		add("team.heartbeatSeconds", c.Team.HeartbeatSeconds, "seconds, 1 or more (default 15)")
+	}
+	if c.Team.DeadAfterSeconds < 2*c.Team.HeartbeatSeconds {
+		add("team.deadAfterSeconds", c.Team.DeadAfterSeconds, "seconds, at least twice team.heartbeatSeconds (default 120), so one late heartbeat is no death")
 	}
 	if c.Merge.MaxAttempts < 1 {
 		add("merge.maxAttempts", c.Merge.MaxAttempts, "an integer of 1 or more")

@@ -228,7 +228,7 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 	// nothing; it holds no work yet.
 	claimed := make(chan error, 1)
 	go func() {
-		_, err := e.opt.Store.Claim(ctx, t.ID, actorFor(r.id))
+		_, err := e.opt.Store.Claim(ctx, t.ID, e.actorFor(r.id))
 		claimed <- err
 	}()
 	wt, wtErr := e.wt.Ensure(ctx, r.profileName, t.ID, worktree.Options{

@@ -415,6 +415,12 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if w := e.checkLearnings(ctx); w != "" {
 		e.startAlerts = append(e.startAlerts, w)
 	}
+	// This instance's heartbeat first: its claims come only after it.
+	// Then the claims of instances taken for dead go back to open.
+	if err := e.beat(ctx); err != nil {
+		e.startAlerts = append(e.startAlerts, "writing this instance's heartbeat to the task store: "+err.Error())
+	}
+	e.sweep(ctx)
 	old, err := LoadState(e.opt.Dir.State())
 	if err != nil {
 		return err
@@ -479,17 +485,19 @@ func (e *Engine) Recover(ctx context.Context) error {
 			}
 			continue
 		}
-		if t, err := e.opt.Store.Get(ctx, a.TaskID); err == nil && t.Status == beads.StatusInProgress {
+		if t, err := e.opt.Store.Get(ctx, a.TaskID); err == nil && t.Status == beads.StatusInProgress && OwnClaim(t.Assignee, e.instance) {
 			if err := e.opt.Store.Release(ctx, a.TaskID); err != nil {
 				e.emit(Event{Kind: EvError, Task: a.TaskID, Text: "releasing after a crash: " + err.Error()})
 			}
 		}
 		e.emit(Event{Kind: EvRecovered, Agent: id, Task: a.TaskID, Text: "task back to open; worktree kept"})
 	}
-	// Claims made just before a crash, before state.json recorded the agent.
+	// Claims made just before a crash, before state.json recorded the
+	// agent: this instance's own only. Another instance's are released by
+	// the sweep below, and only once its heartbeat is too old.
 	if ts, err := e.opt.Store.List(ctx); err == nil {
 		for _, t := range ts {
-			if t.Status == beads.StatusInProgress && len(t.Assignee) > 7 && t.Assignee[:7] == "chorus/" {
+			if t.Status == beads.StatusInProgress && OwnClaim(t.Assignee, e.instance) {
 				if tr := e.st.Tasks[t.ID]; tr != nil && tr.Completed {
 					if closeOnce(e.opt.Store, t.ID, "completed") == nil {
 						tr.Closed = true

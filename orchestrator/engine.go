@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -42,6 +43,9 @@ type Options struct {
 	// HoldBackoff is the first wait before a held run probes again
 	// (outage.go); 0 means 30 s.
 	HoldBackoff time.Duration
+	// Instance names this Chorus among those working one task queue
+	// (team.go); empty, it is read from (or made in) .chorus/.
+	Instance string
 }
 
 // Event is one thing that happened, for front ends and the session log.
@@ -171,6 +175,12 @@ type Engine struct {
 
 	suggested  map[string]bool // pattern suggestions announced (loop only)
 	diskPaused bool            // the pause is a full disk's (loop only)
+
+	// This instance among the team (team.go).
+	instance, host string
+	upSince        time.Time
+	teamMu         sync.Mutex
+	team           map[string]Heartbeat
 }
 
 // New creates an engine. Call Recover, then Run.
@@ -180,6 +190,17 @@ func New(opt Options) (*Engine, error) {
 	}
 	if opt.Cols == 0 {
 		opt.Cols, opt.Rows = 120, 40
+	}
+	if opt.Instance == "" {
+		in, err := opt.Dir.Instance()
+		if err != nil {
+			return nil, fmt.Errorf("orchestrator: this instance's id: %w", err)
+		}
+		opt.Instance = in.ID
+	}
+	if opt.Config.Team.HeartbeatSeconds <= 0 || opt.Config.Team.DeadAfterSeconds <= 0 {
+		// A config built in code rather than loaded: the defaults.
+		opt.Config.Team = config.Default().Team
 	}
 	if opt.Config.Agents.Scrollback <= 0 {
 		// A config built in code rather than loaded: the default.
@@ -196,7 +217,9 @@ func New(opt Options) (*Engine, error) {
 		stw:       newStateWriter(opt.Dir.State()),
 		loopDone:  make(chan struct{}),
 		history:   &mergeHistory{path: filepath.Join(opt.Dir.Path, "merge-history.jsonl"), done: map[string]string{}},
+		instance:  opt.Instance, upSince: time.Now().UTC(),
 	}
+	e.host, _ = os.Hostname()
 	e.hooks = newHookRunner(e)
 	if !opt.NoMerge {
 		exe := opt.ChorusExe
@@ -309,6 +332,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	// processes; everything else is driven by messages.
 	tick := time.NewTicker(30 * time.Second)
 	defer tick.Stop()
+	teamDone := make(chan struct{})
+	go e.teamLoop(mctx, teamDone)
 	e.watchAnswers(mctx)
 	e.preflightTrust()
 	e.watchTasks(mctx)
@@ -331,6 +356,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			mcancel()
 			e.serveUntil(mdone)
 			e.shutdown()
+			<-teamDone
+			e.leaveTeam()
 			return nil
 		}
 	}
@@ -635,9 +662,10 @@ func agentID(profile, task string) string {
 	return profile + "-" + worktree.Slug(task)
 }
 
-// actorFor is the identity an agent claims tasks under; the prefix lets
-// recovery tell Chorus's agents from people.
-func actorFor(id string) string { return "chorus/" + id }
+// actorFor is the identity an agent claims tasks under: unique across the
+// instances working one queue (bd takes a second claim by the same actor
+// for success), and telling recovery whose claim it is.
+func (e *Engine) actorFor(id string) string { return ActorPrefix(e.instance) + id }
 
 func (e *Engine) profileFor(t beads.Task, override string) (string, config.AgentProfile, error) {
 	name := override

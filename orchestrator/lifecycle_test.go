@@ -265,7 +265,11 @@ hang
 func TestRecoverReleasesDeadAgentsTask(t *testing.T) {
 	h := newHarness(t, "hang\n", nil)
 	id := h.task("orphan", beads.CreateOptions{})
-	if _, err := h.store.Claim(context.Background(), id, actorFor("script-"+id)); err != nil {
+	in, err := h.dir.Instance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.store.Claim(context.Background(), id, ActorPrefix(in.ID)+"script-"+id); err != nil {
 		t.Fatal(err)
 	}
 	st := newState(config.ModeSemiAuto)

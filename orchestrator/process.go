@@ -147,7 +147,7 @@ func (r *agentRun) env(iteration int) []string {
 		signal.EnvAgentID + "=" + r.id,
 		signal.EnvKey + "=" + r.key,
 		signal.EnvDir + "=" + e.opt.Dir.Path,
-		"BEADS_ACTOR=" + actorFor(r.id),
+		"BEADS_ACTOR=" + e.actorFor(r.id),
 		"BEADS_DIR=" + filepath.Join(e.opt.Dir.Root, ".beads"),
 	}
 	if iteration > 0 {

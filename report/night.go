@@ -26,6 +26,7 @@ type night struct {
 	conflicts   []Conflict
 	conflictAt  map[string]int // task → its latest conflict
 	retries     []Retry
+	released    []DeadRelease
 	lastWhy     map[string]string // task → what ended its last turn
 	running     map[string]bool   // tasks with an iteration under way
 	costs       []TaskCost
@@ -105,6 +106,8 @@ func (n *night) add(e chorusdir.Entry) {
 		if text != "" {
 			n.lastWhy[task] = "it was stopped and given back: " + text
 		}
+	case orchestrator.EvDeadReleased:
+		n.released = append(n.released, DeadRelease{Task: task, Instance: str(d, "instance"), Why: text, At: e.TS})
 	case "signal_near_miss":
 		if r := str(d, "reason"); r != "" && n.lastWhy[task] == "" {
 			n.lastWhy[task] = "a completion tag that did not count: " + r
@@ -253,6 +256,7 @@ func (n *night) finish(r *Report) {
 	}
 	r.Sessions = n.sessions
 	r.Landed, r.Failed, r.Pauses, r.Retries = n.landed, n.failed, n.pauses, n.retries
+	r.Released = n.released
 	for i := range n.conflicts {
 		if n.conflicts[i].Outcome == "" {
 			n.conflicts[i].Outcome = "unresolved"

@@ -118,6 +118,12 @@ func (r Report) Markdown() string {
 	for _, t := range r.Retries {
 		fmt.Fprintf(&b, "- `%s` iteration %d (%s): %s\n", clean(t.Task), t.Iteration, clock(t.At), clean(t.Why))
 	}
+	if len(r.Released) > 0 {
+		b.WriteString("\n## Team\n\n")
+		for _, d := range r.Released {
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", clean(d.Task), clock(d.At), clean(d.Why))
+		}
+	}
 	b.WriteString("\n## Cost\n\n")
 	if len(r.Tasks) == 0 && r.Planning.Runs == 0 {
 		b.WriteString("No task or planning run in the period.\n")

@@ -38,19 +38,31 @@ type Report struct {
 	From       string    `json:"from"`
 	LastReport time.Time `json:"lastReport,omitempty"`
 	// Wall is the time from the first to the last event of the period.
-	Wall      time.Duration      `json:"wallNanos"`
-	Sessions  int                `json:"sessions"` // Chorus starts in the period
-	Landed    []Landed           `json:"landed"`
-	Failed    []Failed           `json:"failed"`
-	Waiting   []Waiting          `json:"waiting"`
-	Pauses    []Pause            `json:"pauses"`
-	Conflicts []Conflict         `json:"conflicts"`
-	Retries   []Retry            `json:"retries"`
-	Tasks     []TaskCost         `json:"tasks"`
-	Planning  Planning           `json:"planning"`
-	Total     orchestrator.Usage `json:"total"` // tasks and planning
+	Wall      time.Duration `json:"wallNanos"`
+	Sessions  int           `json:"sessions"` // Chorus starts in the period
+	Landed    []Landed      `json:"landed"`
+	Failed    []Failed      `json:"failed"`
+	Waiting   []Waiting     `json:"waiting"`
+	Pauses    []Pause       `json:"pauses"`
+	Conflicts []Conflict    `json:"conflicts"`
+	Retries   []Retry       `json:"retries"`
+	// Released are claims of other Chorus instances sharing the task
+	// queue, released because their heartbeat went silent.
+	Released []DeadRelease      `json:"releasedFromDeadInstances,omitempty"`
+	Tasks    []TaskCost         `json:"tasks"`
+	Planning Planning           `json:"planning"`
+	Total    orchestrator.Usage `json:"total"` // tasks and planning
 
 	sinceOffset, logEnd int64 // the period in the session log, for Record
+}
+
+// DeadRelease is a task another instance held, put back to open because
+// that instance was taken for dead.
+type DeadRelease struct {
+	Task     string    `json:"task"`
+	Instance string    `json:"instance"`
+	Why      string    `json:"why"`
+	At       time.Time `json:"at"`
 }
 
 // Landed is a task whose work reached the target branch.

@@ -210,3 +210,25 @@ func mustBuild(t *testing.T, d chorusdir.Dir) Report {
 	}
 	return r
 }
+
+// A claim released from an instance taken for dead is a line of its own.
+func TestNightTeamRelease(t *testing.T) {
+	d := chorusdir.At(t.TempDir())
+	if err := os.MkdirAll(d.Path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := logger(t, d)
+	log(SessionStarted, nil)
+	log("dead_instance_released", map[string]any{"taskId": "t-9", "instance": "box-1a2b3c4d",
+		"text": "task back to open: instance box-1a2b3c4d (silent for 2m5s) is taken for dead"})
+	r, err := Build(d, nil, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Released) != 1 || r.Released[0].Task != "t-9" || r.Released[0].Instance != "box-1a2b3c4d" {
+		t.Fatalf("released: %+v", r.Released)
+	}
+	if md := r.Markdown(); !strings.Contains(md, "## Team") || !strings.Contains(md, "`t-9`") || !strings.Contains(md, "silent for 2m5s") {
+		t.Fatalf("no team line in:\n%s", md)
+	}
+}
