@@ -255,6 +255,10 @@ type Merge struct {
 	// conflict goes to a person. Shorter than agents.timeoutMinutes: a
 	// resolver has one small job.
 	ResolverTimeoutMinutes int `json:"resolverTimeoutMinutes"`
+	// Remote, when set (e.g. "origin"), is where a team's instances meet:
+	// candidates are built on its target's tip and land by a push that
+	// succeeds only if that tip has not moved.
+	Remote string `json:"remote,omitempty"`
 }
 
 // ResolverTimeout is ResolverTimeoutMinutes as a duration.
@@ -542,6 +546,9 @@ func (c Config) Validate() error {
 	}
 	if b := c.Merge.TargetBranch; b != "" && (strings.HasPrefix(b, "-") || strings.ContainsAny(b, " ~^:?*[\\") || strings.Contains(b, "..")) {
 		add("merge.targetBranch", b, "a valid git branch name, or \"\" to record the branch checked out at the next start")
+	}
+	if r := c.Merge.Remote; r != "" && (strings.HasPrefix(r, "-") || strings.ContainsAny(r, " \t\n:")) {
+		add("merge.remote", r, "the name of a git remote (git remote -v lists them), or \"\" for none")
 	}
 	if g := c.TUI.AgentGrid; g != "auto" && !gridRE().MatchString(g) {
 		add("tui.agentGrid", g, `"auto" or COLSxROWS such as "2x2", "1x4"`)

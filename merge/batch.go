@@ -78,6 +78,10 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 				StatusPending, nil)
 		}
 	}()
+	if why := s.syncRemote(ctx); why != "" {
+		s.soloLater(ids[0]) // the single path holds with the reason
+		return
+	}
 	tip, err := s.readTarget()
 	if err != nil {
 		return
@@ -245,6 +249,15 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 		}
 	}
 	s.phase(PhaseLanding)
+	if ok, why := s.pushRemote(ctx, tip, last.cand); !ok {
+		s.fenceMu.Unlock()
+		ids := make([]string, len(chain))
+		for i, l := range chain {
+			ids[i] = l.id
+		}
+		s.remoteRefused(ctx, ids, tip, why)
+		return
+	}
 	moved := false
 	if co.worktree == "" {
 		var txn strings.Builder

@@ -38,6 +38,10 @@ func (s *Service) land(ctx context.Context, id string) {
 		return
 	}
 	s.phase(PhaseLanding)
+	if ok, why := s.pushRemote(ctx, it.Base, it.Candidate); !ok {
+		s.remoteRefused(ctx, []string{id}, it.Base, why)
+		return
+	}
 	cleaned := false
 	if co.worktree == "" {
 		txn := "update refs/heads/" + s.opt.Target + " " + it.Candidate + " " + it.Base + "\n" +

@@ -24,6 +24,11 @@ func (s *Service) process(ctx context.Context, id string) {
 	}
 	s.phase(PhasePrecheck)
 	s.mark(id, StatusMerging)
+	if why := s.syncRemote(ctx); why != "" {
+		s.move(id, StatusPending, nil)
+		s.hold(id, why, fmt.Sprintf("then retry %s", id))
+		return
+	}
 	mergeRef := it.MergeRef
 	if mergeRef == "" {
 		mergeRef = it.Branch
