@@ -96,8 +96,9 @@ type Emulator struct {
 	replyTo io.Writer
 	replyMu sync.Mutex
 
-	taps        []*Tap // see Attach
-	wantHistory func() // see OnWantHistory
+	taps           []*Tap // see Attach
+	wantHistory    func() // see OnWantHistory
+	historyPending bool   // wanted, not loaded yet
 }
 
 type filterState uint8

@@ -80,10 +80,21 @@ func (e *Emulator) WantHistory() {
 	e.mu.Lock()
 	fn := e.wantHistory
 	e.wantHistory = nil
+	if fn != nil {
+		e.historyPending = true
+	}
 	e.mu.Unlock()
 	if fn != nil {
 		fn()
 	}
+}
+
+// HistoryPending reports whether the history was wanted and has not been
+// loaded yet.
+func (e *Emulator) HistoryPending() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.historyPending
 }
 
 func (e *Emulator) attach(t *Tap, first func()) (detach func()) {
@@ -118,6 +129,7 @@ func (e *Emulator) State() (w, h int, state []byte) {
 func (e *Emulator) LoadHistory(p []byte) error {
 	e.mu.Lock()
 	err := e.sb.load(p, e.internCluster)
+	e.historyPending = false
 	e.mu.Unlock()
 	e.setDirty()
 	return err

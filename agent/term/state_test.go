@@ -172,9 +172,17 @@ func TestWantHistoryOnce(t *testing.T) {
 	e := New(10, 2)
 	n := 0
 	e.OnWantHistory(func() { n++ })
+	if e.HistoryPending() {
+		t.Fatal("pending before it was wanted")
+	}
 	e.WantHistory()
 	e.WantHistory()
-	if n != 1 {
-		t.Fatalf("called %d times", n)
+	if n != 1 || !e.HistoryPending() {
+		t.Fatalf("called %d times, pending %v", n, e.HistoryPending())
+	}
+	var h []byte
+	New(10, 2).History(func(p []byte) { h = p })
+	if err := e.LoadHistory(h); err != nil || e.HistoryPending() {
+		t.Fatalf("still pending after LoadHistory (%v)", err)
 	}
 }

@@ -106,7 +106,7 @@ func (t *Tile) Draw(screen tcell.Screen) {
 			t.offset = int(max(int64(end)-int64(h)-int64(c.top), 0))
 		}
 		t.emu.Snapshot(&t.snap, t.offset)
-		t.offset = t.snap.Offset
+		t.keepOffset()
 		t.drawn = true
 	}
 	if c := t.copy; c != nil {
@@ -155,7 +155,7 @@ func (t *Tile) DrawChanged(screen tcell.Screen, p *Painter) {
 	t.prev = append(t.prev[:0], t.snap.Cells...)
 	prevW, prevRev := t.snap.W, t.snap.Reverse
 	t.emu.Snapshot(&t.snap, t.offset)
-	t.offset = t.snap.Offset
+	t.keepOffset()
 	prev := t.prev
 	if titleOnly || t.snap.W != prevW || t.snap.Reverse != prevRev || len(prev) != len(t.snap.Cells) {
 		prev = nil
@@ -321,8 +321,17 @@ func (t *Tile) scroll(n int) {
 	if t.offset < 0 {
 		t.offset = 0
 	}
-	if lim := t.emu.ScrollbackLines(); t.offset > lim {
+	if lim := t.emu.ScrollbackLines(); t.offset > lim && !t.emu.HistoryPending() {
 		t.offset = lim
+	}
+}
+
+// keepOffset takes the offset the snapshot could show, unless the
+// history is still on its way: then the view goes as far back as asked
+// once it has arrived.
+func (t *Tile) keepOffset() {
+	if !t.emu.HistoryPending() {
+		t.offset = t.snap.Offset
 	}
 }
 

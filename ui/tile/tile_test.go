@@ -3,6 +3,7 @@ package tile
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,43 @@ func TestRunFramesDrawsOnOutput(t *testing.T) {
 	app.Stop()
 	if err := <-appDone; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A copy of a remote terminal asks for its history at the first scroll
+// back, and the view goes as far back as asked once the history is in.
+func TestScrollFetchesTheHistory(t *testing.T) {
+	orig := term.New(10, 3)
+	for i := 0; i < 10; i++ {
+		orig.Write([]byte("line " + string(rune('0'+i)) + "\r\n"))
+	}
+	var parts term.Parts
+	orig.AttachParts(&term.Tap{Output: func([]byte) {}, Resize: func(int, int) {}}, func(p term.Parts) { parts = p })()
+	emu := term.FromParts(parts)
+	asked := 0
+	emu.OnWantHistory(func() { asked++ })
+	tl := New(emu, io.Discard)
+	tl.SetRect(0, 0, 12, 5)
+	s := newScreen(t, 12, 5)
+	tl.Draw(s)
+	mh := tl.MouseHandler()
+	mh(tview.MouseScrollUp, tcell.NewEventMouse(2, 2, tcell.WheelUp, 0), func(tview.Primitive) {})
+	tl.Draw(s) // before the history is in
+	if asked != 1 || tl.ScrollOffset() != wheelLines {
+		t.Fatalf("asked %d times, offset %d while the history is on its way", asked, tl.ScrollOffset())
+	}
+	orig.History(func(p []byte) {
+		if err := emu.LoadHistory(p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	tl.Draw(s)
+	s.Show()
+	if tl.ScrollOffset() != wheelLines || rowText(s, 1, 1, 6) != "line 5" {
+		t.Fatalf("offset %d, top row %q", tl.ScrollOffset(), rowText(s, 1, 1, 6))
+	}
+	mh(tview.MouseScrollUp, tcell.NewEventMouse(2, 2, tcell.WheelUp, 0), func(tview.Primitive) {})
+	if asked != 1 {
+		t.Fatalf("asked again: %d", asked)
 	}
 }
