@@ -54,9 +54,16 @@ func (s *bdStore) SharedValues(ctx context.Context, prefix string) (map[string]s
 	if err != nil {
 		return nil, err
 	}
-	var all map[string]string
-	if err := json.Unmarshal(unwrapJSON(res.Stdout), &all); err != nil {
+	// bd 1.0.5 puts "schema_version": 1 among the pairs: keep the strings.
+	var raw map[string]any
+	if err := json.Unmarshal(unwrapJSON(res.Stdout), &raw); err != nil {
 		return nil, fmt.Errorf("beads: bd kv list: unreadable answer: %v", err)
+	}
+	all := map[string]string{}
+	for k, v := range raw {
+		if s, ok := v.(string); ok {
+			all[k] = s
+		}
 	}
 	return withPrefix(all, prefix), nil
 }

@@ -64,7 +64,7 @@ type teamSetup struct {
 	cfg          config.Config
 }
 
-func newTeamSetup(t *testing.T, n int, script string) *teamSetup {
+func newTeamSetup(t *testing.T, n int, script string, prepare func(seed string)) *teamSetup {
 	t.Helper()
 	top := t.TempDir()
 	ts := &teamSetup{bare: filepath.Join(top, "remote.git"), pushes: filepath.Join(top, "pushes.log")}
@@ -77,6 +77,9 @@ func newTeamSetup(t *testing.T, n int, script string) *teamSetup {
 	}
 	testkit.Git(t, seed, "add", ".")
 	testkit.Git(t, seed, "commit", "-q", "-m", "check")
+	if prepare != nil {
+		prepare(seed)
+	}
 	testkit.Git(t, top, "clone", "-q", "--bare", seed, ts.bare)
 	hook := fmt.Sprintf(`#!/bin/sh
 [ "$1" = refs/heads/main ] || exit 0
@@ -180,13 +183,24 @@ func TestTwoInstancesOneQueue(t *testing.T) {
 	t.Setenv("FAKEBD_LOCK", "server")
 	t.Setenv("FAKEBD_QUIET", "1")
 	bd := fakeBd(t)
-	ts := newTeamSetup(t, 2, "write f-$CHORUS_TASK_ID.txt done\ncommit work\nsignal COMPLETE\n")
+	ts := newTeamSetup(t, 2, teamScript, nil)
 	queue := filepath.Join(t.TempDir(), "server", ".beads")
 	if err := os.MkdirAll(queue, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	open := func() beads.Store { return beads.OpenBd(queue, beads.OpenOptions{BdPath: bd, Timeout: time.Minute}) }
-	seed := open()
+	open := func(string) beads.Store {
+		return beads.OpenBd(queue, beads.OpenOptions{BdPath: bd, Timeout: time.Minute})
+	}
+	runTeam(t, ts, open)
+}
+
+const teamScript = "write f-$CHORUS_TASK_ID.txt done\ncommit work\nsignal COMPLETE\n"
+
+// runTeam starts one instance per clone, all at once, on 6 tasks, and
+// checks the team's outcome.
+func runTeam(t *testing.T, ts *teamSetup, open func(clone string) beads.Store) {
+	t.Helper()
+	seed := open(ts.clones[0])
 	var ids []string
 	for i := range 6 {
 		tk, err := seed.Create(context.Background(), fmt.Sprintf("task %d", i+1), beads.CreateOptions{})
@@ -199,7 +213,7 @@ func TestTwoInstancesOneQueue(t *testing.T) {
 	start := time.Now()
 	var runs []*instanceRun
 	for i, c := range ts.clones {
-		runs = append(runs, startInstance(t, fmt.Sprintf("i%d", i+1), c, ts.cfg, open(), events))
+		runs = append(runs, startInstance(t, fmt.Sprintf("i%d", i+1), c, ts.cfg, open(c), events))
 	}
 	w := &testkit.Events[Event]{TB: t, C: events, Limit: 4 * time.Minute}
 	w.Report = func() string {

@@ -353,9 +353,10 @@ func kvCmd(d *db, f flags) {
 		d.save()
 		out(map[string]any{"key": args[0], "deleted": "true"})
 	case op == "list":
-		kv := d.KV
-		if kv == nil {
-			kv = map[string]string{}
+		// bd 1.0.5 puts schema_version among the pairs.
+		kv := map[string]any{"schema_version": 1}
+		for k, v := range d.KV {
+			kv[k] = v
 		}
 		b, _ := json.Marshal(kv)
 		os.Stdout.Write(append(b, '\n'))
