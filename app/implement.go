@@ -67,6 +67,9 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	if _, err := gitx.Git(ctx, p.root, "rev-parse", "--verify", "--quiet", target+"^{commit}"); err != nil {
 		return fail(withCode(ExitSetup, fmt.Errorf("branch %q has no commits yet; make a first commit so agents have something to branch from", target)))
 	}
+	if err := teamStoreCheck(p.cfg, s.Backend()); err != nil {
+		return fail(withCode(ExitSetup, err))
+	}
 	logSessionStart(log, p, target)
 	// Where the morning report of this run starts.
 	_ = p.dir.AppendLog("implementation", report.SessionStarted, map[string]any{"target": target, "mode": p.cfg.Mode})

@@ -156,6 +156,7 @@ func runInit(ctx context.Context, g *globals, o *initOptions, stdin io.Reader, s
 	if cfg.QualityCommands == nil {
 		cfg.QualityCommands = []config.QualityCommand{}
 	}
+	checks = append(checks, teamChecks(ctx, root, &cfg)...)
 	var limits map[string]int
 	if wizard {
 		if cfg, limits, err = initWizard(ctx, root, cfg, det, checks, o); err != nil {

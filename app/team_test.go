@@ -3,11 +3,15 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/testkit"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
@@ -41,5 +45,48 @@ func TestStatusShowsTheTeam(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("status lacks %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// init on a clone whose tasks are on a Dolt server (a committed
+// server-mode .beads/metadata.json) with a remote says so and sets
+// merge.remote.
+func TestInitDetectsATeam(t *testing.T) {
+	dir := gitRepo(t)
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	testkit.Git(t, dir, "init", "-q", "--bare", bare)
+	testkit.Git(t, dir, "remote", "add", "origin", bare)
+	if err := os.MkdirAll(filepath.Join(dir, ".beads"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := `{"database":"dolt","backend":"dolt","dolt_mode":"server","dolt_server_host":"10.0.0.5","dolt_server_port":3307,"dolt_database":"tm"}`
+	if err := os.WriteFile(filepath.Join(dir, ".beads", "metadata.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := chorus(t, dir, "init", "--yes")
+	for _, want := range []string{"task queue: bd on a shared Dolt server (10.0.0.5:3307, database tm)", "team remote: origin (merge.remote)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Fatalf("init did not say %q:\n%s", want, r.stderr)
+		}
+	}
+	m, err := config.ReadJSONObject(filepath.Join(dir, ".chorus", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mg, _ := m["merge"].(map[string]any); mg["remote"] != "origin" {
+		t.Fatalf("merge in config: %v", m["merge"])
+	}
+}
+
+// A team run (merge.remote) on the built-in store is refused with what to
+// do: every clone would have its own copy of the tasks.
+func TestBuiltinStoreRefusesATeamRun(t *testing.T) {
+	dir := scriptedProject(t, "signal COMPLETE\n", func(cfg map[string]any) {
+		cfg["merge"].(map[string]any)["remote"] = "origin"
+	})
+	chorus(t, dir, "task", "create", "a")
+	code, out := runBinary(t, dir, "--autopilot", "--headless")
+	if code != ExitSetup || !strings.Contains(out, "needs a server") || !strings.Contains(out, "bd init --server") {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
