@@ -12,17 +12,30 @@ import (
 	"github.com/chorus-dev/chorus/ui/present"
 )
 
-// undoEntry is a reversible action: the commands that reverse it.
+// undoEntry is a reversible action: the commands that reverse it, and
+// what must still hold for them to be the action's reverse.
 //
-// Undoable: pause/resume, the mode toggle and "start autopilot", block
-// and mark done (the task is reopened with retry), and task edits (the
-// old title, description and acceptance are written back). Not undoable,
-// because what they end cannot be brought back: stop, redirect, kill all,
-// rollback, checkpoints, merge approvals, new tasks.
+// `u` undoes only the person's own last actions, newest first, and only
+// these (UndoableActions): pause/resume, the mode toggle and "start
+// autopilot", block and mark done (the task is reopened with retry), and
+// task edits (the old text written back). Any other action sent from the
+// TUI — stop, redirect, kill all, assign, retry, rollback, checkpoints,
+// merge decisions, answers, new tasks — cannot be reversed and ends the
+// undo history: `u` after it says so instead of reaching past it to an
+// older, unrelated action. An entry whose effect no longer holds (the
+// engine paused by itself since a resume, the task reopened) is dropped
+// with a message, not replayed.
 type undoEntry struct {
 	desc string
 	cmds []orchestrator.Command
+	// still says why undoing would no longer reverse the action ("" when
+	// it would); nil: always. It runs on a worker, against the engine's
+	// and the store's state now, not the last frame's.
+	still func(ctx context.Context, u *UI) string
 }
+
+// UndoableActions is the list `?` and docs/keys.md give for `u`.
+const UndoableActions = "mode toggle, start autopilot, pause/resume, block, mark done, task edit"
 
 const maxUndo = 20
 
@@ -33,14 +46,52 @@ func (u *UI) pushUndo(e undoEntry) {
 	}
 }
 
+// endUndo records an action that cannot be undone: the history before it
+// is no longer the person's last action.
+func (u *UI) endUndo(what string) {
+	u.undo, u.undoEnded = nil, what
+	u.undoGen++
+}
+
 // send runs an engine command on a worker and reports how it went in the
-// footer; onOK runs on the event goroutine after success.
+// footer; onOK runs on the event goroutine after success. The command is
+// not undoable: it ends the undo history.
 func (u *UI) send(c orchestrator.Command, ok string, onOK func()) {
 	u.sendAll([]orchestrator.Command{c}, ok, onOK)
 }
 
 func (u *UI) sendAll(cs []orchestrator.Command, ok string, onOK func()) {
+	if len(cs) > 0 {
+		u.endUndo(string(cs[0].Kind))
+	}
+	u.dispatch(cs, ok, onOK)
+}
+
+// sendUndoable sends an undoable action; once it succeeded, e undoes it —
+// unless an action that ends the history was sent meanwhile: the person's
+// last action is then that one.
+func (u *UI) sendUndoable(cs []orchestrator.Command, ok string, e undoEntry) {
+	gen := u.undoGen
+	u.dispatch(cs, ok, func() {
+		if u.undoGen == gen {
+			u.pushUndo(e)
+		}
+	})
+}
+
+func (u *UI) dispatch(cs []orchestrator.Command, ok string, onOK func()) {
+	u.dispatchIf(nil, cs, ok, onOK)
+}
+
+// dispatchIf is dispatch after a check on the worker: a refusal ("not …")
+// is shown instead of sending anything.
+func (u *UI) dispatchIf(check func(ctx context.Context) string, cs []orchestrator.Command, ok string, onOK func()) {
 	u.work(func(ctx context.Context) func() {
+		if check != nil {
+			if why := check(ctx); why != "" {
+				return func() { u.pumpApply(func() { u.setFlash(why, present.Warn) }) }
+			}
+		}
 		var err error
 		var failed orchestrator.Command
 		for _, c := range cs {
@@ -211,21 +262,18 @@ func otherMode(m string) string {
 func (u *UI) toggleMode() {
 	cur := u.vm.snap.Mode
 	next := otherMode(cur)
-	u.send(orchestrator.Command{Kind: orchestrator.CmdMode, Text: next}, "mode: "+next, func() {
-		u.pushUndo(undoEntry{desc: "mode " + next, cmds: []orchestrator.Command{{Kind: orchestrator.CmdMode, Text: cur}}})
-	})
+	u.sendUndoable([]orchestrator.Command{{Kind: orchestrator.CmdMode, Text: next}}, "mode: "+next,
+		undoEntry{desc: "mode " + next, cmds: []orchestrator.Command{{Kind: orchestrator.CmdMode, Text: cur}}, still: modeIs(next)})
 }
 
 func (u *UI) togglePause() {
 	if u.vm.snap.Paused {
-		u.send(orchestrator.Command{Kind: orchestrator.CmdResume}, "resumed", func() {
-			u.pushUndo(undoEntry{desc: "resume", cmds: []orchestrator.Command{{Kind: orchestrator.CmdPause}}})
-		})
+		u.sendUndoable([]orchestrator.Command{{Kind: orchestrator.CmdResume}}, "resumed",
+			undoEntry{desc: "resume", cmds: []orchestrator.Command{{Kind: orchestrator.CmdPause}}, still: pausedIs(false)})
 		return
 	}
-	u.send(orchestrator.Command{Kind: orchestrator.CmdPause}, "paused: no new agents start; running ones go on (Space resumes)", func() {
-		u.pushUndo(undoEntry{desc: "pause", cmds: []orchestrator.Command{{Kind: orchestrator.CmdResume}}})
-	})
+	u.sendUndoable([]orchestrator.Command{{Kind: orchestrator.CmdPause}}, "paused: no new agents start; running ones go on (Space resumes)",
+		undoEntry{desc: "pause", cmds: []orchestrator.Command{{Kind: orchestrator.CmdResume}}, still: pausedIs(true)})
 }
 
 func (u *UI) startAutopilot() {
@@ -240,9 +288,12 @@ func (u *UI) startAutopilot() {
 		u.setFlash("autopilot is already running", present.Normal)
 		return
 	}
-	u.sendAll(cmds, "autopilot: ready tasks start as slots free up", func() {
-		u.pushUndo(undoEntry{desc: "start autopilot", cmds: inverse})
-	})
+	u.sendUndoable(cmds, "autopilot: ready tasks start as slots free up", undoEntry{desc: "start autopilot", cmds: inverse, still: func(ctx context.Context, u *UI) string {
+		if w := modeIs(config.ModeAutopilot)(ctx, u); w != "" {
+			return w
+		}
+		return pausedIs(false)(ctx, u)
+	}})
 }
 
 func (u *UI) needTask() (string, bool) {
@@ -260,9 +311,8 @@ func (u *UI) blockTask() {
 		return
 	}
 	u.prompt("Block "+id, "Reason (its agent, if any, is stopped)", "", "Block", func(reason string) {
-		u.send(orchestrator.Command{Kind: orchestrator.CmdBlock, TaskID: id, Text: reason}, "blocked "+id, func() {
-			u.pushUndo(undoEntry{desc: "block " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdRetry, TaskID: id}}})
-		})
+		u.sendUndoable([]orchestrator.Command{{Kind: orchestrator.CmdBlock, TaskID: id, Text: reason}}, "blocked "+id,
+			undoEntry{desc: "block " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdRetry, TaskID: id}}, still: statusIs(id, beads.StatusBlocked)})
 	})
 }
 
@@ -272,9 +322,8 @@ func (u *UI) markDone() {
 		return
 	}
 	u.confirm("Mark "+id+" done by hand? Its agent, if any, is stopped and the task is closed without the quality gate.", "Done", func() {
-		u.send(orchestrator.Command{Kind: orchestrator.CmdDone, TaskID: id}, "closed "+id, func() {
-			u.pushUndo(undoEntry{desc: "done " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdRetry, TaskID: id}}})
-		})
+		u.sendUndoable([]orchestrator.Command{{Kind: orchestrator.CmdDone, TaskID: id}}, "closed "+id,
+			undoEntry{desc: "done " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdRetry, TaskID: id}}, still: statusIs(id, beads.StatusClosed)})
 	})
 }
 
@@ -284,16 +333,62 @@ func (u *UI) checkpoint() {
 
 func (u *UI) undoLast() {
 	if len(u.undo) == 0 {
-		u.setFlash("nothing to undo", present.Normal)
+		msg := "nothing to undo (u undoes: " + UndoableActions + ")"
+		if u.undoEnded != "" {
+			msg = "nothing to undo: the last action (" + u.undoEnded + ") cannot be undone; u undoes: " + UndoableActions
+		}
+		u.setFlash(msg, present.Normal)
 		return
 	}
 	e := u.undo[len(u.undo)-1]
 	u.undo = u.undo[:len(u.undo)-1]
-	u.sendAll(e.cmds, "undid "+e.desc, nil)
+	var check func(ctx context.Context) string
+	if e.still != nil {
+		check = func(ctx context.Context) string {
+			if why := e.still(ctx, u); why != "" {
+				return "not undoing " + e.desc + ": " + why
+			}
+			return ""
+		}
+	}
+	u.dispatchIf(check, e.cmds, "undid "+e.desc, nil)
+}
+
+// modeIs, pausedIs and statusIs are undo entries' checks that the action's
+// effect still holds.
+func modeIs(m string) func(context.Context, *UI) string {
+	return func(_ context.Context, u *UI) string {
+		if now := u.eng.Snapshot().Mode; now != m {
+			return "the mode is " + now + " now"
+		}
+		return ""
+	}
+}
+
+func pausedIs(p bool) func(context.Context, *UI) string {
+	return func(_ context.Context, u *UI) string {
+		switch now := u.eng.Snapshot().Paused; {
+		case now && !p:
+			return "autopilot has been paused since"
+		case !now && p:
+			return "autopilot has been resumed since"
+		}
+		return ""
+	}
+}
+
+func statusIs(id, st string) func(context.Context, *UI) string {
+	return func(ctx context.Context, u *UI) string {
+		if t, err := u.o.Store.Get(ctx, id); err == nil && t.Status != st {
+			return id + " is " + t.Status + " now"
+		}
+		return ""
+	}
 }
 
 // createTask adds a task through the store on a worker.
 func (u *UI) createTask(title string, opt beads.CreateOptions) {
+	u.endUndo("new task")
 	u.work(func(ctx context.Context) func() {
 		t, err := u.o.Store.Create(ctx, title, opt)
 		return func() {

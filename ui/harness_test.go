@@ -443,3 +443,14 @@ func (s *fakeStore) Create(_ context.Context, title string, o beads.CreateOption
 	s.tasks = append(s.tasks, t)
 	return t, nil
 }
+
+func (s *fakeStore) Get(_ context.Context, id string) (beads.Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tasks {
+		if t.ID == id {
+			return t, nil
+		}
+	}
+	return beads.Task{}, beads.ErrNotFound
+}

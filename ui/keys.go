@@ -153,7 +153,7 @@ func defaultKeys() []keyAction {
 
 		{Keys: []string{"R"}, Group: groupRecovery, Desc: "Rollback menu", Run: func(u *UI, _ *tcell.EventKey) { u.showRollback() }},
 		{Keys: []string{"c"}, Group: groupRecovery, Desc: "Create checkpoint", Run: func(u *UI, _ *tcell.EventKey) { u.checkpoint() }},
-		{Keys: []string{"u"}, Group: groupRecovery, Desc: "Undo last action", Run: func(u *UI, _ *tcell.EventKey) { u.undoLast() }},
+		{Keys: []string{"u"}, Group: groupRecovery, Desc: "Undo your last action, if undoable (below)", Run: func(u *UI, _ *tcell.EventKey) { u.undoLast() }},
 
 		{Keys: []string{"?"}, Group: groupGeneral, Desc: "Toggle help", Hint: true, HintText: "help", Run: func(u *UI, _ *tcell.EventKey) { u.showHelp() }},
 		{Keys: []string{"q"}, Group: groupGeneral, Desc: "Quit (confirm if agents)", Hint: true, Run: func(u *UI, _ *tcell.EventKey) { u.askQuit() }},
@@ -236,6 +236,7 @@ func helpText(table []keyAction, prefix string) string {
 	b.WriteString("\nIN DIALOGS (docs/keys.md)\n")
 	b.WriteString("  m       In i (intervention) or M (merge queue): approve the merge\n          waiting for approval; in the main view m is always the mode\n")
 	b.WriteString("  r       On a failed task (task panel): retry it; on an agent: redirect\n")
+	b.WriteString("  u       Undoes only these, newest first: " + UndoableActions + ";\n          any other action (checkpoint, stop, assign, rollback…) ends the history\n")
 	return b.String()
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gdamore/tcell/v2"
 
+	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
@@ -173,9 +174,17 @@ func TestMouseSelectsTileAndScrolls(t *testing.T) {
 // Mode toggle, pause and their undo; block undone with retry; a failing
 // command shows its error.
 func TestUndo(t *testing.T) {
-	f, _, o := fixture()
+	f, st, o := fixture()
 	f.onDo = func(c orchestrator.Command) {
 		switch c.Kind {
+		case orchestrator.CmdBlock:
+			st.mu.Lock()
+			for i := range st.tasks {
+				if st.tasks[i].ID == c.TaskID {
+					st.tasks[i].Status = beads.StatusBlocked
+				}
+			}
+			st.mu.Unlock()
 		case orchestrator.CmdPause:
 			f.snap.Paused = true
 		case orchestrator.CmdResume:

@@ -137,9 +137,7 @@ func (u *UI) editTask() {
 			// e on a failed task: edit, then retry with the new text.
 			cmds, msg = append(cmds, orchestrator.Command{Kind: orchestrator.CmdRetry, TaskID: id}), msg+"; back to pending"
 		}
-		u.sendAll(cmds, msg, func() {
-			u.pushUndo(undoEntry{desc: "edit " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdEdit, TaskID: id, Title: &ot, Description: &od, Acceptance: &oa,
-				Priority: &op, Labels: &ol, Deps: &odeps}}})
-		})
+		u.sendUndoable(cmds, msg, undoEntry{desc: "edit " + id, cmds: []orchestrator.Command{{Kind: orchestrator.CmdEdit, TaskID: id, Title: &ot, Description: &od, Acceptance: &oa,
+			Priority: &op, Labels: &ol, Deps: &odeps}}})
 	})
 }

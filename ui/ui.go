@@ -178,6 +178,8 @@ type viewState struct {
 	flashNeeds  string // the task the NEEDS HELP/HUMAN message is about
 	over        *overlay
 	undo        []undoEntry
+	undoEnded   string            // the action that ended the undo history, for `u`'s message
+	undoGen     int               // counts endUndo: an undoable action sent before one is not pushed
 	logView     func(line string) // feeds the open log overlay
 	quitting    bool
 	main        *tview.Flex
