@@ -80,6 +80,9 @@ type Proc struct {
 	logCap   int64
 	logNoted bool
 	logErr   error
+	logMu    sync.Mutex // guards logBuf, logTimer, logErr until done, and writes to log
+	logBuf   []byte     // output not yet in the log (see writeLog)
+	logTimer *time.Timer
 
 	mu     sync.Mutex // guards dropped and the exit fields
 	recent Recent     // recent output, for Type's confirmation
@@ -257,30 +260,6 @@ func (p *Proc) deliver(chunk []byte, stalled bool) bool {
 	}
 }
 
-func (p *Proc) writeLog(b []byte) {
-	if p.log == nil || p.logErr != nil {
-		return
-	}
-	if p.logCap > 0 {
-		room := p.logCap - p.logSize
-		if room <= 0 {
-			if !p.logNoted {
-				p.logNoted = true
-				_, _ = fmt.Fprintf(p.log, "\n[chorus: log truncated at %d bytes]\n", p.logCap)
-			}
-			return
-		}
-		if int64(len(b)) > room {
-			b = b[:room]
-		}
-	}
-	n, err := p.log.Write(b)
-	p.logSize += int64(n)
-	if err != nil {
-		p.logErr = err
-	}
-}
-
 func (p *Proc) waitLoop() {
 	err := p.cmd.Wait()
 	close(p.exited)
@@ -309,9 +288,7 @@ func (p *Proc) waitLoop() {
 	p.killGroup()
 	p.sweep()
 	if p.log != nil {
-		if cerr := p.log.Close(); p.logErr == nil {
-			p.logErr = cerr
-		}
+		p.closeLog()
 	}
 	p.mu.Lock()
 	p.exitCode, p.waitErr = code, err
