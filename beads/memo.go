@@ -233,6 +233,10 @@ func decodeMemo(b string) (*indexMemo, error) {
 		return nil, errMemo
 	}
 	m := &indexMemo{recs: make([]memoRec, count)}
+	// Labels and dependencies of all records share two arrays: one
+	// allocation each rather than two per record.
+	labels := make([]string, 0, 2*count)
+	deps := make([]Dependency, 0, 2*count)
 	for k := range m.recs {
 		r := &m.recs[k]
 		if len(b)-i < 8 {
@@ -270,27 +274,32 @@ func decodeMemo(b string) (*indexMemo, error) {
 			return nil, errMemo
 		}
 		if nl > 0 {
-			r.labels = make([]string, nl)
-			for j := range r.labels {
-				if r.labels[j], err = str(); err != nil {
+			start := len(labels)
+			for range nl {
+				l, err := str()
+				if err != nil {
 					return nil, err
 				}
+				labels = append(labels, l)
 			}
+			r.labels = labels[start:len(labels):len(labels)]
 		}
 		nd, err := uv()
 		if err != nil || nd > uint64(len(b)) {
 			return nil, errMemo
 		}
 		if nd > 0 {
-			r.deps = make([]Dependency, nd)
-			for j := range r.deps {
-				d := &r.deps[j]
+			start := len(deps)
+			for range nd {
+				var d Dependency
 				for _, p := range []*string{&d.IssueID, &d.DependsOnID, &d.Type} {
 					if *p, err = str(); err != nil {
 						return nil, err
 					}
 				}
+				deps = append(deps, d)
 			}
+			r.deps = deps[start:len(deps):len(deps)]
 		}
 	}
 	if i != len(b) {
