@@ -335,7 +335,11 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 			r.send(turnEvent{limit: &f, gen: gen})
 		}
 	}
-	// The screen is scanned at most once per scanGap: a burst, or a CLI
+	gap := scanGap
+	if !screenSignals {
+		gap = quietScanGap
+	}
+	// The screen is scanned at most once per gap: a burst, or a CLI
 	// redrawing its status line many times a second, is read once, and
 	// what came last is always read (the timer, then the scan at exit).
 	var last time.Time
@@ -352,7 +356,7 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 				continue
 			}
 			write(chunk)
-			if wait := scanGap - time.Since(last); wait > 0 {
+			if wait := gap - time.Since(last); wait > 0 {
 				if !pending {
 					pending = true
 					due.Reset(wait)
@@ -378,6 +382,11 @@ func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed
 // scanGap is the least time between two reads of an agent's screen text
 // while it prints (see pump).
 const scanGap = 50 * time.Millisecond
+
+// quietScanGap is scanGap for an agent whose signals do not come from its
+// screen: the scan only looks for a usage limit and the first busy line,
+// which a quarter second later still serve.
+const quietScanGap = 250 * time.Millisecond
 
 // limitScanner looks for the account's usage limit in one process's
 // output: a headless CLI's events line by line, an interactive one's new
