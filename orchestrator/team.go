@@ -162,7 +162,7 @@ func (e *Engine) sweep(ctx context.Context) {
 		silent := "no heartbeat"
 		fields := map[string]any{"instance": d.Instance, "assignee": d.Assignee, "deadAfterSeconds": int(e.deadAfter().Seconds())}
 		if !d.LastBeat.IsZero() {
-			silent = fmt.Sprintf("silent for %s", now.Sub(d.LastBeat).Round(time.Second))
+			silent = fmt.Sprintf("silent for %s", now.Sub(d.LastBeat).Round(100*time.Millisecond))
 			fields["lastHeartbeat"] = d.LastBeat
 		}
 		e.emit(Event{Kind: EvDeadReleased, Task: d.Task, Fields: fields,

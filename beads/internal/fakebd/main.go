@@ -16,6 +16,8 @@
 // failure (rc 1), writing nothing. FAKEBD_WINDOW=<ms> waits between the read
 // and the write, so races happen on a quiet machine too. FAKEBD_1213=<file>
 // holding a number N makes the next N writes fail with 1213 (any mode).
+// FAKEBD_DATA=<dir> keeps the data there instead of $BEADS_DIR, so several
+// clones share one database, as they do on a server.
 //
 // Test hooks: FAKEBD_COUNT=<file> appends one line per invocation;
 // FAKEBD_HANG=<fifo> starts a child in the same process group, writes its
@@ -251,6 +253,9 @@ func main() {
 		return
 	}
 	dir := os.Getenv("BEADS_DIR")
+	if d := os.Getenv("FAKEBD_DATA"); d != "" {
+		dir = d // one database for several clones, as a server is
+	}
 	if dir == "" {
 		fatal("Error: no beads database found")
 	}
