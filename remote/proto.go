@@ -2,8 +2,9 @@
 // versioned protocol over a Unix socket under .chorus/, the server that
 // runs beside the engine, and a client with the methods the TUI needs
 // (Snapshot, Changed, Subscribe, Do, Screen, Input, Resize and the
-// queries). Agent terminals travel as their emulator's state, then the
-// PTY bytes, batched per agent per short interval.
+// queries). Agent terminals travel as their screen's state in a binary
+// frame, then the PTY bytes, batched per agent per short interval; the
+// history, packed, only when the front end first scrolls back.
 package remote
 
 import (
