@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 func newPruneCmd(g *globals) *cobra.Command {
@@ -37,7 +37,7 @@ lost under refs/chorus/kept/<task>/. Those refs stay until you prune them.`,
 			if err != nil {
 				return err
 			}
-			gone, err := gitx.PruneKept(ctx, root, age, time.Now())
+			gone, err := worktree.PruneKept(ctx, root, age, time.Now())
 			for _, k := range gone {
 				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s (%s)\n", line(k.Ref), k.Commit)
 			}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
-	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/orchestrator"
 	"github.com/chorus-dev/chorus/remote"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 type statusReport struct {
@@ -32,8 +32,8 @@ type statusReport struct {
 	Planning string         `json:"planningState"`
 	// Kept is work Chorus saved before removing a worktree or branch, or
 	// when an agent rewound its branch; it stays until `chorus prune --kept`.
-	Kept  []gitx.Kept  `json:"kept"`
-	Usage *usageReport `json:"usage,omitempty"`
+	Kept  []worktree.Kept `json:"kept"`
+	Usage *usageReport    `json:"usage,omitempty"`
 	// Questions are the agents' questions waiting for a person.
 	Questions []pendingQuestion `json:"questions"`
 	// Hold is why autopilot starts no agents now (an outage, a usage
@@ -257,12 +257,12 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 					}
 				}
 			}
-			r.Kept, err = gitx.ListKept(ctx, p.root)
+			r.Kept, err = worktree.ListKept(ctx, p.root)
 			if err != nil {
 				return withCode(ExitFailure, fmt.Errorf("listing kept work: %w", err))
 			}
 			if r.Kept == nil {
-				r.Kept = []gitx.Kept{}
+				r.Kept = []worktree.Kept{}
 			}
 			if r.Questions == nil {
 				r.Questions = []pendingQuestion{}

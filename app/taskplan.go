@@ -14,8 +14,8 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/gitx"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
 	"github.com/chorus-dev/chorus/taskrules"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // loadRules reads .chorus/task-rules.md; without one the template's
@@ -317,16 +317,21 @@ worktree has it checked out.`,
 					return withCode(ExitFailure, fmt.Errorf("%s has unmerged work on %s; merge or drop it first, or delete with --force (the branch tips are kept under refs/chorus/kept/%s/)",
 						id, strings.Join(work, ", "), worktree.Slug(id)))
 				}
+				wt := &worktree.Manager{RepoDir: p.root}
 				for _, b := range work {
-					// Kept under the one naming (<task>/<time>-tip), so status
-					// dates it and prune --older-than can prune it.
-					kept, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: p.root, Task: id, Branch: "refs/heads/" + b, Why: "task delete --force"})
-					if err != nil || len(kept) == 0 {
-						return withCode(ExitFailure, fmt.Errorf("keeping %s: %v; nothing deleted", b, err))
+					// The owner of branches keeps the tip under the one
+					// naming (<task>/<time>-tip) first, so status dates it
+					// and prune --older-than can prune it.
+					kept, err := wt.DeleteBranch(ctx, id, b, "task delete --force")
+					if len(kept) == 0 {
+						if err == nil {
+							err = fmt.Errorf("keeping %s: it has no tip to keep; nothing deleted", b)
+						}
+						return withCode(ExitFailure, err)
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "kept %s as %s\n", b, kept[0].Ref)
-					if _, err := gitx.Git(ctx, p.root, "branch", "-D", "--", b); err != nil {
-						fmt.Fprintf(cmd.ErrOrStderr(), "branch %s left in place (%s)\n", b, oneLine(err))
+					if err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s\n", oneLine(err))
 					}
 				}
 				if err := s.Delete(ctx, id); err != nil {

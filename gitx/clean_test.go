@@ -113,3 +113,22 @@ func TestSurelyCleanAgreesWithStatus(t *testing.T) {
 		})
 	}
 }
+
+func writeFile(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func repoWith(t *testing.T) string {
+	dir := repo(t)
+	writeFile(t, filepath.Join(dir, "README"), "hello\n")
+	writeFile(t, filepath.Join(dir, ".gitignore"), "*.log\n/.worktrees/\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "files")
+	return dir
+}

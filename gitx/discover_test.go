@@ -103,3 +103,22 @@ func TestMainRootFromWorktree(t *testing.T) {
 		t.Errorf("outside a repository: %v", err)
 	}
 }
+
+func TestMainRootBareRepository(t *testing.T) {
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "--bare", "b.git")
+	_, err := MainRoot(context.Background(), filepath.Join(dir, "b.git"))
+	if !errors.Is(err, ErrBare) || !strings.Contains(err.Error(), "git clone") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNoGitOnPath(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if err := LookGit(); !errors.Is(err, ErrNoGit) {
+		t.Fatalf("LookGit: %v", err)
+	}
+	if _, err := CurrentBranch(context.Background(), t.TempDir()); err == nil {
+		t.Fatal("CurrentBranch without git reported no error (would read as a detached HEAD)")
+	}
+}

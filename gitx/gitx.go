@@ -132,10 +132,3 @@ func AtLeast(v [3]int, want [3]int) bool {
 // MinVersion is the oldest git Chorus supports: merge-tree --write-tree
 // arrived in 2.38.
 var MinVersion = [3]int{2, 38, 0}
-
-// WorktreeMu serialises `git worktree add/remove/prune` within this
-// process. git reads every registered worktree's admin files while adding
-// one, and fails ("failed to read …/commondir") if another add is halfway
-// through writing them; agent worktrees and the merge service's own
-// worktrees are created from different goroutines.
-var WorktreeMu sync.Mutex

@@ -178,3 +178,32 @@ func headIn(gd, common string) string {
 	}
 	return ""
 }
+
+// WorktreeAdminDir is the administrative directory of the linked worktree
+// dir ($GIT_COMMON_DIR/worktrees/<id>), when its .git file (a regular file
+// of this user's) and that directory point at each other; ok is false for
+// anything else (the main checkout, a moved or half-made worktree).
+func WorktreeAdminDir(dir string) (admin string, ok bool) {
+	dotgit := filepath.Join(dir, ".git")
+	if st, err := os.Lstat(dotgit); err != nil || !st.Mode().IsRegular() || !ownedByMe(st) {
+		return "", false
+	}
+	gd, _, ok := worktreeGitDirs(dir)
+	if !ok || filepath.Base(filepath.Dir(gd)) != "worktrees" {
+		return "", false
+	}
+	back, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+	if err != nil || !sameFile(strings.TrimSpace(string(back)), dotgit) {
+		return "", false
+	}
+	return gd, true
+}
+
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // Cleaning up after landings: worktrees, branches and the queue's refs.
@@ -42,8 +43,7 @@ func (s *Service) cleanup(ctx context.Context, ids []string) {
 	// The branch is in; uncommitted files (an agent's last edits,
 	// untracked files) are kept under refs/chorus/kept/ first, and the
 	// worktree stays if they cannot be.
-	var dirs []string
-	var owners []string
+	var gone []worktree.Gone
 	for i, it := range items {
 		if it.User || it.Worktree == "" || !dirExists(it.Worktree) {
 			continue
@@ -53,16 +53,12 @@ func (s *Service) cleanup(ctx context.Context, ids []string) {
 			head, _ = git(ctx, it.Worktree, "rev-parse", "HEAD")
 		}
 		if head != "" && reachable[i](head) {
-			dirs, owners = append(dirs, it.Worktree), append(owners, it.TaskID)
+			gone = append(gone, worktree.Gone{Task: it.TaskID, Dir: it.Worktree})
 		}
 	}
-	done, errs := gitx.RemoveCleanWorktrees(ctx, dirs, isScratchpad)
-	for k, dir := range dirs {
-		switch {
-		case !done[k]:
-			s.removeWorktree(ctx, owners[k], dir)
-		case errs[k] != nil:
-			s.emit(Event{Kind: EventHeld, TaskID: owners[k], Message: "left " + dir + " in place: " + errs[k].Error()})
+	for k, err := range s.opt.Worktrees.RemoveAllKeeping(ctx, gone, "removing a worktree") {
+		if err != nil {
+			s.emit(Event{Kind: EventHeld, TaskID: gone[k].Task, Message: "left " + gone[k].Dir + " in place: " + err.Error()})
 		}
 	}
 	var dels []string
@@ -130,22 +126,12 @@ func (s *Service) cleanupRefs(ctx context.Context, it Item, reachable func(strin
 	return dels
 }
 
-func isScratchpad(rel string) bool { return rel == ScratchpadPath }
-
 // removeWorktree removes a landed item's worktree, keeping its
-// uncommitted files under refs/chorus/kept/ first (gitx.RemoveWorktree),
-// and reports whether it is gone; a worktree whose files cannot be kept
-// stays, and the queue says so.
+// uncommitted files under refs/chorus/kept/ first, and reports whether it
+// is gone; a worktree whose files cannot be kept stays, and the queue says
+// so.
 func (s *Service) removeWorktree(ctx context.Context, id, dir string) bool {
-	// A clean worktree, the usual case, holds the worktree lock only to
-	// unregister it, not while its files are checked and deleted.
-	done, err := gitx.RemoveCleanWorktree(ctx, dir, isScratchpad, false)
-	if !done {
-		gitx.WorktreeMu.Lock()
-		err = gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: s.opt.RepoDir, Task: id, Worktree: dir, Why: "removing a worktree", NotWork: isScratchpad})
-		gitx.WorktreeMu.Unlock()
-	}
-	if err != nil {
+	if err := s.opt.Worktrees.RemoveKeeping(ctx, id, dir, "removing a worktree"); err != nil {
 		s.emit(Event{Kind: EventHeld, TaskID: id, Message: "left " + dir + " in place: " + err.Error()})
 		return false
 	}

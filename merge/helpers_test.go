@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/config"
-	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/merge/driver"
 	"github.com/chorus-dev/chorus/proc"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // TestMain doubles as the merge driver git runs and as the crash-test
@@ -89,8 +89,7 @@ func (r *repo) gitIn(dir string, args ...string) string {
 	if len(args) > 0 && args[0] == "worktree" {
 		// The service adds and prunes worktrees concurrently, and git
 		// is not safe against that: take the lock the service takes.
-		gitx.WorktreeMu.Lock()
-		defer gitx.WorktreeMu.Unlock()
+		defer worktreesOf(dir).LockRegistry()()
 	}
 	out, err := git(context.Background(), dir, args...)
 	if err != nil {
@@ -204,9 +203,22 @@ func (f *fileStore) load(t testing.TB) persisted {
 	return p
 }
 
+// worktreesOf is the one worktree owner of the test repository holding
+// dir, shared by its services and the fixtures' own worktree commands.
+func worktreesOf(dir string) *worktree.Manager {
+	root := dir
+	if i := strings.Index(dir, string(filepath.Separator)+".worktrees"+string(filepath.Separator)); i >= 0 {
+		root = dir[:i]
+	}
+	m, _ := owners.LoadOrStore(root, &worktree.Manager{RepoDir: root, Target: "main"})
+	return m.(*worktree.Manager)
+}
+
+var owners sync.Map // repository root → *worktree.Manager
+
 func baseOptions(dir string) Options {
 	return Options{
-		RepoDir: dir, Target: "main", ChorusDir: filepath.Join(dir, ".chorus"),
+		RepoDir: dir, Target: "main", ChorusDir: filepath.Join(dir, ".chorus"), Worktrees: worktreesOf(dir),
 		Merge:         config.Merge{AutoResolve: true, AgentResolve: true, MaxAttempts: 3},
 		Checkpoints:   config.Checkpoints{Enabled: true, BeforeMerge: true, Periodic: 5},
 		DriverCommand: driverCommand(),

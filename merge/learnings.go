@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // The scratchpad's learnings, committed on the task branch before it merges.
@@ -62,7 +64,7 @@ func FormatLearnings(body, task, agent string, now time.Time) string {
 // they land with the task; never in the user's checkout. Returns the
 // (possibly new) branch tip.
 func (s *Service) extractLearnings(ctx context.Context, it Item, head string) (string, error) {
-	pad, err := os.ReadFile(filepath.Join(it.Worktree, ScratchpadPath))
+	pad, err := os.ReadFile(filepath.Join(it.Worktree, worktree.ScratchpadPath))
 	if err != nil {
 		return head, nil
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // lockOf names the service lock a call locks or unlocks ("" for none):
-// x.mu.Lock() → "mu", gitx.WorktreeMu.Unlock() → "WorktreeMu".
+// x.mu.Lock() → "mu", s.memMu.Unlock() → "memMu".
 func lockOf(call *ast.CallExpr) (name string, lock bool) {
 	sel, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok || (sel.Sel.Name != "Lock" && sel.Sel.Name != "Unlock") {

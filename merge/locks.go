@@ -11,10 +11,12 @@ package merge
 //	jobMu            the resolver agents at work (resolvers)
 //	memMu            what the integrator remembers of its commits
 //	wtMu             the worktrees' git dirs as last read (git.go)
-//	gitx.WorktreeMu  git's worktree registry, shared with the engine's
-//	                 worktree manager
+//
+// The worktree owner's locks (Options.Worktrees, shared with the engine)
+// come after all of these: they are taken only inside its methods, which
+// never call back into the service.
 //
 // TestLockOrder reads this package's source and fails when a function, or
 // a method of the service, its integrator or its resolvers it calls, takes
 // them out of this order.
-var lockOrder = []string{"opMu", "fenceMu", "mu", "jobMu", "memMu", "wtMu", "WorktreeMu"}
+var lockOrder = []string{"opMu", "fenceMu", "mu", "jobMu", "memMu", "wtMu"}

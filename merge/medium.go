@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/merge/queue"
 )
 
@@ -74,10 +73,7 @@ func (rs *resolvers) rebaseTree(ctx context.Context, id, tip, head string) (stri
 	wt := rs.rebaseDir(id)
 	rs.removeScratch(ctx, wt)
 	defer rs.removeScratch(context.WithoutCancel(ctx), wt)
-	gitx.WorktreeMu.Lock()
-	_, err := git(ctx, rs.q.opt.RepoDir, "worktree", "add", "-q", "--detach", wt, head)
-	gitx.WorktreeMu.Unlock()
-	if err != nil {
+	if err := rs.q.opt.Worktrees.AddDetached(ctx, wt, head, ""); err != nil {
 		return "", fmt.Errorf("no worktree to rebase in: %w", err)
 	}
 	r, err := run(ctx, wt, "", "-c", "user.name=Chorus", "-c", "user.email=chorus@localhost",
@@ -93,15 +89,8 @@ func (rs *resolvers) rebaseTree(ctx context.Context, id, tip, head string) (stri
 	return git(ctx, wt, "rev-parse", "HEAD^{tree}")
 }
 
-// removeScratch removes a throwaway worktree of the service's own.
+// removeScratch removes a throwaway worktree of the service's own: it
+// holds only the rebase, whose tree was already read.
 func (rs *resolvers) removeScratch(ctx context.Context, wt string) {
-	if !dirExists(wt) {
-		return
-	}
-	gitx.WorktreeMu.Lock()
-	defer gitx.WorktreeMu.Unlock()
-	if _, err := git(ctx, rs.q.opt.RepoDir, "worktree", "remove", "--force", wt); err != nil {
-		_ = os.RemoveAll(wt)
-		_, _ = run(ctx, rs.q.opt.RepoDir, "", "worktree", "prune")
-	}
+	rs.q.opt.Worktrees.RemoveScratch(ctx, wt)
 }

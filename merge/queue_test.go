@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // Ordering: dependencies first, then priority boost, then FIFO; a deferred
@@ -86,7 +88,7 @@ func TestLearningsExtractedOnAgentBranch(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t)
 	b, wt := r.agentBranch("ch-1", "main", map[string]string{"x.txt": "x"}, true)
-	r.writeIn(wt, ScratchpadPath, "# Scratchpad\n\n## Plan\n- do x\n\n## Learnings\n- the API needs a token\n- tests need -race\n\n## Notes\nignored\n")
+	r.writeIn(wt, worktree.ScratchpadPath, "# Scratchpad\n\n## Plan\n- do x\n\n## Learnings\n- the API needs a token\n- tests need -race\n\n## Notes\nignored\n")
 	userHead := r.git("rev-parse", "HEAD")
 	h := start(t, r, func(o *Options) { o.Now = func() time.Time { return time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC) } }, nil)
 	h.enqueue(Request{TaskID: "ch-1", Branch: b, Agent: "claude", Worktree: wt})

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/merge/queue"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -440,29 +438,12 @@ func (rs *resolvers) worktreeReady(ctx context.Context, wt, branch string) bool 
 // prepareResolver makes a fresh throwaway branch at the task's tip, checked
 // out in Chorus's resolver worktree for this task.
 func (rs *resolvers) prepareResolver(ctx context.Context, id, wt, branch, head string) error {
-	// An earlier resolver's worktree and branch may hold work: keep it
-	// under refs/chorus/kept/ before both are replaced.
-	if _, err := gitx.Keep(ctx, gitx.KeepOptions{Repo: rs.q.opt.RepoDir, Task: id, Worktree: wt, Branch: branch,
-		Target: head, Why: "starting a new resolver"}); err != nil {
-		return fmt.Errorf("merge: could not keep the earlier resolver's work in %s, so it stays: %w", wt, err)
+	// An earlier resolver's worktree and branch may hold work: the owner
+	// keeps it under refs/chorus/kept/ before both are replaced.
+	if err := rs.q.opt.Worktrees.Renew(ctx, id, wt, branch, head, "starting a new resolver"); err != nil {
+		return fmt.Errorf("merge: resolver worktree %s: %w", wt, err)
 	}
-	if dirExists(wt) {
-		gitx.WorktreeMu.Lock()
-		if _, err := git(ctx, rs.q.opt.RepoDir, "worktree", "remove", "--force", wt); err != nil {
-			_ = os.RemoveAll(wt)
-		}
-		gitx.WorktreeMu.Unlock()
-	}
-	gitx.WorktreeMu.Lock()
-	_, _ = run(ctx, rs.q.opt.RepoDir, "", "worktree", "prune")
-	gitx.WorktreeMu.Unlock()
-	if _, err := git(ctx, rs.q.opt.RepoDir, "update-ref", "refs/heads/"+branch, head); err != nil {
-		return err
-	}
-	gitx.WorktreeMu.Lock()
-	_, err := git(ctx, rs.q.opt.RepoDir, "worktree", "add", "-q", wt, branch)
-	gitx.WorktreeMu.Unlock()
-	return err
+	return nil
 }
 
 func (rs *resolvers) abortMerge(ctx context.Context, wt string) {

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // Service owns the merge queue. Run is its single worker; every other method
@@ -111,6 +110,9 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	if opt.WorktreesDir == "" {
 		opt.WorktreesDir = filepath.Join(root, ".worktrees")
 	}
+	if opt.Worktrees == nil {
+		opt.Worktrees = &worktree.Manager{RepoDir: root, Target: opt.Target}
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -170,7 +172,7 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 	if err := s.registerDrivers(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.excludeWorktrees(); err != nil {
+	if err := opt.Worktrees.Exclude(ctx, opt.WorktreesDir); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -320,29 +322,4 @@ func (s *Service) emit(e Event) {
 		default:
 		}
 	}
-}
-
-// excludeWorktrees lists Chorus's worktree folder in info/exclude so the
-// user's `git status` does not show it.
-func (s *Service) excludeWorktrees() error {
-	rel, err := filepath.Rel(s.opt.RepoDir, s.opt.WorktreesDir)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return nil
-	}
-	line := "/" + filepath.ToSlash(rel) + "/"
-	p := filepath.Join(s.commonDir, "info", "exclude")
-	b, _ := os.ReadFile(p)
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(l) == line {
-			return nil
-		}
-	}
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		b = append(b, '\n')
-	}
-	b = append(b, line+"\n"...)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, b, 0o644)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chorus-dev/chorus/gitx"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +14,8 @@ import (
 
 // LearningsPath and IssuesPath are the shared files every task appends to.
 const (
-	LearningsPath  = ".agent/learnings.md"
-	ScratchpadPath = ".agent/scratchpad.md"
-	IssuesPath     = ".beads/issues.jsonl"
+	LearningsPath = ".agent/learnings.md"
+	IssuesPath    = ".beads/issues.jsonl"
 )
 
 // LockFiles are regenerated with merge.lockfileCommand instead of merged.
@@ -111,17 +109,10 @@ func (s *Service) ensureIntegration(ctx context.Context) error {
 		s.clearIntegration(ctx)
 		return nil
 	}
-	gitx.WorktreeMu.Lock()
-	_, _ = run(ctx, s.opt.RepoDir, "", "worktree", "prune")
-	gitx.WorktreeMu.Unlock()
-	_ = os.RemoveAll(s.in.integ)
-	if err := os.MkdirAll(filepath.Dir(s.in.integ), 0o755); err != nil {
-		return err
-	}
-	gitx.WorktreeMu.Lock()
-	_, err := git(ctx, s.opt.RepoDir, "worktree", "add", "--detach", "--lock", "--reason", "chorus integration worktree", s.in.integ, "refs/heads/"+s.opt.Target)
-	gitx.WorktreeMu.Unlock()
-	if err != nil {
+	// Without its .git it is no worktree any more: what is left of it is
+	// Chorus's own (a candidate's build), and goes.
+	s.opt.Worktrees.RemoveScratch(ctx, s.in.integ)
+	if err := s.opt.Worktrees.AddDetached(ctx, s.in.integ, "refs/heads/"+s.opt.Target, "chorus integration worktree"); err != nil {
 		return fmt.Errorf("merge: create integration worktree: %w", err)
 	}
 	return nil

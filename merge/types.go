@@ -26,6 +26,7 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge/queue"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // The queue's own types live in merge/queue, whose policies (order,
@@ -115,6 +116,10 @@ type Options struct {
 
 	// WorktreesDir holds Chorus's own worktrees (default RepoDir/.worktrees).
 	WorktreesDir string
+	// Worktrees adds and removes every worktree and keeps what removal
+	// would lose; the engine shares its own, so one registry lock covers
+	// the agents' worktrees and the service's (default: one of its own).
+	Worktrees *worktree.Manager
 	// DriverCommand is the shell prefix git runs for the merge drivers, with
 	// "<kind> %O %A %B %P" appended (default: this executable + " merge-driver",
 	// which `chorus merge-driver` must route to driver.Main).

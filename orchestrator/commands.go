@@ -13,8 +13,8 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/merge"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
 	"github.com/chorus-dev/chorus/taskid"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // CommandKind names what a Command asks for: one of the Cmd constants.

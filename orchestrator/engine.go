@@ -22,8 +22,8 @@ import (
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
 	"github.com/chorus-dev/chorus/taskid"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // Options configure an Engine.
@@ -226,7 +226,7 @@ func New(opt Options) (*Engine, error) {
 		ms, err := merge.New(merge.Options{
 			RepoDir: opt.Dir.Root, Target: opt.Target, ChorusDir: opt.Dir.Path,
 			Quality: opt.Config.QualityCommands, Merge: opt.Config.Merge, Checkpoints: opt.Config.Checkpoints,
-			DriverCommand: driverCommand(exe), Hook: e.mergeHook,
+			DriverCommand: driverCommand(exe), Hook: e.mergeHook, Worktrees: e.wt,
 		}, e.persistMerge, resolver{e})
 		if err != nil {
 			return nil, err

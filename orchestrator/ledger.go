@@ -16,7 +16,7 @@ import (
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/beads"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // The ledger of a task is a Markdown file, .chorus/ledgers/<task>.md, that

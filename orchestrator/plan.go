@@ -10,7 +10,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // The planning run: the Plan Agent works in a checkout of its own

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/gitx"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // gitTimeout bounds each step on the checkout.
@@ -35,22 +35,13 @@ func (r *agentRun) planCheckout() (dir string, done func()) {
 	}
 	dir = filepath.Join(root, worktree.Dir, worktree.Slug(r.id))
 	remove := func(ctx context.Context) error {
-		gitx.WorktreeMu.Lock()
-		defer gitx.WorktreeMu.Unlock()
-		if _, err := os.Stat(dir); err != nil {
-			_, _ = gitx.Git(ctx, root, "worktree", "prune")
-			return nil
-		}
-		return gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: root, Task: "plan", Worktree: dir, Why: "the Plan Agent's checkout"})
+		return r.e.wt.RemoveKeeping(ctx, "plan", dir, "the Plan Agent's checkout")
 	}
 	// One left by an earlier run (a crash) may be behind HEAD.
 	if err := remove(ctx); err != nil {
 		return root, noop
 	}
-	gitx.WorktreeMu.Lock()
-	_, err := gitx.Git(ctx, root, "worktree", "add", "--detach", "--quiet", dir, "HEAD")
-	gitx.WorktreeMu.Unlock()
-	if err != nil {
+	if err := r.e.wt.AddDetached(ctx, dir, "HEAD", ""); err != nil {
 		return root, noop
 	}
 	var copied []string

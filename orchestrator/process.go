@@ -19,7 +19,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/usage"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // The agent process side of a run: its PTY and screen, spawning with the

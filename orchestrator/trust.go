@@ -5,7 +5,7 @@ import (
 
 	"github.com/chorus-dev/chorus/agent/claudetrust"
 	"github.com/chorus-dev/chorus/config"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // Claude Code's folder trust, checked once per profile and run: an

@@ -13,7 +13,7 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge"
-	"github.com/chorus-dev/chorus/orchestrator/worktree"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // One turn of an agent: waiting for its signals or exit, and acting on

@@ -81,7 +81,7 @@ func TestImportsPointDownTheTable(t *testing.T) {
 
 // The engine, merge, the task store and config must not reach the UI or
 // its toolkit, directly or through any dependency.
-var headless = []string{"orchestrator", "orchestrator/worktree", "merge", "merge/driver", "beads", "beads/storetest", "config"}
+var headless = []string{"orchestrator", "worktree", "merge", "merge/driver", "beads", "beads/storetest", "config"}
 
 func uiPackage(path, module string) bool {
 	return path == module+"/ui" || strings.HasPrefix(path, module+"/ui/") ||

@@ -1,6 +1,10 @@
-// Package worktree creates, reuses and removes the git worktrees agents work
-// in: one per agent and task, at .worktrees/{agent}-{task} on branch
-// agent/{agent}/{task}, made from the target branch's tip.
+// Package worktree is the one owner of worktrees and branches: it creates,
+// reuses and removes the git worktrees agents work in (one per agent and
+// task, at .worktrees/{agent}-{task} on branch agent/{agent}/{task}, made
+// from the target branch's tip) and Chorus's own (scratch.go), deletes
+// branches, and keeps under refs/chorus/kept/ whatever a removal would lose
+// (keep.go). No other package runs `git worktree add/remove/prune` or
+// `git branch -D`; internal/layers checks it.
 //
 // Every git call goes through proc (argv only, with a timeout). Ids and
 // branch names are argv elements, never shell text; the only shell strings
@@ -8,7 +12,6 @@
 package worktree
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,15 +64,24 @@ type Manager struct {
 	// GitTimeout bounds each git call (default 2 minutes).
 	GitTimeout time.Duration
 
-	// mu serialises changes to worktree registrations and refs; git takes
-	// its own locks but fails rather than waits when they are held.
+	// mu serialises changes to agent worktrees and their branches; git
+	// takes its own locks but fails rather than waits when they are held.
 	//
-	// Lock order: mu first, then gitx.WorktreeMu. Every method that needs
-	// both takes them in this order; the reverse order deadlocks against a
-	// concurrent Ensure (one holds mu and waits for WorktreeMu while the
-	// other holds WorktreeMu and waits for mu).
+	// Lock order: mu first, then reg. Every method that needs both takes
+	// them in this order; the reverse order deadlocks against a concurrent
+	// Ensure (one holds mu and waits for reg while the other holds reg and
+	// waits for mu). Callers' own locks come before both: no method calls
+	// out of this package while holding either.
 	mu       sync.Mutex
 	excluded bool // info/exclude checked (under mu)
+
+	// reg serialises `git worktree add/remove/prune` and in-process
+	// unregistering: git reads every registered worktree's admin files
+	// while adding one, and fails ("failed to read …/commondir") if another
+	// add is halfway through writing them. One Manager per repository is
+	// shared by everything in the process that adds or removes worktrees
+	// (the engine's agents, the merge service, the planning run).
+	reg sync.Mutex
 
 	// Objects, when set before first use, is a store shared with another
 	// user of the repository (gitx.ObjectStore.Share); Close releases it.
@@ -244,13 +256,13 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 
 // attach makes sure the worktree is registered and on disk, under the lock.
 func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, error) {
-	// Lock order: m.mu, then gitx.WorktreeMu (see Manager.mu).
+	// Lock order: m.mu, then m.reg (see Manager.mu).
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	gitx.WorktreeMu.Lock()
-	defer gitx.WorktreeMu.Unlock()
+	m.reg.Lock()
+	defer m.reg.Unlock()
 	if !m.excluded {
-		if err := m.excludeWorktrees(ctx); err != nil {
+		if err := m.Exclude(ctx, filepath.Join(m.RepoDir, Dir)); err != nil {
 			return Worktree{}, err
 		}
 		m.excluded = true
@@ -324,44 +336,6 @@ func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, err
 	return wt, err
 }
 
-// excludeWorktrees lists .worktrees/ in the repository's info/exclude so
-// that the user's `git status` stays clean. info/exclude is git's local
-// state, not one of the user's files.
-func (m *Manager) excludeWorktrees(ctx context.Context) error {
-	p, err := m.git(ctx, m.RepoDir, "rev-parse", "--git-path", "info/exclude")
-	if err != nil {
-		return err
-	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(m.RepoDir, p)
-	}
-	old, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	for _, l := range strings.Split(string(old), "\n") {
-		if l = strings.TrimSpace(l); l == "/"+Dir+"/" || l == Dir+"/" || l == "/"+Dir || l == Dir {
-			return nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	line := "/" + Dir + "/\n"
-	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
-		line = "\n" + line
-	}
-	_, err = f.WriteString(line)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // Remove deletes the worktree and its branch, but only when nothing can be
 // lost: the worktree has no uncommitted changes and the branch tip is
 // reachable from target (Manager.Target when empty). Otherwise it refuses
@@ -384,11 +358,11 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 	if !ok {
 		return fmt.Errorf("worktree: %q is not an agent branch", wt.Branch)
 	}
-	// Lock order: m.mu, then gitx.WorktreeMu (see Manager.mu).
+	// Lock order: m.mu, then m.reg (see Manager.mu).
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	gitx.WorktreeMu.Lock()
-	defer gitx.WorktreeMu.Unlock()
+	m.reg.Lock()
+	defer m.reg.Unlock()
 
 	ref := "refs/heads/" + wt.Branch
 	tip, err := m.git(ctx, m.RepoDir, "rev-parse", "--verify", "--quiet", ref)
@@ -412,7 +386,7 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 		// Only a clean worktree goes (ignored files such as a copied .env
 		// or build caches go with it): the common case in one process,
 		// then git's own refusal sorts out the rest.
-		if done, err := gitx.RemoveCleanWorktree(ctx, wt.Dir, IsScratchpad, true); done {
+		if done, err := m.removeClean(ctx, wt.Dir, true); done {
 			if err != nil {
 				return err
 			}
@@ -426,7 +400,7 @@ func (m *Manager) Remove(ctx context.Context, wt Worktree, target string) error 
 			}
 			// Clean, yet refused (locked, a submodule): whatever git
 			// would drop is kept under refs/chorus/kept/ first.
-			if err := gitx.RemoveWorktree(ctx, gitx.KeepOptions{Repo: m.RepoDir, Task: task, Worktree: wt.Dir, Why: "removing its worktree", NotWork: IsScratchpad}); err != nil {
+			if err := m.removeKeepingLocked(ctx, KeepOptions{Repo: m.RepoDir, Task: task, Worktree: wt.Dir, Why: "removing its worktree"}); err != nil {
 				return fmt.Errorf("worktree: not removing %s: %w", rel, err)
 			}
 		}

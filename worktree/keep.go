@@ -1,4 +1,8 @@
-package gitx
+package worktree
+
+// Keeping work under refs/chorus/kept/ before anything goes: the one
+// naming (<task>/<time>-<kind>) that `chorus status` dates and `chorus
+// prune --kept --older-than` prunes.
 
 import (
 	"context"
@@ -12,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/proc"
 )
 
@@ -30,6 +35,9 @@ const (
 
 // stampLayout names kept refs by time, UTC, sortable; no ':' (refs forbid it).
 const stampLayout = "20060102T150405.000000000Z"
+
+// keepTimeout bounds each git process of a keep.
+const keepTimeout = 2 * time.Minute
 
 // Kept is one kept ref.
 type Kept struct {
@@ -54,10 +62,6 @@ type KeepOptions struct {
 	Target string
 	// Why goes into the snapshot commit's message.
 	Why string
-	// NotWork names files Chorus itself keeps in a worktree (the agent's
-	// scratchpad) that are never work, for RemoveWorktree's check that
-	// nothing would be lost (see SurelyClean); nil: none.
-	NotWork func(rel string) bool
 }
 
 // Keep saves, under KeptPrefix, whatever removing opts.Worktree and
@@ -86,7 +90,7 @@ func Keep(ctx context.Context, o KeepOptions) ([]Kept, error) {
 		if !strings.HasPrefix(ref, "refs/") {
 			ref = "refs/heads/" + ref
 		}
-		tip, err := Git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+		tip, err := gitx.Git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
 		if err != nil || tip == "" {
 			return out, nil // no such branch: nothing to lose
 		}
@@ -109,7 +113,7 @@ func KeepRewound(ctx context.Context, repo, task, oldTip, newTip string) (Kept, 
 	if oldTip == "" || newTip == "" || oldTip == newTip {
 		return Kept{}, false, nil
 	}
-	if _, err := Git(ctx, repo, "cat-file", "-e", oldTip+"^{commit}"); err != nil {
+	if _, err := gitx.Git(ctx, repo, "cat-file", "-e", oldTip+"^{commit}"); err != nil {
 		return Kept{}, false, nil // already gone (gc after an earlier run): nothing to save
 	}
 	if isAncestor(ctx, repo, oldTip, newTip) {
@@ -120,7 +124,7 @@ func KeepRewound(ctx context.Context, repo, task, oldTip, newTip string) (Kept, 
 }
 
 func isAncestor(ctx context.Context, repo, a, b string) bool {
-	_, err := Git(ctx, repo, "merge-base", "--is-ancestor", a, b)
+	_, err := gitx.Git(ctx, repo, "merge-base", "--is-ancestor", a, b)
 	return err == nil
 }
 
@@ -144,7 +148,7 @@ func keepRef(ctx context.Context, repo, task, kind, commit string, now time.Time
 		}
 		k.Ref = KeptPrefix + refPart(task) + "/" + stamp + "-" + kind
 		// The empty old value makes git refuse to overwrite an existing ref.
-		_, err := Git(ctx, repo, "update-ref", "-m", "chorus: keep "+kind+" of "+task, k.Ref, commit, "")
+		_, err := gitx.Git(ctx, repo, "update-ref", "-m", "chorus: keep "+kind+" of "+task, k.Ref, commit, "")
 		if err == nil {
 			return k, nil
 		}
@@ -159,14 +163,14 @@ func keepRef(ctx context.Context, repo, task, kind, commit string, now time.Time
 // without touching the worktree's files or its index: the files are staged
 // into a temporary index. It returns "" when there is nothing uncommitted.
 func SnapshotWIP(ctx context.Context, dir, msg string) (string, error) {
-	st, err := Git(ctx, dir, "status", "--porcelain", "--untracked-files=all")
+	st, err := gitx.Git(ctx, dir, "status", "--porcelain", "--untracked-files=all")
 	if err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(st) == "" {
 		return "", nil
 	}
-	index, err := Git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	index, err := gitx.Git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-path", "index")
 	if err != nil {
 		return "", err
 	}
@@ -198,7 +202,7 @@ func SnapshotWIP(ctx context.Context, dir, msg string) (string, error) {
 		return "", err
 	}
 	args := []string{"-c", "user.name=Chorus", "-c", "user.email=chorus@localhost", "commit-tree", tree, "-m", msg}
-	if head, err := Git(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err == nil && head != "" {
+	if head, err := gitx.Git(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err == nil && head != "" {
 		args = append(args, "-p", head)
 	}
 	return gitEnv(ctx, dir, nil, args...)
@@ -206,7 +210,7 @@ func SnapshotWIP(ctx context.Context, dir, msg string) (string, error) {
 
 // gitEnv is Git with extra environment.
 func gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	r, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: timeout,
+	r, err := proc.Run(ctx, proc.Spec{Argv: append([]string{"git"}, args...), Dir: dir, Timeout: keepTimeout,
 		Env: append([]string{"GIT_TERMINAL_PROMPT=0", "LC_ALL=C"}, env...)})
 	if err != nil {
 		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
@@ -219,7 +223,7 @@ func gitEnv(ctx context.Context, dir string, env []string, args ...string) (stri
 
 // ListKept returns the kept refs, oldest first.
 func ListKept(ctx context.Context, repo string) ([]Kept, error) {
-	out, err := Git(ctx, repo, "for-each-ref", "--format=%(refname)%00%(objectname)", KeptPrefix)
+	out, err := gitx.Git(ctx, repo, "for-each-ref", "--format=%(refname)%00%(objectname)", KeptPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -257,31 +261,10 @@ func PruneKept(ctx context.Context, repo string, olderThan time.Duration, now ti
 		if olderThan > 0 && (k.Time.IsZero() || now.Sub(k.Time) < olderThan) {
 			continue
 		}
-		if _, err := Git(ctx, repo, "update-ref", "-d", k.Ref, k.Commit); err != nil {
+		if _, err := gitx.Git(ctx, repo, "update-ref", "-d", k.Ref, k.Commit); err != nil {
 			return gone, err
 		}
 		gone = append(gone, k)
 	}
 	return gone, nil
-}
-
-// RemoveWorktree removes the linked worktree o.Worktree of o.Repo, keeping
-// first whatever removing it would lose (Keep with the worktree alone).
-// The usual case, a clean worktree, is one git process (a status, see
-// RemoveCleanWorktree); otherwise `git worktree remove` without --force
-// refuses a worktree with changes or untracked files (ignored ones go, as
-// with --force), and only then is the uncommitted state kept and the
-// removal forced. The caller holds WorktreeMu.
-func RemoveWorktree(ctx context.Context, o KeepOptions) error {
-	if done, err := RemoveCleanWorktree(ctx, o.Worktree, o.NotWork, true); done {
-		return err
-	}
-	if _, err := Git(ctx, o.Repo, "worktree", "remove", o.Worktree); err == nil {
-		return nil
-	}
-	if _, err := Keep(ctx, KeepOptions{Repo: o.Repo, Task: o.Task, Worktree: o.Worktree, Why: o.Why}); err != nil {
-		return err
-	}
-	_, err := Git(ctx, o.Repo, "worktree", "remove", "--force", o.Worktree)
-	return err
 }

@@ -1,8 +1,9 @@
-package gitx
+package worktree
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,9 +22,10 @@ func TestRemoveCleanWorktree(t *testing.T) {
 		git(t, repo, "worktree", "add", "-q", "-b", name, wt, "main")
 		return wt
 	}
+	m := &Manager{RepoDir: repo, Target: "main"}
 	wt := add("clean")
 	writeFile(t, filepath.Join(wt, "build.log"), "ignored\n")
-	done, err := RemoveCleanWorktree(ctx, wt, nil, false)
+	done, err := m.removeClean(ctx, wt, false)
 	if !done || err != nil {
 		t.Fatalf("clean worktree: done %v, %v", done, err)
 	}
@@ -56,7 +58,7 @@ func TestRemoveCleanWorktree(t *testing.T) {
 	git(t, nested, "add", ".gitignore")
 	git(t, nested, "commit", "-q", "-m", "ignore inner")
 	for _, dir := range []string{untracked, modified, locked, nested, filepath.Join(repo, "missing")} {
-		done, err := RemoveCleanWorktree(ctx, dir, nil, false)
+		done, err := m.removeClean(ctx, dir, false)
 		if done || err != nil {
 			t.Errorf("%s: done %v, %v: want it left to git", filepath.Base(dir), done, err)
 		}
@@ -72,8 +74,9 @@ func TestRemoveCleanWorktree(t *testing.T) {
 	}
 }
 
-// Several at once: the clean ones go, the dirty one is left for git.
-func TestRemoveCleanWorktrees(t *testing.T) {
+// Several at once: the clean ones go in-process, the dirty one through git
+// once its uncommitted file is kept, a missing one is pruned.
+func TestRemoveAllKeeping(t *testing.T) {
 	ctx := context.Background()
 	repo := repoWith(t)
 	var dirs []string
@@ -83,15 +86,27 @@ func TestRemoveCleanWorktrees(t *testing.T) {
 		dirs = append(dirs, wt)
 	}
 	writeFile(t, filepath.Join(dirs[1], "README"), "changed\n")
-	done, errs := RemoveCleanWorktrees(ctx, dirs, nil)
-	if !done[0] || done[1] || !done[2] || errs[0] != nil || errs[2] != nil {
-		t.Fatalf("done %v, errors %v", done, errs)
-	}
-	l := git(t, repo, "worktree", "list")
-	if strings.Contains(l, dirs[0]) || !strings.Contains(l, dirs[1]) || strings.Contains(l, dirs[2]) {
-		t.Fatalf("worktrees:\n%s", l)
-	}
-	if _, err := os.Stat(filepath.Join(dirs[1], "README")); err != nil {
+	if err := os.RemoveAll(dirs[2]); err != nil {
 		t.Fatal(err)
+	}
+	m := &Manager{RepoDir: repo, Target: "main"}
+	var gone []Gone
+	for i, d := range dirs {
+		gone = append(gone, Gone{Task: fmt.Sprint("t", i), Dir: d})
+	}
+	for i, err := range m.RemoveAllKeeping(ctx, gone, "test") {
+		if err != nil {
+			t.Errorf("%s: %v", dirs[i], err)
+		}
+	}
+	if l := git(t, repo, "worktree", "list"); strings.Count(l, "\n") != 0 {
+		t.Fatalf("worktrees left:\n%s", l)
+	}
+	kept, err := ListKept(ctx, repo)
+	if err != nil || len(kept) != 1 || kept[0].Task != "t1" || kept[0].Kind != KeptWIP {
+		t.Fatalf("kept %+v, %v: want t1's uncommitted README", kept, err)
+	}
+	if got := git(t, repo, "show", kept[0].Commit+":README"); got != "changed" {
+		t.Fatalf("kept README = %q", got)
 	}
 }

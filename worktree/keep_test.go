@@ -1,4 +1,4 @@
-package gitx
+package worktree
 
 import (
 	"context"
@@ -8,7 +8,36 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/proc"
 )
+
+// git runs git in dir with an identity of the test's own; it returns
+// trimmed stdout.
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	res, err := proc.Run(context.Background(), proc.Spec{Dir: dir,
+		Argv: append([]string{"git", "-c", "user.name=Keep Test", "-c", "user.email=keep@example.com", "-c", "protocol.file.allow=always"}, args...)})
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("git %v: exit %d: %s", args, res.ExitCode, res.Stderr)
+	}
+	return strings.TrimSpace(string(res.Stdout))
+}
+
+func repo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
+	return dir
+}
 
 func writeFile(t *testing.T, p, s string) {
 	t.Helper()
@@ -164,31 +193,13 @@ func TestPruneKept(t *testing.T) {
 	}
 }
 
-func TestMainRootBareRepository(t *testing.T) {
-	dir := t.TempDir()
-	git(t, dir, "init", "-q", "--bare", "b.git")
-	_, err := MainRoot(context.Background(), filepath.Join(dir, "b.git"))
-	if !errors.Is(err, ErrBare) || !strings.Contains(err.Error(), "git clone") {
-		t.Fatalf("got %v", err)
-	}
-}
-
-func TestNoGitOnPath(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	if err := LookGit(); !errors.Is(err, ErrNoGit) {
-		t.Fatalf("LookGit: %v", err)
-	}
-	if _, err := CurrentBranch(context.Background(), t.TempDir()); err == nil {
-		t.Fatal("CurrentBranch without git reported no error (would read as a detached HEAD)")
-	}
-}
-
 // A dirty worktree is kept before it goes; a clean one (an ignored file
 // aside) goes without a kept ref.
 func TestRemoveWorktreeKeepsOnlyWhatWouldBeLost(t *testing.T) {
 	ctx := context.Background()
 	repo, wt := agentWorktree(t)
-	if err := RemoveWorktree(ctx, KeepOptions{Repo: repo, Task: "t1", Worktree: wt, Why: "test"}); err != nil {
+	m := &Manager{RepoDir: repo, Target: "main"}
+	if err := m.RemoveKeeping(ctx, "t1", wt, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(wt); !errors.Is(err, os.ErrNotExist) {
@@ -199,7 +210,7 @@ func TestRemoveWorktreeKeepsOnlyWhatWouldBeLost(t *testing.T) {
 		t.Fatalf("kept %+v, %v: want one WIP snapshot", kept, err)
 	}
 	for _, f := range []string{"staged.txt", "README", "new/untracked.txt"} {
-		if _, err := Git(ctx, repo, "cat-file", "-e", kept[0].Commit+":"+f); err != nil {
+		if _, err := gitx.Git(ctx, repo, "cat-file", "-e", kept[0].Commit+":"+f); err != nil {
 			t.Errorf("%s not in the kept snapshot: %v", f, err)
 		}
 	}
@@ -207,7 +218,7 @@ func TestRemoveWorktreeKeepsOnlyWhatWouldBeLost(t *testing.T) {
 	clean := filepath.Join(repo, ".worktrees", "b")
 	git(t, repo, "worktree", "add", "-q", "-b", "clean", clean, "main")
 	writeFile(t, filepath.Join(clean, "build.log"), "ignored\n")
-	if err := RemoveWorktree(ctx, KeepOptions{Repo: repo, Task: "t2", Worktree: clean, Why: "test"}); err != nil {
+	if err := m.RemoveKeeping(ctx, "t2", clean, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(clean); !errors.Is(err, os.ErrNotExist) {
