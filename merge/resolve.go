@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/chorus-dev/chorus/merge/queue"
+	"github.com/chorus-dev/chorus/worktree"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -265,7 +266,7 @@ func (rs *resolvers) finishResolve(ctx context.Context, job *resolveJob, res Res
 // StopResolver is a person stopping the resolver agent of a task (or
 // undoing its resolution, if it already answered but has not landed): the
 // item is fenced so nothing the resolver produced can land, its work is
-// kept under refs/chorus/resolver/, the branch goes back to where it was,
+// kept under refs/chorus/kept/<task>/, the branch goes back to where it was,
 // and the conflict waits for a person. It returns once the fence is set;
 // the agent's end and the clean-up follow in the background.
 func (s *Service) StopResolver(taskID string) error {
@@ -343,14 +344,19 @@ func (rs *resolvers) stop(job *resolveJob, it Item, fence uint64) {
 	}()
 }
 
-// resolverRef names where a stopped or timed-out resolver's work is kept.
-func (rs *resolvers) resolverRef(id string) string {
-	return "refs/chorus/resolver/" + id + "/" + rs.q.opt.Now().UTC().Format("20060102T150405.000Z")
+// keepResolver keeps a stopped, timed-out or undone resolver's work under
+// the one kept naming (<task>/<time>-resolver); "" when it could not.
+func (rs *resolvers) keepResolver(ctx context.Context, id, commit string) string {
+	k, err := worktree.KeepCommit(ctx, rs.q.opt.RepoDir, id, worktree.KeptResolver, commit)
+	if err != nil {
+		return ""
+	}
+	return k.Ref
 }
 
 // shelve keeps what a resolver left in its worktree (commits, and an
-// unfinished merge or edits as one more commit) on a refs/chorus/resolver/
-// ref, then puts the worktree and branch back at the pre-resolution tip.
+// unfinished merge or edits as one more commit) under refs/chorus/kept/,
+// then puts the worktree and branch back at the pre-resolution tip.
 // Returns the ref ("" if there was nothing to keep).
 func (rs *resolvers) shelve(ctx context.Context, job *resolveJob) string {
 	wt := job.wt
@@ -374,10 +380,7 @@ func (rs *resolvers) shelve(ctx context.Context, job *resolveJob) string {
 	}
 	ref := ""
 	if keep != job.head {
-		ref = rs.resolverRef(job.id)
-		if _, err := git(ctx, rs.q.opt.RepoDir, "update-ref", ref, keep); err != nil {
-			ref = ""
-		}
+		ref = rs.keepResolver(ctx, job.id, keep)
 	}
 	rs.abortMerge(ctx, wt)
 	if ref != "" || keep != job.head {
@@ -387,7 +390,7 @@ func (rs *resolvers) shelve(ctx context.Context, job *resolveJob) string {
 }
 
 // shelveQueued undoes a resolution that was already queued: its tip goes
-// to a refs/chorus/resolver/ ref and, when the resolver worked on the task
+// under refs/chorus/kept/ and, when the resolver worked on the task
 // branch itself, that branch goes back to where it was.
 func (rs *resolvers) shelveQueued(ctx context.Context, it Item) string {
 	if it.MergeRef == "" || it.ResolvedFrom == "" {
@@ -401,8 +404,8 @@ func (rs *resolvers) shelveQueued(ctx context.Context, it Item) string {
 	if err != nil || tip == it.ResolvedFrom {
 		return ""
 	}
-	keep := rs.resolverRef(it.TaskID)
-	if _, err := git(ctx, rs.q.opt.RepoDir, "update-ref", keep, tip); err != nil {
+	keep := rs.keepResolver(ctx, it.TaskID, tip)
+	if keep == "" {
 		return ""
 	}
 	if it.MergeRef == it.Branch {

@@ -53,7 +53,7 @@ func conflictPair(t *testing.T, r *repo, h *harness, b1 string) {
 
 // A resolver that commits but never says RESOLVED does not freeze the
 // queue: unrelated finished tasks land while it works. Stopping it then
-// lands nothing of its work, keeps that work on refs/chorus/resolver/, puts
+// lands nothing of its work, keeps that work under refs/chorus/kept/, puts
 // the task branch back and hands the conflict to a person.
 func TestSilentResolverDoesNotFreezeQueueAndStopLandsNothing(t *testing.T) {
 	t.Parallel()
@@ -99,7 +99,7 @@ func TestSilentResolverDoesNotFreezeQueueAndStopLandsNothing(t *testing.T) {
 	if !strings.Contains(it.LastError, "stopped") || !strings.Contains(it.Action, "retry ch-2") {
 		t.Fatalf("item %+v", it)
 	}
-	ref := refIn(it.LastError, "refs/chorus/resolver/ch-2/")
+	ref := refIn(it.LastError, "refs/chorus/kept/ch-2/")
 	if r.show(ref, "a.txt") != "a1\nBOTH\na3\na4\na5" || r.git("rev-parse", ref) != resolved {
 		t.Fatalf("the resolver's work is not on %s", ref)
 	}
@@ -123,7 +123,7 @@ func refIn(msg, prefix string) string {
 }
 
 // A resolver that never answers times out on its own limit: its work (a
-// commit and an unfinished edit) is kept under refs/chorus/resolver/, the
+// commit and an unfinished edit) is kept under refs/chorus/kept/, the
 // throwaway branch goes back, and the conflict goes to a person with the
 // reason.
 func TestResolverTimeoutKeepsWorkAndWaitsForHuman(t *testing.T) {
@@ -148,7 +148,7 @@ func TestResolverTimeoutKeepsWorkAndWaitsForHuman(t *testing.T) {
 	if !strings.Contains(it.LastError, "did not answer within 300ms") || it.Action == "" {
 		t.Fatalf("item %+v", it)
 	}
-	ref := refIn(it.LastError, "refs/chorus/resolver/ch-2/")
+	ref := refIn(it.LastError, "refs/chorus/kept/ch-2/")
 	if r.show(ref, "notes.txt") != "half" {
 		t.Fatalf("unfinished work not kept on %q", ref)
 	}
@@ -201,7 +201,7 @@ func TestStopAfterResolvedFencesLanding(t *testing.T) {
 	if r.mergesOf("ch-2") != 0 || r.git("rev-parse", "main") != mainBefore {
 		t.Fatal("a stopped resolution landed")
 	}
-	ref := refIn(it.LastError, "refs/chorus/resolver/ch-2/")
+	ref := refIn(it.LastError, "refs/chorus/kept/ch-2/")
 	if ref == "" || r.git("rev-parse", ref) != resolved {
 		t.Fatalf("resolution not kept: %q", it.LastError)
 	}

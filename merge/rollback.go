@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 )
 
 // chorusCommit is a commit on the target's first-parent history that
@@ -452,36 +451,4 @@ func (s *Service) Dependents(ctx context.Context, taskID string) ([]string, erro
 		}
 	}
 	return deps, nil
-}
-
-// ResetWorktreeTo undoes an agent's last iteration (level 1): the agent's
-// branch in its worktree goes back to commit, recorded when the iteration
-// started. Nothing is lost: the previous tip and any uncommitted work are
-// kept under refs/chorus/backup/.
-func ResetWorktreeTo(ctx context.Context, worktree, commit string) error {
-	head, err := git(ctx, worktree, "rev-parse", "HEAD")
-	if err != nil {
-		return err
-	}
-	target, err := git(ctx, worktree, "rev-parse", "--verify", commit+"^{commit}")
-	if err != nil {
-		return err
-	}
-	if in, err := isAncestor(ctx, worktree, target, head); err != nil || !in {
-		return fmt.Errorf("merge: %s is not an earlier commit of this worktree's branch", short(commit))
-	}
-	stamp := time.Now().UTC().Format("20060102T150405.000000000Z")
-	if _, err := git(ctx, worktree, "update-ref", "refs/chorus/backup/iteration-"+stamp, head); err != nil {
-		return err
-	}
-	if wip, _ := git(ctx, worktree, "stash", "create"); wip != "" {
-		if _, err := git(ctx, worktree, "update-ref", "refs/chorus/backup/iteration-"+stamp+"-wip", wip); err != nil {
-			return err
-		}
-	}
-	if _, err := git(ctx, worktree, "reset", "-q", "--hard", target); err != nil {
-		return err
-	}
-	_, err = git(ctx, worktree, "clean", "-q", "-f", "-d")
-	return err
 }

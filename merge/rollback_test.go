@@ -166,30 +166,6 @@ func TestPeriodicCheckpoint(t *testing.T) {
 	}
 }
 
-func TestResetWorktreeTo(t *testing.T) {
-	t.Parallel()
-	r := newRepo(t)
-	_, wt := r.agentBranch("ch-1", "main", map[string]string{"x.txt": "1"}, true)
-	startIter := r.gitIn(wt, "rev-parse", "HEAD")
-	r.commitIn(wt, "[ch-1] iteration 2", map[string]string{"x.txt": "2"})
-	r.writeIn(wt, "x.txt", "uncommitted")
-	r.writeIn(wt, "new.txt", "untracked")
-	last := r.gitIn(wt, "rev-parse", "HEAD")
-	if err := ResetWorktreeTo(t.Context(), wt, startIter); err != nil {
-		t.Fatal(err)
-	}
-	if r.gitIn(wt, "rev-parse", "HEAD") != startIter || r.gitIn(wt, "status", "--porcelain") != "" {
-		t.Fatal("not reset")
-	}
-	refs := r.git("for-each-ref", "--format=%(objectname)", "refs/chorus/backup/")
-	if !strings.Contains(refs, last) || strings.Count(refs, "\n") != 1 {
-		t.Fatalf("backups: %s", refs)
-	}
-	if err := ResetWorktreeTo(t.Context(), wt, last); err == nil {
-		t.Fatal("reset forward to a non-ancestor must be refused")
-	}
-}
-
 func configCheckpoints(n int) config.Checkpoints {
 	return config.Checkpoints{Enabled: true, Periodic: n}
 }

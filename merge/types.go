@@ -12,7 +12,7 @@
 //
 // Beyond the engine contract the package offers: Drain and Waiting (headless
 // exit), Resume (after a pause), Checkpoints and Dependents (for the
-// rollback UI), ResetWorktreeTo (rollback level 1), UserRequest (for
+// rollback UI), UserRequest (for
 // `chorus merge-user`), and driver.Main (for `chorus merge-driver`, which
 // git runs for the registered merge drivers). Rollback methods return the
 // task ids they took off the target.

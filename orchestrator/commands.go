@@ -104,7 +104,7 @@ func (e *Engine) Do(ctx context.Context, c Command) error {
 		if task, ok := e.resolverTask(ctx, c.AgentID); ok {
 			// A resolver's stop goes through the merge service: it fences
 			// the resolution so none of it lands, keeps the work under
-			// refs/chorus/resolver/, and hands the conflict to a person.
+			// refs/chorus/kept/<task>/, and hands the conflict to a person.
 			return e.merge.StopResolver(task)
 		}
 	case CmdCheckpoint, CmdApprove, CmdMergeRetry, CmdMergeDrop, CmdMergeAcceptTarget:

@@ -94,7 +94,7 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, d
 			*pp = nil
 			if base := r.resetTo.Swap(nil); base != nil {
 				r.commitWIP(wt, "before rollback")
-				if err := merge.ResetWorktreeTo(context.Background(), wt.Dir, *base); err != nil {
+				if err := r.e.wt.Rewind(context.Background(), r.taskID, wt.Dir, *base); err != nil {
 					r.event(EvError, "rolling back the iteration: "+err.Error(), nil)
 				} else {
 					r.event(EvRollback, "level 1: worktree reset to "+(*base)[:min(12, len(*base))], nil)

@@ -213,7 +213,7 @@ func (u *UI) stopAgent() {
 	what := "Its task goes back to pending; its work is kept as a commit on its branch."
 	if strings.HasPrefix(id, "resolver-") {
 		// What the merge service does with a stopped resolver.
-		what = "None of its resolution lands: its work is kept under refs/chorus/resolver/, and the merge waits for you in the merge view."
+		what = "None of its resolution lands: its work is kept under refs/chorus/kept/, and the merge waits for you in the merge view."
 	}
 	u.confirm(fmt.Sprintf("Stop %s? %s", id, what), "Stop", func() {
 		u.send(orchestrator.Command{Kind: orchestrator.CmdStop, AgentID: id}, "stopping "+id, nil)

@@ -28,9 +28,10 @@ const KeptPrefix = "refs/chorus/kept/"
 
 // Kinds of kept refs: the last part of the ref name after the stamp.
 const (
-	KeptTip     = "tip"     // a branch tip the target does not contain
-	KeptWIP     = "wip"     // a worktree's uncommitted state, as a commit on its HEAD
-	KeptRewound = "rewound" // a tip an agent moved its branch away from
+	KeptTip      = "tip"      // a branch tip the target does not contain
+	KeptWIP      = "wip"      // a worktree's uncommitted state, as a commit on its HEAD
+	KeptRewound  = "rewound"  // a tip a branch was moved away from (by its agent, or a rollback)
+	KeptResolver = "resolver" // a conflict resolver's work that was stopped, timed out or undone
 )
 
 // stampLayout names kept refs by time, UTC, sortable; no ':' (refs forbid it).
@@ -121,6 +122,13 @@ func KeepRewound(ctx context.Context, repo, task, oldTip, newTip string) (Kept, 
 	}
 	k, err := keepRef(ctx, repo, task, KeptRewound, oldTip, time.Now())
 	return k, err == nil, err
+}
+
+// KeepCommit keeps commit under refs/chorus/kept/<task>/<time>-<kind>:
+// work that is about to become unreachable for another reason than a
+// removal (a resolver's work set aside).
+func KeepCommit(ctx context.Context, repo, task, kind, commit string) (Kept, error) {
+	return keepRef(ctx, repo, task, kind, commit, time.Now())
 }
 
 func isAncestor(ctx context.Context, repo, a, b string) bool {

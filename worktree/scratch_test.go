@@ -144,3 +144,44 @@ func TestDeleteBranchKeepsTheTip(t *testing.T) {
 		t.Fatalf("prune --older-than: %+v %v", gone, err)
 	}
 }
+
+// Rolling back an iteration keeps the tip it leaves and the uncommitted
+// state, untracked files included, before the reset and clean; a commit
+// that is not an earlier one of the branch is refused.
+func TestRewindKeepsTipAndUncommitted(t *testing.T) {
+	ctx := context.Background()
+	r := repoWith(t)
+	wt := filepath.Join(r, ".worktrees", "a-ch-1")
+	git(t, r, "worktree", "add", "-q", "-b", "agent/a/ch-1", wt, "main")
+	start := git(t, wt, "rev-parse", "HEAD")
+	writeFile(t, filepath.Join(wt, "x.txt"), "2\n")
+	git(t, wt, "add", "x.txt")
+	git(t, wt, "commit", "-q", "-m", "iteration 2")
+	last := git(t, wt, "rev-parse", "HEAD")
+	writeFile(t, filepath.Join(wt, "x.txt"), "uncommitted\n")
+	writeFile(t, filepath.Join(wt, "new.txt"), "untracked\n")
+	m := &Manager{RepoDir: r, Target: "main"}
+	if err := m.Rewind(ctx, "ch-1", wt, start); err != nil {
+		t.Fatal(err)
+	}
+	if git(t, wt, "rev-parse", "HEAD") != start || git(t, wt, "status", "--porcelain", "--untracked-files=all") != "" {
+		t.Fatal("not reset")
+	}
+	kept, err := ListKept(ctx, r)
+	if err != nil || len(kept) != 2 {
+		t.Fatalf("kept %+v, %v", kept, err)
+	}
+	by := map[string]Kept{}
+	for _, k := range kept {
+		by[k.Kind] = k
+	}
+	if by[KeptRewound].Commit != last || by[KeptRewound].Task != "ch-1" {
+		t.Fatalf("rewound %+v, want %s", by[KeptRewound], last)
+	}
+	if got := git(t, r, "show", by[KeptWIP].Commit+":new.txt"); got != "untracked" {
+		t.Fatalf("untracked file in the kept wip = %q", got)
+	}
+	if err := m.Rewind(ctx, "ch-1", wt, last); err == nil {
+		t.Fatal("rewinding to a commit that is not an earlier one was accepted")
+	}
+}
