@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -148,4 +149,33 @@ func TestSilentInstanceReleasedAfterTimeout(t *testing.T) {
 		t.Fatalf("after release: %s by %s", tk.Status, tk.Assignee)
 	}
 	t.Logf("a silent instance's task waited %s after its last heartbeat (deadAfter 2s, heartbeat 1s)", released.Sub(beat).Round(time.Millisecond))
+}
+
+// closeFails is a store whose Close keeps failing (a server refusing it).
+type closeFails struct{ beads.Store }
+
+func (closeFails) Close(context.Context, string, string) error {
+	return errors.New("Error 1213 (40001): serialization failure")
+}
+
+// A task whose close failed stays completed-not-closed: the next start
+// closes it instead of taking its claim for a crash's and opening it again
+// for another instance to do twice.
+func TestFailedCloseIsClosedAtNextStart(t *testing.T) {
+	h := newHarness(t, "write out.txt done\ncommit work\nsignal COMPLETE\n", func(c *config.Config) { c.Mode = config.ModeAutopilot })
+	x := h.task("x", beads.CreateOptions{})
+	real := h.store
+	h.store = closeFails{real}
+	h.start()
+	h.waitFor(kind(EvCompleted, x))
+	h.waitIdle()
+	h.stop()
+	if tk, _ := real.Get(context.Background(), x); tk.Status != beads.StatusInProgress {
+		t.Fatalf("task after the failed close: %s", tk.Status)
+	}
+	h.store = real
+	h.start()
+	if tk := h.get(x); tk.Status != beads.StatusClosed {
+		t.Fatalf("task after the next start: %s by %q; want closed", tk.Status, tk.Assignee)
+	}
 }

@@ -275,10 +275,14 @@ func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc,
 			r.event(EvMergeQueued, wt.Branch, nil)
 		}
 	}
+	closed := true
 	if err := closeOnce(e.opt.Store, t.ID, "completed by "+r.id); err != nil {
+		// Left completed but not closed: the next start closes it, rather
+		// than taking the claim for a crash's and opening the task again.
 		r.event(EvError, "closing the task: "+err.Error(), nil)
+		closed = false
 	}
-	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = true })
+	r.update(func(s *State, a *AgentState) { s.run(t.ID).Closed = closed })
 	r.hook(hooks.PostTaskComplete, t, wt, 0, nil)
 	return &outcome{kind: "completed"}, ""
 }
