@@ -259,6 +259,9 @@ type Merge struct {
 	// candidates are built on its target's tip and land by a push that
 	// succeeds only if that tip has not moved.
 	Remote string `json:"remote,omitempty"`
+	// PushBranches, with Remote, pushes each agent's branch there after
+	// every iteration, so teammates see the work in progress.
+	PushBranches bool `json:"pushBranches,omitempty"`
 }
 
 // ResolverTimeout is ResolverTimeoutMinutes as a duration.

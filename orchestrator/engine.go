@@ -181,6 +181,7 @@ type Engine struct {
 	upSince        time.Time
 	teamMu         sync.Mutex
 	team           map[string]Heartbeat
+	pushWarned     atomic.Bool // merge.pushBranches failed once (said once)
 }
 
 // New creates an engine. Call Recover, then Run.

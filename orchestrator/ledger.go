@@ -99,6 +99,7 @@ func (r *agentRun) ledgerLine(t beads.Task, what string) {
 // (base against the new HEAD), the task's tokens so far, and why it did
 // not finish.
 func (r *agentRun) ledgerEnd(t beads.Task, wt worktree.Worktree, base string, result string) {
+	r.e.shareBranch(wt.Branch) // the iteration's work, for teammates (merge.pushBranches)
 	files := "none"
 	if base != "" {
 		if fs, err := r.e.wt.ChangedFiles(context.Background(), wt, base); err == nil && len(fs) > 0 {

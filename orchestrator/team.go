@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/gitx"
 )
 
 // Several Chorus instances may work one task queue (bd on a shared Dolt
@@ -204,6 +205,25 @@ func (e *Engine) teamLoop(ctx context.Context, done chan<- struct{}) {
 			return
 		}
 	}
+}
+
+// shareBranch pushes an agent's branch to merge.remote when
+// merge.pushBranches asks, in the background, so teammates see the work
+// in progress. A failure is said once per run; it never stops the agent.
+func (e *Engine) shareBranch(branch string) {
+	if !e.cfg.Merge.PushBranches || e.cfg.Merge.Remote == "" || branch == "" {
+		return
+	}
+	e.wg.Add(1) // the caller, a supervisor, is counted: never zero here
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		ref := "refs/heads/" + branch
+		if _, err := gitx.Git(ctx, e.opt.Dir.Root, "push", "-q", "--force", "--no-verify", e.cfg.Merge.Remote, ref+":"+ref); err != nil && e.pushWarned.CompareAndSwap(false, true) {
+			e.emit(Event{Kind: EvAlert, Text: fmt.Sprintf("pushing %s to %s (merge.pushBranches): %v; the work stays here and still lands", branch, e.cfg.Merge.Remote, err)})
+		}
+	}()
 }
 
 // leaveTeam removes this instance's heartbeat after a clean stop, its

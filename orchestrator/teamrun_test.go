@@ -184,6 +184,7 @@ func TestTwoInstancesOneQueue(t *testing.T) {
 	t.Setenv("FAKEBD_QUIET", "1")
 	bd := fakeBd(t)
 	ts := newTeamSetup(t, 2, teamScript, nil)
+	ts.cfg.Merge.PushBranches = true
 	queue := filepath.Join(t.TempDir(), "server", ".beads")
 	if err := os.MkdirAll(queue, 0o755); err != nil {
 		t.Fatal(err)
@@ -252,6 +253,15 @@ func runTeam(t *testing.T, ts *teamSetup, open func(clone string) beads.Store) {
 		}
 		if tk, err := seed.Get(context.Background(), id); err != nil || tk.Status != beads.StatusClosed {
 			t.Errorf("task %s: %s, %v", id, tk.Status, err)
+		}
+	}
+	if ts.cfg.Merge.PushBranches {
+		// Every agent's branch reached the remote too, for the team to see.
+		refs := testkit.Git(t, ts.bare, "for-each-ref", "--format=%(refname)", "refs/heads/")
+		for _, id := range ids {
+			if !strings.Contains(refs, id) {
+				t.Errorf("no branch of %s on the remote:\n%s", id, refs)
+			}
 		}
 	}
 	p, err := os.ReadFile(ts.pushes)
