@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // chorusCommit is a commit on the target's first-parent history that
@@ -305,7 +307,7 @@ func (s *Service) moveTarget(ctx context.Context, old, next, msg string, reset b
 // RollbackToCheckpoint resets the target to a checkpoint (level 4, after
 // the user confirmed); ref "" takes the newest checkpoint the target is
 // not at. A checkpoint at the tip is refused (ErrNothingToRollBack): a
-// "rollback" that changes nothing would say it did something. The current tip is kept on refs/chorus/backup/<time>.
+// "rollback" that changes nothing would say it did something. The current tip is kept as refs/chorus/kept/<target>/<time>-rollback.
 // Returns the landed tasks that are no longer on the target.
 func (s *Service) RollbackToCheckpoint(ctx context.Context, ref string) ([]string, error) {
 	s.opMu.Lock()
@@ -347,8 +349,8 @@ func (s *Service) RollbackToCheckpoint(ctx context.Context, ref string) ([]strin
 	if name, out, err := s.quality(ctx, s.in.integ, "checkpoint", ck); err != nil {
 		return nil, fmt.Errorf("checkpoint %s fails %s; %s not changed:\n%s", ref, name, s.opt.Target, out)
 	}
-	backup := "refs/chorus/backup/" + s.opt.Now().UTC().Format("20060102T150405.000000000Z")
-	if _, err := git(ctx, s.opt.RepoDir, "update-ref", backup, tip); err != nil {
+	// Under the one kept naming, so status lists it and prune can drop it.
+	if _, err := worktree.KeepCommit(ctx, s.opt.RepoDir, s.opt.Target, worktree.KeptRollback, tip); err != nil {
 		return nil, err
 	}
 	lost := s.lostTasks(ctx, ck)

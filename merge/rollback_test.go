@@ -139,7 +139,7 @@ func TestCheckpointsAndRollbackToCheckpoint(t *testing.T) {
 		t.Fatal("ch-1.txt still in checkout")
 	}
 	// The previous tip is kept.
-	if !strings.Contains(r.git("for-each-ref", "--format=%(objectname)", "refs/chorus/backup/"), tip) {
+	if !strings.Contains(r.git("for-each-ref", "--format=%(objectname)", "refs/chorus/kept/main/"), tip) {
 		t.Fatal("no backup of the previous tip")
 	}
 	// The queue goes on from the checkpoint without calling it a foreign move.

@@ -32,6 +32,7 @@ const (
 	KeptWIP      = "wip"      // a worktree's uncommitted state, as a commit on its HEAD
 	KeptRewound  = "rewound"  // a tip a branch was moved away from (by its agent, or a rollback)
 	KeptResolver = "resolver" // a conflict resolver's work that was stopped, timed out or undone
+	KeptRollback = "rollback" // the target's tip a rollback left (named after the target, not a task)
 )
 
 // stampLayout names kept refs by time, UTC, sortable; no ':' (refs forbid it).

@@ -43,6 +43,7 @@ func f(ctx any, repo, wt, b, c string) {
 	run(ctx, repo, "", "worktree", "prune")
 	gitx.Git(ctx, repo, "branch", "-D", "--", b)
 	git(ctx, repo, "update-ref", "refs/chorus/kept/x/"+c, c)
+	git(ctx, repo, "update-ref", "refs/chorus/backup/"+c, c)
 	git(ctx, repo, "worktree", "list", "--porcelain")
 }
 `
@@ -53,14 +54,18 @@ func f(ctx any, repo, wt, b, c string) {
 		t.Fatal(err)
 	}
 	got := ownerViolations(t, dir)
-	if len(got) != 5 {
-		t.Fatalf("found %d violations, want 5 (remove, prune, branch -D, kept ref, the global lock):\n%s", len(got), strings.Join(got, "\n"))
+	if len(got) != 6 {
+		t.Fatalf("found %d violations, want 6 (remove, prune, branch -D, two kept refs, the global lock):\n%s", len(got), strings.Join(got, "\n"))
 	}
 }
 
+// keptElsewhere are where work was kept before it had one naming, and
+// that naming's own prefix.
+var keptElsewhere = []string{"refs/chorus/kept", "refs/chorus/backup", "refs/chorus/resolver"}
+
 // ownerViolations lists, file:line first, every non-test file outside the
 // owner that runs `git worktree add|remove|prune|move|lock|unlock|repair`,
-// `git branch -d|-D|--delete`, names a ref under refs/chorus/kept/, or
+// `git branch -d|-D|--delete`, names a ref where work is kept, or
 // declares a package-level lock named like the old global WorktreeMu.
 func ownerViolations(t *testing.T, root string) []string {
 	t.Helper()
@@ -104,8 +109,11 @@ func ownerViolations(t *testing.T, root string) []string {
 					}
 				}
 			case *ast.BasicLit:
-				if s := literal(n); strings.HasPrefix(s, "refs/chorus/kept") {
-					out = append(out, at(n)+": names "+s+": only package "+owner+" writes kept refs, with their one naming (worktree.Keep)")
+				s := literal(n)
+				for _, p := range keptElsewhere {
+					if strings.HasPrefix(s, p) {
+						out = append(out, at(n)+": names "+s+": only package "+owner+" keeps work, under refs/chorus/kept/ with its one naming (worktree.Keep, KeepCommit)")
+					}
 				}
 			}
 			return true
