@@ -12,7 +12,6 @@ import (
 
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
-	"github.com/chorus-dev/chorus/worktree"
 )
 
 // Service owns the merge queue. Run is its single worker; every other method
@@ -111,7 +110,9 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 		opt.WorktreesDir = filepath.Join(root, ".worktrees")
 	}
 	if opt.Worktrees == nil {
-		opt.Worktrees = &worktree.Manager{RepoDir: root, Target: opt.Target}
+		// One of its own would have a lock of its own: git fails when
+		// the engine's and the service's worktree adds overlap.
+		return nil, errors.New("merge: Options.Worktrees is required: pass the repository's one worktree.Manager, the one the engine's agents use")
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now

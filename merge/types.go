@@ -117,8 +117,8 @@ type Options struct {
 	// WorktreesDir holds Chorus's own worktrees (default RepoDir/.worktrees).
 	WorktreesDir string
 	// Worktrees adds and removes every worktree and keeps what removal
-	// would lose; the engine shares its own, so one registry lock covers
-	// the agents' worktrees and the service's (default: one of its own).
+	// would lose (required): the engine's own, so one registry lock covers
+	// the agents' worktrees and the service's.
 	Worktrees *worktree.Manager
 	// DriverCommand is the shell prefix git runs for the merge drivers, with
 	// "<kind> %O %A %B %P" appended (default: this executable + " merge-driver",
