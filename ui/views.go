@@ -285,8 +285,14 @@ func (g *gridView) Draw(s tcell.Screen) {
 			if id == u.passthrough {
 				label = "⌨ " + label
 			}
-			// Cut the end, not tview's centred cut of both sides.
-			t.SetLabel(runewidth.Truncate(label, max(0, c.W-4), "…"))
+			progress := 0
+			if a != nil && !u.vm.done[id] && !attention {
+				progress = a.Progress
+			}
+			// Cut the end, not tview's centred cut of both sides; in a
+			// narrow tile the progress moves up so the cut keeps it,
+			// unless what needs a person must come first.
+			t.SetLabel(present.NarrowLabel(label, progress, max(0, c.W-4)))
 			t.SetBorderColor(bc)
 			t.SetTitleColor(tsColor(ts))
 			t.SetBorderAttributes(tsAttrs(ts))

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mattn/go-runewidth"
+
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
@@ -144,4 +146,39 @@ func plural(n int, one, many string) string {
 // that it finished, and the iteration it reached.
 func FinishedLabel(a orchestrator.AgentState, maxIter int) string {
 	return fmt.Sprintf("%s (%s) finished · iter %d/%d", strings.ToUpper(Clean(a.Type)), Clean(a.TaskID), a.Iteration, maxIter)
+}
+
+// NarrowLabel fits a tile's label to w cells. When it fits it is kept;
+// when it does not and it ends in progress (which a cut at the end would
+// lose first), the progress moves up, as a short bar, right after the
+// agent and task: "CLAUDE (ch-1) ▓▓░░░ 45% · iter 3/10 | 5m…". Then it is
+// cut at the end.
+func NarrowLabel(label string, progress, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if runewidth.StringWidth(label) <= w {
+		return label
+	}
+	bar := " | " + ProgressBar(progress, 10)
+	i, head := strings.Index(label, bar), strings.Index(label, ") ")
+	if progress <= 0 || i < 0 || head < 0 || head+2 > i {
+		return runewidth.Truncate(label, w, "…")
+	}
+	rest := label[:i] + label[i+len(bar):]
+	h, tail := rest[:head+2], rest[head+2:]
+	// The short bar when it fits beside the head, else the percent alone,
+	// else the percent first.
+	for _, p := range []string{ProgressBar(progress, 5), fmt.Sprintf("%d%%", progress)} {
+		full, hw := h+p+" · "+tail, runewidth.StringWidth(h+p)
+		switch {
+		case runewidth.StringWidth(full) <= w:
+			return full
+		case hw < w: // room for the "…" that says more was cut
+			return runewidth.Truncate(full, w, "…")
+		case hw == w:
+			return h + p
+		}
+	}
+	return runewidth.Truncate(fmt.Sprintf("%d%% ", progress)+label[:i], w, "…")
 }

@@ -199,3 +199,31 @@ func TestTally(t *testing.T) {
 		t.Errorf("Tally = %q", got)
 	}
 }
+
+func TestNarrowLabel(t *testing.T) {
+	now := time.Date(2026, 1, 9, 12, 0, 0, 0, time.UTC)
+	a := orchestrator.AgentState{Type: "claude", TaskID: "ch-3ae", Iteration: 3, StartedAt: now.Add(-5 * time.Minute), Progress: 45}
+	full := TileTitle(a, 10, now)
+	if got := NarrowLabel(full, 45, 200); got != full {
+		t.Errorf("wide: %q", got)
+	}
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{
+		{36, "CLAUDE (ch-3ae) ▓▓░░░ 45% · iter 3/…"},
+		{26, "CLAUDE (ch-3ae) ▓▓░░░ 45%…"},
+		{23, "CLAUDE (ch-3ae) 45% · …"},
+		{25, "CLAUDE (ch-3ae) ▓▓░░░ 45%"},
+		{10, "45% CLAUD…"},
+	} {
+		if got := NarrowLabel(full, 45, tc.w); got != tc.want {
+			t.Errorf("w %d: %q, want %q", tc.w, got, tc.want)
+		}
+	}
+	// No progress: cut at the end as before.
+	a.Progress = 0
+	if got := NarrowLabel(TileTitle(a, 10, now), 0, 20); got != "CLAUDE (ch-3ae) ite…" {
+		t.Errorf("no progress: %q", got)
+	}
+}
