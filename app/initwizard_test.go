@@ -166,3 +166,45 @@ func TestInitWizardCancel(t *testing.T) {
 		t.Fatalf(".chorus/ after a cancelled init: %v", err)
 	}
 }
+
+// "Type to ask questions": a question at the prompt is answered from the
+// setup in hand, at any step, and changes nothing; the step's commands
+// still work after it.
+func TestInitWizardAnswersQuestions(t *testing.T) {
+	dir := gitRepo(t)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/widget\n"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := startSim(t, func(sc tcell.Screen) error {
+		_, err := runInit(ctx, &globals{dir: dir}, &initOptions{wizard: func(o *ui.InitOptions) { o.Screen = sc }}, strings.NewReader(""), &bytes.Buffer{})
+		return err
+	})
+	enter := func(line string) {
+		r.typeText(line)
+		r.sc.InjectKey(tcell.KeyEnter, 0, 0)
+	}
+	r.wait("type to ask questions or press Enter to continue")
+	enter("what is beads?")
+	if txt := r.wait("Tasks live in Beads"); !strings.Contains(txt, "Step 1/4") {
+		t.Fatalf("a question moved the wizard on:\n%s", txt)
+	}
+	enter("")
+	r.wait("Step 2/4")
+	enter("what does the prefix do")
+	if txt := r.wait("Task ids start with the prefix: wid-3ae"); !strings.Contains(txt, "[wid-]") {
+		t.Fatalf("after the question:\n%s", txt)
+	}
+	enter("how do I make coffee?")
+	r.wait("I can answer about")
+	enter("prefix WG")
+	r.wait("[wg-]")
+	r.sc.InjectKey(tcell.KeyCtrlC, 0, 0)
+	select {
+	case err := <-r.done:
+		if !errors.Is(err, ui.ErrInitCancelled) {
+			t.Fatalf("cancel: %v", err)
+		}
+	case <-time.After(simLimit):
+		t.Fatal("init did not end")
+	}
+}

@@ -84,7 +84,7 @@ func (w *wizard) title() string {
 func (w *wizard) hint() string {
 	switch w.step {
 	case stepPrereqs:
-		return "Enter to continue"
+		return "type to ask questions or press Enter to continue"
 	case stepProject:
 		return `"name NAME", "prefix PREFIX", "agents N", or Enter to confirm`
 	case stepQuality:
@@ -92,7 +92,7 @@ func (w *wizard) hint() string {
 	case stepRules:
 		return `"SETTING VALUE" (e.g. "max_acceptance_criteria 8"), or Enter when done`
 	}
-	return `Enter (or "yes") writes the files; "back" or Esc goes back`
+	return `Enter (or "yes") writes the files; "back" or Esc goes back; or ask a question`
 }
 
 // body is the step's text. Detected names and commands come from the
@@ -191,6 +191,9 @@ func (w *wizard) handle(line string) (done bool, msg string, err error) {
 	if verb == "back" && rest == "" {
 		w.back()
 		return false, "", nil
+	}
+	if isQuestion(line) {
+		return false, w.answer(line), nil
 	}
 	switch w.step {
 	case stepPrereqs:
@@ -341,7 +344,7 @@ func RunInit(ctx context.Context, o InitOptions) (InitSetup, error) {
 	header := &barView{Box: tview.NewBox(), left: " CHORUS INIT"}
 	body := tview.NewTextView().SetDynamicColors(false).SetRegions(false).SetWrap(true)
 	body.SetBorder(true)
-	msg := tview.NewTextView().SetDynamicColors(false).SetWrap(true) // two rows: a config error names the field and what is allowed
+	msg := tview.NewTextView().SetDynamicColors(false).SetWrap(true) // three rows: a config error names the field and what is allowed; an answer
 	input := tview.NewInputField().SetLabel("> ")
 	input.SetFieldBackgroundColor(tcell.ColorDefault)
 	noColor := os.Getenv("NO_COLOR") != ""
@@ -360,7 +363,7 @@ func RunInit(ctx context.Context, o InitOptions) (InitSetup, error) {
 		msg.SetTextStyle(st)
 		msg.SetText(" " + present.Clean(text))
 	}
-	say("Esc goes back a step; Ctrl-C quits without writing anything", false)
+	say("Type a question (ending in ?) at any step; Esc goes back a step; Ctrl-C quits without writing anything", false)
 	var result InitSetup
 	done := false
 	input.SetDoneFunc(func(key tcell.Key) {
@@ -397,7 +400,7 @@ func RunInit(ctx context.Context, o InitOptions) (InitSetup, error) {
 	layout := tview.NewFlex().SetDirection(tview.FlexRow).
 		AddItem(header, 1, 0, false).
 		AddItem(body, 0, 1, false).
-		AddItem(msg, 2, 0, false).
+		AddItem(msg, 3, 0, false).
 		AddItem(input, 1, 0, true)
 	app.SetRoot(layout, true).SetFocus(input)
 	if o.Screen != nil {
