@@ -304,8 +304,14 @@ func (d *planDriver) run(ctx context.Context) {
 			d.show(ctx, ui.PlanView{Stage: ui.PlanChoose, Tasks: res.Tasks})
 			return
 		}
-		v := ui.PlanView{Stage: ui.PlanReview, Iteration: d.loop.Max, Max: max(d.loop.Max, d.p.cfg.Planning.MaxReviewIterations),
-			Text: fmt.Sprintf("%d violation(s) remain", len(res.Violations))}
+		// Not valid: every iteration asked for was spent (d.loop.Max).
+		done, limit := d.loop.Max, d.p.cfg.Planning.MaxReviewIterations
+		v := ui.PlanView{Stage: ui.PlanReview, Iteration: done, Max: max(done, limit),
+			Text: fmt.Sprintf("%d violation(s) remain after %d review iteration(s)", len(res.Violations), done)}
+		if done < limit {
+			v.Iteration = done + 1
+			v.Text = fmt.Sprintf("%d violation(s); Apply Fixes hands them to the Plan Agent (iteration %d of %d)", len(res.Violations), done+1, limit)
+		}
 		for _, x := range res.Violations {
 			id := x.TaskID
 			if id == "" {
@@ -316,8 +322,10 @@ func (d *planDriver) run(ctx context.Context) {
 		d.show(ctx, v)
 	}
 	if review {
-		// The configured review loop first, then the person decides.
-		reviewOnce(d.p.cfg.Planning.MaxReviewIterations)
+		// The first validation goes to the person at once, as the spec's
+		// review dialog shows it at iteration 1: each Apply Fixes is one
+		// iteration of the loop (the headless `chorus plan` runs them all).
+		reviewOnce(0)
 	}
 	for {
 		select {

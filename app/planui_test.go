@@ -149,8 +149,9 @@ func openProject(t *testing.T, ctx context.Context, dir string) (*project, beads
 
 // From a goal typed in the chat line to agents at work, with the
 // scripted agent as the Plan Agent: it creates two tasks, one with a
-// vague criterion; the configured review (one iteration) hands it back
-// and the agent leaves it; the review dialog shows it, Apply Fixes hands
+// vague criterion; the review dialog shows it at once, at iteration 1/1,
+// before any iteration was spent; Apply Fixes hands it back and the agent
+// leaves it; the dialog says the iterations are spent, Apply Fixes hands
 // it over again and the agent fixes it; the plan is valid, Autopilot is
 // picked, and an implementation agent starts on a task. The header says
 // PLANNING, then REVIEW, then the mode.
@@ -192,8 +193,8 @@ exit 0
 	r.sc.InjectKey(tcell.KeyEnter, 0, 0)
 	r.wait("Add todo model")
 	r.wait("Add list endpoint")
-	txt = r.wait("TASK REVIEW")
-	for _, want := range []string{"vague_criteria", "Apply Fixes", "Edit Rules", "Review Again", "Back to Plan"} {
+	txt = r.wait("TASK REVIEW — iteration 1/1")
+	for _, want := range []string{"vague_criteria", "Apply Fixes", "Edit Rules", "Review Again", "Back to Plan", "Apply Fixes hands them to the Plan Agent"} {
 		if !strings.Contains(txt, want) {
 			t.Fatalf("review dialog lacks %q:\n%s", want, txt)
 		}
@@ -201,10 +202,16 @@ exit 0
 	if h := headerLine(txt); !strings.Contains(h, "REVIEW") {
 		t.Fatalf("header during the review: %q", h)
 	}
-	if st := loadPlanState(t, dir); st.Status != planning.StatusReviewing || len(st.ReviewIterations) != 1 || st.PlanSummary.UserGoal != "Build a todo API" {
-		t.Fatalf("state at the review: %+v", st)
+	if st := loadPlanState(t, dir); st.Status != planning.StatusReviewing || len(st.ReviewIterations) != 0 || st.PlanSummary.UserGoal != "Build a todo API" || strings.Contains(txt, "leaving it as it is") {
+		t.Fatalf("state at the first review: %+v", st)
 	}
 	r.sc.InjectKey(tcell.KeyEnter, 0, 0) // Apply Fixes has the focus
+	r.wait("leaving it as it is")
+	r.wait("1 violation(s) remain after 1 review iteration(s)")
+	if st := loadPlanState(t, dir); st.Status != planning.StatusReviewing || len(st.ReviewIterations) != 1 {
+		t.Fatalf("state at the review: %+v", st)
+	}
+	r.sc.InjectKey(tcell.KeyEnter, 0, 0)
 	txt = r.wait("The plan is ready: 2 task(s)")
 	if !strings.Contains(txt, "Semi-Auto") || !strings.Contains(txt, "Autopilot") {
 		t.Fatalf("mode dialog:\n%s", txt)

@@ -16,8 +16,9 @@ import (
 // `chorus plan` in a real terminal (a tmux pane), the whole flow: the
 // chat line asks for the goal (header PLANNING), the typed goal starts the
 // scripted Plan Agent, its tasks appear in the task panel, the review
-// (header REVIEW) shows the vague criterion it left, Apply Fixes hands it
-// back and the agent fixes it, the mode dialog follows, and Autopilot
+// (header REVIEW) shows the vague criterion at once, Apply Fixes hands it
+// back and the agent leaves it, the dialog says the iterations are spent,
+// Apply Fixes hands it over again and the agent fixes it, the mode dialog follows, and Autopilot
 // starts an implementation agent whose output reaches its tile.
 func TestPlanInTmux(t *testing.T) {
 	if testing.Short() {
@@ -59,6 +60,8 @@ exit 0
 		}
 	}
 	tm("send-keys", "a") // Apply Fixes
+	waitScreen("after 1 review iteration(s)")
+	tm("send-keys", "a") // Apply Fixes, once more
 	waitScreen("The plan is ready: 2 task(s), all valid.")
 	tm("send-keys", "a")        // Autopilot
 	waitScreen("implementing-") // the agent's own output, in its tile
