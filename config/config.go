@@ -119,6 +119,13 @@ type Agents struct {
 	// (in the engine and in an attached TUI), as tmux's history-limit.
 	Scrollback int                     `json:"scrollback"`
 	Available  map[string]AgentProfile `json:"available"`
+	// Host runs each agent in an agent host process (`chorus agent-host`)
+	// that outlives the engine, and re-adopts live hosts at start. Off by
+	// default while it is new.
+	Host bool `json:"host,omitempty"`
+	// HostOrphanSeconds is how long a host waits for its engine to come
+	// back before it stops its agent (0: 600).
+	HostOrphanSeconds int `json:"hostOrphanSeconds,omitempty"`
 }
 
 // Scrollback bounds: the default is what a tmux user typically sets; the
@@ -449,6 +456,9 @@ func (c Config) Validate() error {
 	}
 	if c.Agents.TimeoutMinutes < 0 {
 		add("agents.timeoutMinutes", c.Agents.TimeoutMinutes, "minutes, 0 (no limit) or more")
+	}
+	if c.Agents.HostOrphanSeconds < 0 {
+		add("agents.hostOrphanSeconds", c.Agents.HostOrphanSeconds, "seconds an agent host waits for its engine, 0 or more (0: 600)")
 	}
 	if c.Agents.Scrollback < MinScrollback || c.Agents.Scrollback > MaxScrollback {
 		add("agents.scrollback", c.Agents.Scrollback, fmt.Sprintf("rows of history per agent terminal, from %d to %d (%d by default)", MinScrollback, MaxScrollback, DefaultScrollback))

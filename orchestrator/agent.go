@@ -3,11 +3,11 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"github.com/chorus-dev/chorus/agent/host"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/agent/usage"
@@ -35,7 +35,12 @@ type agentRun struct {
 	restart chan struct{}
 
 	screen *term.Emulator
-	proc   atomic.Pointer[ptyproc.Proc]
+	proc   procSlot
+	// hostRunner, when set, runs the agent in an agent host; adopted is a
+	// host of the previous engine this run carries on with.
+	hostRunner host.Runner
+	adopted    *host.Client
+	adoptedSig *signal.Signal // a signal the previous engine took and did not judge
 	// resetTo, when set, makes the next restart roll the worktree back to
 	// that commit first (rollback level 1).
 	resetTo atomic.Pointer[string]
@@ -114,7 +119,11 @@ type outcome struct {
 }
 
 // startTask creates the run for a task and its supervisor. Loop only.
-func (e *Engine) startTask(taskID, profile string) {
+func (e *Engine) startTask(taskID, profile string) { e.startTaskWith(taskID, profile, nil, nil) }
+
+// startTaskWith starts a run; adopted, when set, is the live host of the
+// previous engine's agent for the task, which the run carries on with.
+func (e *Engine) startTaskWith(taskID, profile string, adopted *host.Client, sig *signal.Signal) {
 	if e.closing {
 		return
 	}
@@ -133,17 +142,37 @@ func (e *Engine) startTask(taskID, profile string) {
 		events: make(chan turnEvent, 64), answers: make(chan string, 4), restart: make(chan struct{}, 1),
 		closed: make(chan struct{})}
 	r.id = agentID(name, taskID)
+	r.hostRunner = e.runner()
+	r.adopted, r.adoptedSig = adopted, sig
+	if adopted != nil {
+		// Its signals are its own from the first moment.
+		r.proc.Store(adopted)
+	}
 	if _, busy := e.runs[r.id]; busy {
 		return
 	}
-	if r.key, err = signal.NewKey(); err != nil {
+	if adopted != nil {
+		// The agent keeps signing with the key it was started with.
+		r.key = adoptedKey(adopted)
+	} else if r.key, err = signal.NewKey(); err != nil {
 		e.emit(Event{Kind: EvError, Task: taskID, Text: "making the agent's signal key: " + err.Error()})
 		return
 	}
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	cols, rows := e.opt.Cols, e.opt.Rows
 	r.size.Store(uint64(cols)<<32 | uint64(rows))
-	r.screen = term.New(cols, rows, term.WithScrollback(e.cfg.Agents.Scrollback), term.WithReplies(replyWriter{r}))
+	if adopted != nil {
+		// The tile shows the agent's screen as its host has it.
+		w, h, st := adopted.Screen()
+		if w >= 2 && h >= 2 {
+			cols, rows = w, h
+		}
+		r.size.Store(uint64(cols)<<32 | uint64(rows))
+		r.screen = term.New(cols, rows, term.WithScrollback(e.cfg.Agents.Scrollback), term.WithReplies(replyWriter{r}))
+		_, _ = r.screen.Write(st)
+	} else {
+		r.screen = term.New(cols, rows, term.WithScrollback(e.cfg.Agents.Scrollback), term.WithReplies(replyWriter{r}))
+	}
 	e.runs[r.id] = r
 	if e.st.Hold != nil {
 		// The run is held: this agent tries whether the cause has gone.
@@ -160,6 +189,12 @@ func (e *Engine) startTask(taskID, profile string) {
 func (r *agentRun) main(taskPicksAgent bool) {
 	defer r.e.wg.Done()
 	out := r.work(taskPicksAgent)
+	if cl := r.adopted; cl != nil {
+		// The run ended before it carried on with the adopted agent (a
+		// re-checked COMPLETE decided it): nothing else will stop it.
+		r.adopted = nil
+		cl.Stop(time.Duration(r.e.cfg.Completion.StopGraceSeconds) * time.Second)
+	}
 	r.ledgerFinal(out)
 	r.waitMeters()
 	close(r.closed)
@@ -228,6 +263,10 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 	// nothing; it holds no work yet.
 	claimed := make(chan error, 1)
 	go func() {
+		if r.adopted != nil {
+			claimed <- nil // the task is still this agent's, from before
+			return
+		}
 		_, err := e.opt.Store.Claim(ctx, t.ID, e.actorFor(r.id))
 		claimed <- err
 	}()
@@ -301,7 +340,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 	defer retire()
 	det := signal.NewDetector(signal.DetectorOptions{Prompts: []string{prompt}})
 	var gen int
-	var p *ptyproc.Proc
+	var p agentProc
 	pending := "" // failure text for the next respawn
 	changes := ""
 	recorded := run.IterationBase // the tip Chorus last recorded
@@ -326,12 +365,21 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 				return r.park(t, wt, nil, "autopilot holds: "+h)
 			}
 		}
-		if d, ok := Admit(run.counters(), lim); !ok {
+		adopting := r.adopted != nil && gen == 0
+		if d, ok := Admit(run.counters(), lim); !ok && !adopting {
 			return r.fail(t, wt, p, d.Reason)
 		}
 		it := run.Iterations + 1
-		if a := r.hook(hooks.PreIteration, t, wt, it, nil); a.Result == hooks.Block {
-			return r.hookBlocked(hooks.PreIteration, a, t, wt, p)
+		if adopting {
+			// The same process, in the same iteration and turn; the
+			// counters are those from before it, as for any turn.
+			it = max(run.Iterations, 1)
+			run.Iterations = it - 1
+		}
+		if !adopting {
+			if a := r.hook(hooks.PreIteration, t, wt, it, nil); a.Result == hooks.Block {
+				return r.hookBlocked(hooks.PreIteration, a, t, wt, p)
+			}
 		}
 		base := wt.Head // known from Ensure on the first iteration
 		if it > 1 || base == "" {
@@ -359,8 +407,13 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			r.e.emit(Event{Kind: EvIteration, Agent: r.id, Task: r.taskID, Fields: fields})
 		}
 		r.detect(det.Reset)
-		r.ledgerStart(t, it)
-		if p != nil {
+		if !adopting {
+			r.ledgerStart(t, it)
+		}
+		if adopting {
+			gen++
+			p = r.adopt(t, wt, it, gen, det)
+		} else if p != nil {
 			r.update(record)
 		} else {
 			text := prompt
@@ -386,6 +439,9 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 			r.hook(hooks.PostAgentStart, t, wt, it, nil)
 		}
 		res := r.turn(t, wt, &p, det, gen)
+		if r.hostRunner != nil {
+			r.update(func(s *State, a *AgentState) { a.Signal = nil }) // judged
+		}
 		if done := r.postIteration(t, wt, &p, it, gen, &res); done != nil {
 			return *done
 		}
@@ -509,7 +565,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 const confirmText = "Your turn ended without a completion signal Chorus could count. If the task is done, run `chorus signal COMPLETE`; otherwise keep working."
 
 // alive reports whether the agent process still runs.
-func alive(p *ptyproc.Proc) bool {
+func alive(p agentProc) bool {
 	if p == nil {
 		return false
 	}
@@ -523,7 +579,7 @@ func alive(p *ptyproc.Proc) bool {
 
 // park ends the run without judging the task: the agent stopped, its work
 // kept, the task back to open.
-func (r *agentRun) park(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, reason string) outcome {
+func (r *agentRun) park(t beads.Task, wt worktree.Worktree, p agentProc, reason string) outcome {
 	r.stopProc(p)
 	r.commitWIP(wt, "paused")
 	if err := r.e.opt.Store.Release(context.Background(), t.ID); err != nil {

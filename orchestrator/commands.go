@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/chorus-dev/chorus/agent/host"
 	"path/filepath"
 	"strings"
 	"time"
@@ -430,7 +431,31 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	e.st.Stats = old.Stats
 	e.st.Tasks = old.Tasks
-	for _, tr := range e.st.Tasks {
+	// Agents whose host lives on carry on: their iteration is not given
+	// back, their task not released, their process not ended.
+	hosts := e.findHosts(ctx)
+	adopted := map[string]*host.Client{} // task → its agent's host
+	for id, a := range old.Agents {
+		// A pid not yet recorded (the engine died between the start and
+		// its record) is the host's own.
+		if h, ok := hosts[id]; ok && (a.PID == 0 || h.cl.Pid() == a.PID) {
+			adopted[a.TaskID] = h.cl
+			delete(hosts, id)
+		}
+	}
+	for id, h := range hosts {
+		// A host the state does not know (the engine died before it
+		// recorded the pid): nobody can judge its turn; stop it.
+		h.cl.Close()
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = e.runner().Stop(sctx, h.meta)
+		cancel()
+		e.emit(Event{Kind: EvRecovered, Agent: id, Text: "stopped an agent host the state did not know; worktree kept"})
+	}
+	for tid, tr := range e.st.Tasks {
+		if adopted[tid] != nil {
+			continue
+		}
 		tr.Errors = 0 // a new session gives agents a fresh chance
 		if tr.Open && !tr.CompleteSignalled {
 			// The engine died during this iteration: the agent does not pay
@@ -469,6 +494,14 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	e.st.Checkpoint = old.Checkpoint
 	for id, a := range old.Agents {
+		if cl := adopted[a.TaskID]; cl != nil {
+			sig := a.Signal
+			if tr := e.st.Tasks[a.TaskID]; tr != nil && tr.CompleteSignalled {
+				sig = nil // its check runs again (recheck) instead
+			}
+			e.startTaskWith(a.TaskID, a.Type, cl, sig)
+			continue
+		}
 		if a.PID > 0 && ptyproc.StopOrphanTree(a.PID, a.PStart, 5*time.Second) {
 			// An agent of a Chorus that died: nobody watches it any more.
 			e.emit(Event{Kind: EvRecovered, Agent: id, Task: a.TaskID, Text: "ended an orphaned agent process"})
@@ -497,7 +530,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 	// the sweep below, and only once its heartbeat is too old.
 	if ts, err := e.opt.Store.List(ctx); err == nil {
 		for _, t := range ts {
-			if t.Status == beads.StatusInProgress && OwnClaim(t.Assignee, e.instance) {
+			if t.Status == beads.StatusInProgress && OwnClaim(t.Assignee, e.instance) && adopted[t.ID] == nil {
 				if tr := e.st.Tasks[t.ID]; tr != nil && tr.Completed {
 					if closeOnce(e.opt.Store, t.ID, "completed") == nil {
 						tr.Closed = true

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/chorus-dev/chorus/agent/host"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -38,6 +40,9 @@ type Options struct {
 	// ChorusExe is the chorus executable agents call for `chorus signal`;
 	// its directory is put first on the agents' PATH.
 	ChorusExe string
+	// Runner starts agents' hosts (nil: agents.host decides, with local
+	// processes).
+	Runner host.Runner
 	// Cols, Rows is the PTY size of a new agent until a front end resizes it.
 	Cols, Rows int
 	// HoldBackoff is the first wait before a held run probes again

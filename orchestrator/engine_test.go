@@ -52,6 +52,8 @@ func newHarness(t *testing.T, script string, tweak func(*config.Config)) *harnes
 	cfg.Agents.Available["script"] = config.AgentProfile{Command: chorusBin, Args: []string{"scripted-agent", "--script", "agent.script"}, Prompt: config.PromptArg}
 	cfg.Agents.Default = "script"
 	cfg.Completion.StopGraceSeconds = 2
+	// CHORUS_TEST_AGENT_HOST=1 runs every harness's agents in agent hosts.
+	cfg.Agents.Host = os.Getenv("CHORUS_TEST_AGENT_HOST") == "1"
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/hooks"
 	"github.com/chorus-dev/chorus/merge"
@@ -128,7 +127,7 @@ func (r *agentRun) output(code int) *hooks.Output {
 
 // hookBlocked ends a run a pre-hook blocked: the agent stops, its work is
 // committed and the task released with the hook's message.
-func (r *agentRun) hookBlocked(ev hooks.Event, a hooks.Answer, t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) outcome {
+func (r *agentRun) hookBlocked(ev hooks.Event, a hooks.Answer, t beads.Task, wt worktree.Worktree, p agentProc) outcome {
 	r.stopProc(p)
 	r.commitWIP(wt, string(ev)+" hook blocked")
 	if err := r.e.opt.Store.Release(context.Background(), t.ID); err != nil {
@@ -147,7 +146,7 @@ func hookReason(ev hooks.Event, a hooks.Answer) string {
 
 // gate runs the quality commands for a COMPLETE (signalled, or a
 // post-iteration hook's complete) and completes the task when they pass.
-func (r *agentRun) gate(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, gen int) turnResult {
+func (r *agentRun) gate(t beads.Task, wt worktree.Worktree, pp *agentProc, gen int) turnResult {
 	e, ctx := r.e, r.ctx
 	// Durable before the check: a crash during it must not cost the agent
 	// its COMPLETE (the next run re-checks).
@@ -179,7 +178,7 @@ func (r *agentRun) gate(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, g
 
 // postIteration runs the post-iteration hook; its complete goes through
 // the same gate as a COMPLETE signal. A non-nil outcome ends the run.
-func (r *agentRun) postIteration(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, it, gen int, res *turnResult) *outcome {
+func (r *agentRun) postIteration(t beads.Task, wt worktree.Worktree, pp *agentProc, it, gen int, res *turnResult) *outcome {
 	a := r.hook(hooks.PostIteration, t, wt, it, r.output(res.exitCode))
 	if res.done != nil || a.Result != hooks.Complete {
 		return nil

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/worktree"
 )
@@ -226,7 +225,7 @@ func failureKey(results []QualityResult) string {
 // handToPerson hands the task to a person when more iterations would
 // only repeat themselves (the policy's needs-person): the agent is
 // stopped, its work kept, the task blocked with the evidence.
-func (r *agentRun) handToPerson(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, reason string) outcome {
+func (r *agentRun) handToPerson(t beads.Task, wt worktree.Worktree, p agentProc, reason string) outcome {
 	r.stopProc(p)
 	r.commitWIP(wt, "needs a person")
 	r.update(func(s *State, a *AgentState) {

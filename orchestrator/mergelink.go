@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
@@ -235,7 +234,7 @@ const resolverRetells = 2
 // (the merge service checks it again); otherwise the agent is told what is
 // unfinished and to say RESOLVED: typed into an interactive one, in the
 // next run's prompt for a headless one. done means the answer is res.
-func (r *agentRun) resolverSaidComplete(req merge.ResolveRequest, p *ptyproc.Proc, det *signal.Detector, payload string, told *int, retell *string) (res merge.ResolveResult, done bool) {
+func (r *agentRun) resolverSaidComplete(req merge.ResolveRequest, p agentProc, det *signal.Detector, payload string, told *int, retell *string) (res merge.ResolveResult, done bool) {
 	problem := "its merge could not be checked"
 	if req.Unfinished != nil {
 		problem = req.Unfinished(r.ctx)

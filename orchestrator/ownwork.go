@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/worktree"
@@ -50,7 +49,7 @@ func judgeComplete(w worktree.Work, s signal.Signal, branch string) completeVerd
 }
 
 // onComplete acts on a COMPLETE signal.
-func (r *agentRun) onComplete(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, gen int, s signal.Signal) turnResult {
+func (r *agentRun) onComplete(t beads.Task, wt worktree.Worktree, pp *agentProc, gen int, s signal.Signal) turnResult {
 	w, err := r.e.wt.OwnWork(r.ctx, wt, r.e.verifiedTip())
 	if err != nil {
 		// The quality gate still stands between this and the target.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
@@ -130,7 +129,7 @@ func (r *agentRun) planWork(prompt string) string {
 		return "start failed: " + err.Error()
 	}
 	defer retire()
-	var p *ptyproc.Proc
+	var p agentProc
 	gen, it := 0, 0
 	start := func(text string) error {
 		gen++

@@ -31,6 +31,18 @@ import (
 type replyWriter struct{ r *agentRun }
 
 func (w replyWriter) Write(p []byte) (int, error) {
+	if pr := w.r.proc.Load(); pr != nil && !hosted(pr) {
+		// A host's own emulator answers its agent: the engine's copy
+		// must not answer twice.
+		return pr.Write(p)
+	}
+	return len(p), nil
+}
+
+// inputWriter passes a front end's keys to whichever process is current.
+type inputWriter struct{ r *agentRun }
+
+func (w inputWriter) Write(p []byte) (int, error) {
 	if pr := w.r.proc.Load(); pr != nil {
 		return pr.Write(p)
 	}
@@ -56,7 +68,7 @@ func (e *Engine) Input(agentID string) io.Writer {
 	var w io.Writer = io.Discard
 	_ = e.do(context.Background(), func() {
 		if r := e.runs[agentID]; r != nil {
-			w = replyWriter{r}
+			w = inputWriter{r}
 		}
 	})
 	return w
@@ -96,7 +108,7 @@ const finishGrace = 30 * time.Second
 // finish on its own (up to finishGrace); then the process is stopped and
 // its output read to the end, so whatever usage it reported is booked
 // before the run goes on.
-func (r *agentRun) settle(p *ptyproc.Proc, gen int) {
+func (r *agentRun) settle(p agentProc, gen int) {
 	if p == nil {
 		return
 	}
@@ -184,7 +196,7 @@ func (r *agentRun) argv(t beads.Task, prompt string, extra ...string) []string {
 // spawn starts the agent process and its output pump. record (the
 // iteration's state) is applied in the same engine message as the pid:
 // one state write on the start path instead of one per fact.
-func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector, record func(*State, *AgentState)) (*ptyproc.Proc, error) {
+func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, gen int, det *signal.Detector, record func(*State, *AgentState)) (agentProc, error) {
 	e := r.e
 	cols, rows := r.dims()
 	if err := os.MkdirAll(e.opt.Dir.Logs(), 0o755); err != nil {
@@ -215,11 +227,20 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	}
 	started := r.starting() // its first signal may arrive before its pid is known
 	defer started()
-	p, err := ptyproc.Start(ptyproc.Spec{
+	spec := ptyproc.Spec{
 		Argv: r.argv(t, arg, r.codexTrustArgs(wt.Dir)...), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
 		Cols: uint16(cols), Rows: uint16(rows),
 		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
-	})
+	}
+	var p agentProc
+	if r.hostRunner != nil {
+		p, err = r.startHosted(r.hostRunner, spec)
+	} else {
+		var lp *ptyproc.Proc
+		if lp, err = ptyproc.Start(spec); err == nil {
+			p = lp
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", r.profile.Command, err)
 	}
@@ -234,6 +255,18 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		r.e.emit(Event{Kind: EvStarted, Agent: r.id, Task: r.taskID, Text: cmd, Fields: map[string]any{"pid": pid, "iteration": it}})
 	})
 	ungate()
+	r.follow(p, wt, it, gen, det, spawned)
+	if r.profile.Prompt == config.PromptType {
+		if err := r.typeInto(p, arg); err != nil {
+			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
+		}
+	}
+	return p, nil
+}
+
+// follow starts reading a running agent: its transcript (when its CLI
+// keeps one, from spawned on), its output and its screen.
+func (r *agentRun) follow(p agentProc, wt worktree.Worktree, it, gen int, det *signal.Detector, spawned time.Time) {
 	// An interactive Claude Code or Codex records the assistant's messages
 	// and usage in its session files: signals come from there (source
 	// "transcript"), not from its screen. The pump reports the exit only
@@ -270,12 +303,6 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	}
 	go r.pump(p, gen, det, followed)
 	go r.watchStuck(p)
-	if r.profile.Prompt == config.PromptType {
-		if err := r.typeInto(p, arg); err != nil {
-			r.event(EvAlert, "typing the prompt: "+err.Error(), nil)
-		}
-	}
-	return p, nil
 }
 
 // pump feeds output to the screen and the detectors, then reports the exit.
@@ -284,7 +311,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 // Screen text is a signal channel only for agents without a transcript or
 // structured events: a structured record tells the assistant's words from
 // the tool output and documents it displays, the screen does not.
-func (r *agentRun) pump(p *ptyproc.Proc, gen int, det *signal.Detector, followed <-chan struct{}) {
+func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-chan struct{}) {
 	var from uint64
 	screenSignals := r.profile.TranscriptKind() == "" && r.profile.Format == config.FormatTerminal
 	limits := limitScanner{events: r.profile.Format != config.FormatTerminal}
@@ -431,7 +458,7 @@ func (l *limitScanner) screen(text string) (usage.Finding, bool) {
 }
 
 // typeInto delivers text to a live agent and verifies it arrived.
-func (r *agentRun) typeInto(p *ptyproc.Proc, text string) error {
+func (r *agentRun) typeInto(p agentProc, text string) error {
 	retry := func(attempt int) {
 		r.event(EvAlert, fmt.Sprintf("input not confirmed; pressing Enter again (attempt %d)", attempt), map[string]any{"inputRetry": attempt})
 	}
@@ -471,7 +498,7 @@ func busyShown(screen string) bool {
 // waitIdle waits until the agent's screen no longer shows it busy. A turn
 // may run for as long as the agent works, so only the run's end or the
 // process's bounds the wait.
-func (r *agentRun) waitIdle(p *ptyproc.Proc) error {
+func (r *agentRun) waitIdle(p agentProc) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for busyShown(r.screen.Text()) {
@@ -488,7 +515,7 @@ func (r *agentRun) waitIdle(p *ptyproc.Proc) error {
 
 // stopProc ends the agent: the profile's exit input first when it has one,
 // then SIGTERM to the group and SIGKILL after the grace period.
-func (r *agentRun) stopProc(p *ptyproc.Proc) {
+func (r *agentRun) stopProc(p agentProc) {
 	if p == nil {
 		return
 	}

@@ -147,6 +147,14 @@ func (e *Engine) deliverTo(r *agentRun, env signal.Envelope, peer signal.Peer) e
 		return nil
 	}
 	e.dirty = false // nothing in State changed
+	if a := e.st.Agents[r.id]; a != nil && r.hostRunner != nil {
+		// Durable before the agent hears "taken": a hosted agent carries
+		// on without resending it if this engine dies now.
+		a.Signal = &s
+		if err := e.saveState(); err != nil {
+			e.emit(Event{Kind: EvError, Agent: r.id, Task: r.taskID, Text: "writing state.json: " + err.Error()})
+		}
+	}
 	// Never block the loop on a busy supervisor.
 	go r.send(turnEvent{sig: &s, gen: -1, source: "signal"})
 	return nil

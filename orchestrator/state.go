@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/chorus-dev/chorus/agent/signal"
 	"os"
 	"time"
 
@@ -77,6 +78,10 @@ type AgentState struct {
 	// Check is the quality command running for it, since CheckStarted.
 	Check        string    `json:"check,omitempty"`
 	CheckStarted time.Time `json:"checkStarted,omitzero"`
+	// Signal is a signal a hosted agent sent that its turn has not judged
+	// yet: the agent outlives the engine, so a signal the engine took and
+	// then died with is given to the engine that re-adopts the agent.
+	Signal *signal.Signal `json:"signal,omitempty"`
 }
 
 // TaskRun is what Chorus remembers about a task across iterations and

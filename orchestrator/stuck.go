@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/claudetrust"
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/stuck"
 	"github.com/chorus-dev/chorus/config"
 )
@@ -43,7 +42,7 @@ func (w *stuckWatch) noteActivity(t time.Time) { w.activity.Store(t.UnixNano()) 
 
 // watchStuck judges the screen of process p until it exits. Headless
 // agents print JSON, not a screen: their failures come from their events.
-func (r *agentRun) watchStuck(p *ptyproc.Proc) {
+func (r *agentRun) watchStuck(p agentProc) {
 	if !r.interactive() {
 		return
 	}

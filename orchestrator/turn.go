@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/usage"
 	"github.com/chorus-dev/chorus/beads"
@@ -36,7 +35,7 @@ type turnResult struct {
 }
 
 // turn waits for the agent to signal or exit and acts on it.
-func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, gen int) turnResult {
+func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp *agentProc, det *signal.Detector, gen int) turnResult {
 	e, ctx := r.e, r.ctx
 	seen := map[signal.Type]bool{}
 	// A `chorus signal` the agent ran just before exiting may still be on
@@ -198,7 +197,7 @@ func (r *agentRun) recheck(t beads.Task, wt worktree.Worktree) (*outcome, string
 
 // needsHelp waits for a human answer and delivers it. ok=false means the
 // run ended while waiting.
-func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp **ptyproc.Proc, det *signal.Detector, gen int, q string) (turnResult, bool) {
+func (r *agentRun) needsHelp(t beads.Task, wt worktree.Worktree, pp *agentProc, det *signal.Detector, gen int, q string) (turnResult, bool) {
 	r.update(func(s *State, a *AgentState) { a.Status, a.Question = AgentNeedsHelp, q })
 	r.event(EvNeedsHelp, q, nil)
 	select {
@@ -236,7 +235,7 @@ func nothingToMerge(branch string) string {
 // closeUnchanged closes a task whose agent found that it needs no change
 // and left nothing to merge: no merge is queued; the reason is the task's
 // close reason.
-func (r *agentRun) closeUnchanged(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, gen int, reason string) *outcome {
+func (r *agentRun) closeUnchanged(t beads.Task, wt worktree.Worktree, p agentProc, gen int, reason string) *outcome {
 	e := r.e
 	r.settle(p, gen)
 	r.update(func(s *State, a *AgentState) { s.run(t.ID).Completed = true })
@@ -251,7 +250,7 @@ func (r *agentRun) closeUnchanged(t beads.Task, wt worktree.Worktree, p *ptyproc
 }
 
 // complete records a finished task: it closes it and queues the merge.
-func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, gen int) (*outcome, string) {
+func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p agentProc, gen int) (*outcome, string) {
 	e := r.e
 	r.settle(p, gen)
 	// What the agent left uncommitted is not committed for it: the branch
@@ -303,7 +302,7 @@ func closeOnce(s beads.Store, id, reason string) error {
 // fail ends a task as FAILED: the agent stopped, its work committed, the
 // task blocked with the failed label and the reason, the evidence (the
 // agent's last output lines) kept in the state and the event.
-func (r *agentRun) fail(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc, reason string) outcome {
+func (r *agentRun) fail(t beads.Task, wt worktree.Worktree, p agentProc, reason string) outcome {
 	r.stopProc(p)
 	r.commitWIP(wt, "failed")
 	if err := markFailed(r.e.opt.Store, t.ID, reason); err != nil {
@@ -333,7 +332,7 @@ func markFailed(s beads.Store, id, reason string) error {
 
 // cancelled handles a run ended from outside: stop, keep the work, and
 // put the task where the cause says.
-func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p *ptyproc.Proc) *outcome {
+func (r *agentRun) cancelled(t beads.Task, wt worktree.Worktree, p agentProc) *outcome {
 	cause := context.Cause(r.ctx)
 	if errors.Is(cause, errTimeout) {
 		r.hook(hooks.OnAgentTimeout, t, wt, 0, &hooks.Output{ExitCode: -1})

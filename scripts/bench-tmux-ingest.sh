@@ -9,7 +9,9 @@
 # wait-for sent after it, and its CPU is the server's over that span. Chorus
 # reads them as the engine reads an agent (ptyproc into one emulator with
 # tmux's scrollback), in `bench-tui ingest`; its CPU is that process's own.
-# Each side runs ROUNDS times, interleaved; medians are printed.
+# Each side runs ROUNDS times, interleaved; medians are printed. HOST=1 adds
+# a third side: the same bytes through an agent host (agents.host), the
+# engine's CPU and the host's apart.
 #
 # Usage: scripts/bench-tmux-ingest.sh [MB]
 set -euo pipefail
@@ -47,6 +49,7 @@ total=$(stat -c %s "$WORK/all.raw")
 srv=$("${T[@]}" display -p '#{pid}')
 : >"$WORK/tmux.txt"
 : >"$WORK/chorus.txt"
+: >"$WORK/hosted.txt"
 for ((r = 1; r <= ROUNDS; r++)); do
 	c0=$(cpu "$srv")
 	start=$(date +%s.%N)
@@ -56,6 +59,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	c1=$(cpu "$srv")
 	echo "$start $end $c0 $c1" | awk -v hz="$HZ" '{printf "%.3f %.3f\n", $2 - $1, ($4 - $3) / hz}' >>"$WORK/tmux.txt"
 	"$WORK/bench-tui" ingest "$WORK/all.raw" >>"$WORK/chorus.txt"
+	[[ ${HOST:-} == 1 ]] && HOST=1 "$WORK/bench-tui" ingest "$WORK/all.raw" >>"$WORK/hosted.txt"
 done
 tw=$(cut -d' ' -f1 "$WORK/tmux.txt" | median)
 tc=$(cut -d' ' -f2 "$WORK/tmux.txt" | median)
@@ -66,3 +70,10 @@ echo "bytes fed to each side: $total ($reps x $size), $ROUNDS rounds, medians"
 echo "tmux (server):          wall ${tw} s, CPU ${tc} s"
 echo "Chorus (ptyproc+term):  wall ${cw} s, CPU ${cc} s"
 echo "tmux/Chorus:            wall $(echo "$tw $cw" | awk '{printf "%.2f", $1 / $2}')x, CPU $(echo "$tc $cc" | awk '{printf "%.2f", $1 / $2}')x (above 1: Chorus is faster)"
+if [[ ${HOST:-} == 1 ]]; then
+	hw=$(cut -d' ' -f1 "$WORK/hosted.txt" | median)
+	he=$(cut -d' ' -f2 "$WORK/hosted.txt" | median)
+	hh=$(cut -d' ' -f3 "$WORK/hosted.txt" | median)
+	echo "Chorus via agent host:  wall ${hw} s, engine CPU ${he} s, host CPU ${hh} s"
+	echo "tmux/hosted:            wall $(echo "$tw $hw" | awk '{printf "%.2f", $1 / $2}')x, engine CPU $(echo "$tc $he" | awk '{printf "%.2f", $1 / $2}')x, engine+host CPU $(echo "$tc $he $hh" | awk '{printf "%.2f", $1 / ($2 + $3)}')x"
+fi

@@ -249,6 +249,13 @@ func (cl *Client) Type(ctx context.Context, text string, opts ptyproc.TypeOption
 // Stop ends the agent (SIGTERM to its group, SIGKILL after grace) and
 // returns once its exit has arrived.
 func (cl *Client) Stop(grace time.Duration) {
+	select {
+	case <-cl.started:
+	default:
+		cl.c.Close() // no agent: nothing to stop
+		<-cl.done
+		return
+	}
 	if err := cl.send(fStop, mustJSON(stopReq{GraceMs: grace.Milliseconds()})); err != nil {
 		cl.c.Close()
 	}

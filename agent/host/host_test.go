@@ -280,3 +280,21 @@ func TestLocalRunnerHostInItsOwnSession(t *testing.T) {
 		t.Fatalf("an ended host is still listed: %+v", ms)
 	}
 }
+
+func TestStartFailureEndsHost(t *testing.T) {
+	sock, ended := serve(t, time.Minute)
+	cl, err := Dial(ctx(t), sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cl.Start(ctx(t), Spec{Argv: []string{filepath.Join(shortDir(t), "no-such-agent")}})
+	if err == nil || !strings.Contains(err.Error(), "no-such-agent") {
+		t.Fatalf("start of a missing command: %v", err)
+	}
+	cl.Stop(time.Second) // returns: there is nothing to stop
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a host whose agent could not start did not end")
+	}
+}

@@ -203,7 +203,14 @@ func (s *server) serveConn(c *net.UnixConn) {
 				continue
 			}
 			if err := s.start(sp, sess); err != nil {
+				// A host whose agent could not start has nothing to keep.
 				sess.out.put(fError, []byte(err.Error()))
+				s.mu.Lock()
+				idle := s.proc == nil
+				s.mu.Unlock()
+				if idle {
+					s.end()
+				}
 			}
 		case fInput:
 			if p := s.agent(); p != nil {

@@ -114,6 +114,14 @@ func RetireAllKeys(chorusDir string) error {
 	return err
 }
 
+// errNoKeyFile marks CheckKey's error for a key not published (it prints
+// as nothing).
+var errNoKeyFile = noKeyFile{}
+
+type noKeyFile struct{}
+
+func (noKeyFile) Error() string { return "" }
+
 // CheckKey reports whether key is the one published for agentID; the
 // error (wrapping ErrBadKey) says what is wrong and what to do.
 func CheckKey(chorusDir, agentID, key string) error {
@@ -122,7 +130,7 @@ func CheckKey(chorusDir, agentID, key string) error {
 	}
 	b, err := os.ReadFile(keyFile(chorusDir, agentID))
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: agent %s is not running in this Chorus session (it finished, or Chorus restarted and gave it a new key); nothing was sent", ErrBadKey, agentID)
+		return fmt.Errorf("%w: agent %s is not running in this Chorus session (it finished, or Chorus restarted and gave it a new key); nothing was sent%w", ErrBadKey, agentID, errNoKeyFile)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: reading the key of agent %s: %v", ErrBadKey, agentID, err)

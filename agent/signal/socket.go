@@ -236,15 +236,45 @@ func send(from Sender, e Envelope) error {
 	if err != nil {
 		return err
 	}
+	if !from.Hosted {
+		return sendOnce(from, b)
+	}
+	// An agent in an agent host outlives its engine: while the engine is
+	// down (killed, restarting, upgraded) the signal waits for the next
+	// one rather than fail the agent's turn.
+	deadline := time.Now().Add(hostedWait)
+	wait := 100 * time.Millisecond
+	for {
+		err := sendOnce(from, b)
+		var unreachable *unreachableError
+		if err == nil || !errors.As(err, &unreachable) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// hostedWait bounds how long a hosted agent's signal waits for an engine.
+const hostedWait = 10 * time.Minute
+
+// unreachableError is an engine that did not take the signal at all
+// (none listening, or it died before answering).
+type unreachableError struct{ err error }
+
+func (u *unreachableError) Error() string { return u.err.Error() }
+func (u *unreachableError) Unwrap() error { return u.err }
+
+func sendOnce(from Sender, b []byte) error {
 	path := SocketPath(from.Dir)
 	c, err := net.DialTimeout("unix", path, sendTimeout)
 	if err != nil {
-		return fmt.Errorf("signal: no Chorus engine takes signals at %s (is Chorus running?): %w", path, err)
+		return &unreachableError{fmt.Errorf("signal: no Chorus engine takes signals at %s (is Chorus running?): %w", path, err)}
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(sendTimeout))
 	if _, err := c.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("signal: sending to the engine: %w", err)
+		return &unreachableError{fmt.Errorf("signal: sending to the engine: %w", err)}
 	}
 	ans, err := bufio.NewReader(io.LimitReader(c, 4096)).ReadString('\n')
 	ans = strings.TrimSpace(ans)
@@ -254,7 +284,7 @@ func send(from Sender, e Envelope) error {
 	case strings.HasPrefix(ans, "refused: "):
 		return fmt.Errorf("%w: %s", ErrRefused, strings.TrimPrefix(ans, "refused: "))
 	case err != nil:
-		return fmt.Errorf("signal: no answer from the engine: %w", err)
+		return &unreachableError{fmt.Errorf("signal: no answer from the engine: %w", err)}
 	}
 	return fmt.Errorf("signal: unexpected answer from the engine: %q", ans)
 }

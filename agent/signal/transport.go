@@ -40,7 +40,13 @@ type Envelope struct {
 // agent and its task, and the agent's key (an empty key sends unsigned).
 type Sender struct {
 	Dir, AgentID, TaskID, Key string
+	// Hosted: the agent runs in an agent host and outlives its engine, so
+	// a signal waits for an engine that is down (EnvHosted).
+	Hosted bool
 }
+
+// EnvHosted is set ("1") for agents that run in an agent host.
+const EnvHosted = "CHORUS_AGENT_HOSTED"
 
 // FromEnv reads what `chorus signal TYPE [payload]` needs from its
 // arguments and environment, so that the command is a thin wrapper around
@@ -49,7 +55,7 @@ type Sender struct {
 // agent's key is checked against the one the engine published: an error
 // wrapping ErrBadKey means the signal would be rejected.
 func FromEnv(args []string, env func(string) string) (Sender, Signal, error) {
-	from := Sender{Dir: env(EnvDir), AgentID: env(EnvAgentID), TaskID: env(EnvTaskID), Key: env(EnvKey)}
+	from := Sender{Dir: env(EnvDir), AgentID: env(EnvAgentID), TaskID: env(EnvTaskID), Key: env(EnvKey), Hosted: env(EnvHosted) == "1"}
 	if from.Dir == "" {
 		return Sender{}, Signal{}, errors.New("not running under Chorus: " + EnvDir + " is not set")
 	}
@@ -85,7 +91,12 @@ func FromEnv(args []string, env func(string) string) (Sender, Signal, error) {
 		return Sender{}, Signal{}, fmt.Errorf("%s=%s: no such Chorus directory", EnvDir, from.Dir)
 	}
 	if err := CheckKey(from.Dir, from.AgentID, from.Key); err != nil {
-		return Sender{}, Signal{}, err
+		// A restarting engine publishes a hosted agent's key again once it
+		// re-adopts it; until then the key cannot be checked here (the
+		// engine still checks the signature).
+		if !from.Hosted || !errors.Is(err, errNoKeyFile) {
+			return Sender{}, Signal{}, err
+		}
 	}
 	return from, s, nil
 }

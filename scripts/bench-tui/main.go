@@ -11,7 +11,10 @@
 //	                                   as the engine reads an agent; print the wall
 //	                                   and CPU seconds it took; $COALESCE (a
 //	                                   duration, negative: none) sets the
-//	                                   reader's coalescing window
+//	                                   reader's coalescing window; HOST=1
+//	                                   reads it through an agent host (this
+//	                                   binary as `agent-host`) and prints the
+//	                                   host's CPU seconds third
 //
 // The chorus mode drives the real ui package through a stand-in engine
 // whose agents are pacers, so the UI's cost (emulation, frames, drawing)
@@ -30,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
@@ -50,6 +54,13 @@ var root = func() context.Context {
 }()
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "agent-host" {
+		if err := host.Main(os.Args[2:], "bench"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) == 3 && os.Args[1] == "ingest" {
 		if err := ingest(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -299,13 +310,21 @@ func ingest(file string) error {
 	if err != nil {
 		return err
 	}
-	f, err := ptyproc.Start(ptyproc.Spec{Argv: []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}, Cols: 120, Rows: 40, LogCap: -1, Coalesce: coalesce})
-	if err != nil {
-		return err
-	}
+	argv := []string{"sh", "-c", "stty raw -echo; exec cat \"$0\"", file}
 	emu := term.New(120, 40, term.WithScrollback(10000), term.WithReplies(io.Discard))
-	for chunk := range f.Output() {
-		emu.Write(chunk)
+	hostCPU := -1.0
+	if os.Getenv("HOST") == "1" {
+		if hostCPU, err = ingestHosted(argv, emu); err != nil {
+			return err
+		}
+	} else {
+		f, err := ptyproc.Start(ptyproc.Spec{Argv: argv, Cols: 120, Rows: 40, LogCap: -1, Coalesce: coalesce})
+		if err != nil {
+			return err
+		}
+		for chunk := range f.Output() {
+			emu.Write(chunk)
+		}
 	}
 	wall := time.Since(start)
 	var r1 syscall.Rusage
@@ -313,8 +332,41 @@ func ingest(file string) error {
 		return err
 	}
 	cpu := time.Duration(r1.Utime.Nano()-r0.Utime.Nano()) + time.Duration(r1.Stime.Nano()-r0.Stime.Nano())
+	if hostCPU >= 0 {
+		fmt.Printf("%.3f %.3f %.3f\n", wall.Seconds(), cpu.Seconds(), hostCPU)
+		return nil
+	}
 	fmt.Printf("%.3f %.3f\n", wall.Seconds(), cpu.Seconds())
 	return nil
+}
+
+// ingestHosted runs argv in an agent host (this binary) and feeds what it
+// streams to emu, as the engine does with agents.host on; it returns the
+// host's own CPU seconds.
+func ingestHosted(argv []string, emu *term.Emulator) (float64, error) {
+	dir, err := os.MkdirTemp("", "bench-host")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	l := &host.Local{Dir: dir, Instance: dir, Exe: exe, Args: []string{"agent-host"}}
+	ctx, cancel := context.WithTimeout(root, time.Minute)
+	defer cancel()
+	cl, err := l.Start(ctx, host.Meta{AgentID: "bench"})
+	if err != nil {
+		return 0, err
+	}
+	if err := cl.Start(ctx, host.Spec{Argv: argv, Cols: 120, Rows: 40, Scrollback: 10000}); err != nil {
+		return 0, err
+	}
+	for chunk := range cl.Output() {
+		emu.Write(chunk)
+	}
+	return cl.Exit().HostCPU, nil
 }
 
 // coalesceEnv is $COALESCE as ptyproc.Spec.Coalesce (unset: the default).

@@ -1,0 +1,175 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/signal"
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/worktree"
+)
+
+// agentProc is a running agent as a supervisor drives it: a process of the
+// engine's own (*ptyproc.Proc) or one in an agent host (*host.Client).
+type agentProc interface {
+	Write(b []byte) (int, error)
+	Resize(cols, rows uint16) error
+	Output() <-chan []byte
+	Done() <-chan struct{}
+	Wait() (int, error)
+	Pid() int
+	StartTime() uint64
+	Type(ctx context.Context, text string, opts ptyproc.TypeOptions) error
+	Stop(grace time.Duration)
+}
+
+// procSlot holds the agent's current process for other goroutines.
+type procSlot struct{ v atomic.Pointer[procBox] }
+
+type procBox struct{ p agentProc }
+
+func (s *procSlot) Load() agentProc {
+	if b := s.v.Load(); b != nil {
+		return b.p
+	}
+	return nil
+}
+
+func (s *procSlot) Store(p agentProc) { s.v.Store(&procBox{p}) }
+
+// hosted reports whether a process runs in an agent host, whose own
+// emulator answers the terminal's queries.
+func hosted(p agentProc) bool {
+	_, ok := p.(*host.Client)
+	return ok
+}
+
+// runner is the engine's agent host runner, or nil when agents run in the
+// engine's process (agents.host off).
+func (e *Engine) runner() host.Runner {
+	if e.opt.Runner != nil {
+		return e.opt.Runner
+	}
+	if !e.cfg.Agents.Host || e.opt.ChorusExe == "" {
+		return nil
+	}
+	// Hosts belong to this instance: another instance's (a copy of the
+	// repository elsewhere, a teammate's) are never listed.
+	instance := e.instance
+	if instance == "" {
+		instance = e.opt.Dir.Path
+	}
+	return &host.Local{
+		Dir: filepath.Join(e.opt.Dir.Path, "hosts"), Instance: instance,
+		Exe: e.opt.ChorusExe, Args: []string{"agent-host"},
+		Orphan: time.Duration(e.cfg.Agents.HostOrphanSeconds) * time.Second,
+		LogDir: e.opt.Dir.Logs(),
+	}
+}
+
+// startHosted starts the agent in a new agent host.
+func (r *agentRun) startHosted(rn host.Runner, sp ptyproc.Spec) (agentProc, error) {
+	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	cl, err := rn.Start(ctx, host.Meta{AgentID: r.id, TaskID: r.taskID})
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Start(ctx, host.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: append(sp.Env, signal.EnvHosted+"=1"), Unset: sp.Unset,
+		Cols: sp.Cols, Rows: sp.Rows, LogPath: sp.LogPath, Scrollback: r.e.cfg.Agents.Scrollback}); err != nil {
+		cl.Stop(time.Second)
+		return nil, err
+	}
+	return cl, nil
+}
+
+// adoption is a live agent host found at start for an agent of the
+// previous engine, connected and ready to carry on.
+type adoption struct {
+	cl   *host.Client
+	meta host.Meta
+}
+
+// findHosts connects to the live hosts of this instance (Recover). A host
+// of another protocol version is stopped, its agent's work left in its
+// worktree, and said so.
+func (e *Engine) findHosts(ctx context.Context) map[string]adoption {
+	rn := e.runner()
+	if rn == nil {
+		return nil
+	}
+	ms, err := rn.List(ctx)
+	if err != nil {
+		e.startAlerts = append(e.startAlerts, "listing agent hosts: "+err.Error())
+		return nil
+	}
+	found := map[string]adoption{}
+	for _, m := range ms {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cl, err := rn.Connect(cctx, m)
+		if err == nil {
+			err = cl.Wait4Info(cctx)
+		}
+		cancel()
+		var ev host.ErrVersion
+		if err != nil {
+			if errors.As(err, &ev) {
+				e.startAlerts = append(e.startAlerts, fmt.Sprintf("agent %s: %v; stopping it, its work stays in its worktree", m.AgentID, err))
+			} else {
+				e.startAlerts = append(e.startAlerts, fmt.Sprintf("agent %s: its host did not answer (%v); stopping it", m.AgentID, err))
+			}
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_ = rn.Stop(sctx, m)
+			cancel()
+			continue
+		}
+		found[m.AgentID] = adoption{cl: cl, meta: m}
+	}
+	return found
+}
+
+// envValue is the value of key in env ("" when absent; the last wins).
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// adoptedKey is the signal key the adopted agent was started with.
+func adoptedKey(cl *host.Client) string { return envValue(cl.Info().Spec.Env, signal.EnvKey) }
+
+// adopt carries on with the previous engine's agent in its host: the same
+// process, iteration it, read from here on like a process just started.
+func (r *agentRun) adopt(t beads.Task, wt worktree.Worktree, it, gen int, det *signal.Detector) agentProc {
+	cl := r.adopted
+	r.adopted = nil
+	r.proc.Store(cl)
+	pid, pstart := cl.Pid(), cl.StartTime()
+	r.update(func(s *State, a *AgentState) {
+		a.Title, a.Worktree, a.Branch, a.Type = t.Title, wt.Dir, wt.Branch, r.profileName
+		a.PID, a.PStart, a.Status, a.Iteration = pid, pstart, AgentRunning, it
+		if tr := s.run(r.taskID); tr != nil {
+			tr.Iterations, tr.Open = it, true
+		}
+		r.e.started(r.taskID)
+		r.e.emit(Event{Kind: EvRecovered, Agent: r.id, Task: r.taskID, Text: "re-adopted the live agent from its host",
+			Fields: map[string]any{"pid": pid, "iteration": it}})
+	})
+	r.follow(cl, wt, it, gen, det, cl.Info().Started)
+	if s := r.adoptedSig; s != nil {
+		r.adoptedSig = nil
+		go r.send(turnEvent{sig: s, gen: -1, source: "signal"})
+	}
+	return cl
+}
