@@ -316,15 +316,16 @@ func (s *server) start(sp Spec, sess *session) error {
 	if cols < 2 || rows < 2 {
 		cols, rows = 80, 24
 	}
-	var p *ptyproc.Proc
+	rep := replies{ch: make(chan []byte, 64)}
 	// The emulator answers the agent's terminal queries (DA1, CPR…): it is
 	// the one copy that sees every byte from the start.
-	emu := term.New(cols, rows, term.WithScrollback(sp.Scrollback), term.WithReplies(replies{&p}))
+	emu := term.New(cols, rows, term.WithScrollback(sp.Scrollback), term.WithReplies(rep))
 	p, err := ptyproc.Start(ptyproc.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: sp.Env, Unset: sp.Unset,
 		Cols: uint16(cols), Rows: uint16(rows), LogPath: sp.LogPath})
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", sp.Argv[0], err)
 	}
+	go rep.run(p)
 	s.proc, s.emu = p, emu
 	s.info = Info{Meta: s.opt.Meta, Spec: sp, Pid: p.Pid(), StartTime: p.StartTime(), Started: p.Started(), Binary: s.opt.Binary}
 	if s.cur == sess {
@@ -337,16 +338,31 @@ func (s *server) start(sp Spec, sess *session) error {
 	return nil
 }
 
-// replies writes the emulator's answers to the agent; the emulator is
-// made before the process.
-type replies struct{ p **ptyproc.Proc }
+// replies hands the emulator's answers to a goroutine that writes them to
+// the agent: an agent that does not read its input must not stall its
+// output (the emulator writes replies under its lock). Past 64 waiting
+// answers, more are dropped.
+type replies struct{ ch chan []byte }
 
 func (r replies) Write(b []byte) (int, error) {
-	// Called from the pump, which starts after p is set.
-	if p := *r.p; p != nil {
-		return p.Write(b)
+	select {
+	case r.ch <- append([]byte(nil), b...):
+	default:
 	}
 	return len(b), nil
+}
+
+func (r replies) run(p *ptyproc.Proc) {
+	for {
+		select {
+		case b := <-r.ch:
+			if _, err := p.Write(b); err != nil {
+				return
+			}
+		case <-p.Done():
+			return
+		}
+	}
 }
 
 // pump feeds the agent's output to the emulator (whose tap hands it to the

@@ -150,6 +150,12 @@ func (p *Proc) write(b []byte) (int, error) {
 					werr = os.ErrClosed
 					return true
 				}
+				if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 && fds[0].Revents&unix.POLLOUT == 0 {
+					// Nobody holds the terminal's other side any more:
+					// its input will never drain.
+					werr = unix.EIO
+					return true
+				}
 			default:
 				werr = err
 				return true
