@@ -94,9 +94,13 @@ type Proc struct {
 	waitErr    error
 	writeMu    sync.Mutex // guards pty writes, resizes and closing
 	ptyClosed  bool       // under writeMu
-	// The reader waits for bytes in poll(2) on the terminal and wakeR;
-	// closing the terminal writes to wakeW so it stops waiting.
+	// The reader waits for bytes in the netpoller (waitFile; closing the
+	// terminal closes it) or, failing that, in poll(2) on the terminal and
+	// wakeR (closing the terminal writes to wakeW); writes wait on wakeR too.
 	wakeR, wakeW int
+	waitMu       sync.Mutex // guards waitFile and waitClosed
+	waitFile     *os.File   // the reader's netpoller wait (waitReadable), if one is on
+	waitClosed   bool
 	raw          bool // read and written with poll(2), not through the netpoller
 }
 
@@ -327,6 +331,7 @@ func (p *Proc) closePTY() {
 		// (and its number unused) until it returns.
 		if p.raw {
 			_, _ = unix.Write(p.wakeW, []byte{0})
+			p.stopWaiting()
 		}
 		p.pty.Close()
 	}
