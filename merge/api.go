@@ -65,7 +65,7 @@ func (s *Service) Enqueue(r Request) error {
 	return nil
 }
 
-// Snapshot returns a copy of the queue; it never blocks on the worker.
+// Snapshot returns a copy of the queue; it never blocks on the integrator.
 func (s *Service) Snapshot() Snapshot {
 	p := s.snap.Load()
 	if p == nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // Batches (bors / Refinery style): when quality commands are configured
-// and several plain items wait, the worker merges them one on another into
+// and several plain items wait, the integrator merges them one on another into
 // a chain of candidates C1…Cn on the target's tip, runs the quality
 // commands once on Cn and lands Cn: every merge of the batch in one move
 // of the target. When Cn fails, the longest passing prefix is found by
@@ -58,7 +58,7 @@ func (s *Service) batchingLocked() bool {
 	return len(s.required) > 0 && !s.opt.Merge.RequireApproval && s.opt.Merge.LockfileCommand == ""
 }
 
-// inBatchLocked: the worker holds this item as part of a batch.
+// inBatchLocked: the integrator holds this item as part of a batch.
 func (s *Service) inBatchLocked(id string) bool { return s.batch[id] }
 
 type link struct {
@@ -69,69 +69,69 @@ type link struct {
 // processBatch runs one batch. Items that cannot join the chain (a
 // conflict, nothing to merge, a pre-merge hook's block) leave it and take
 // the single path.
-func (s *Service) processBatch(ctx context.Context, ids []string) {
+func (in *integrator) processBatch(ctx context.Context, ids []string) {
 	var chain []link
 	defer func() {
 		// Whatever is still marked merging or testing goes back to the queue.
 		for _, id := range ids {
-			s.apply(id, func(it *Item) bool { return it.Status == StatusMerging || it.Status == StatusTesting },
+			in.q.apply(id, func(it *Item) bool { return it.Status == StatusMerging || it.Status == StatusTesting },
 				StatusPending, nil)
 		}
 	}()
-	if why := s.syncRemote(ctx); why != "" {
-		s.soloLater(ids[0]) // the single path holds with the reason
+	if why := in.q.syncRemote(ctx); why != "" {
+		in.soloLater(ids[0]) // the single path holds with the reason
 		return
 	}
-	tip, err := s.readTarget()
+	tip, err := in.readTarget()
 	if err != nil {
 		return
 	}
-	if prev := s.statsCopy().TargetTip; prev != "" && prev != tip {
-		s.holdTarget(ctx, ids[0], prev, tip)
+	if prev := in.q.statsCopy().TargetTip; prev != "" && prev != tip {
+		in.holdTarget(ctx, ids[0], prev, tip)
 		return
 	}
-	base, baseTree := tip, s.in.treeOf(tip)
+	base, baseTree := tip, in.treeOf(tip)
 	if baseTree == "" {
-		if baseTree, err = git(ctx, s.opt.RepoDir, "rev-parse", tip+"^{tree}"); err != nil {
+		if baseTree, err = git(ctx, in.q.opt.RepoDir, "rev-parse", tip+"^{tree}"); err != nil {
 			return
 		}
 	}
 	for _, id := range ids {
-		it, ok := s.get(id)
+		it, ok := in.q.get(id)
 		if !ok || it.Status != StatusPending {
 			continue
 		}
-		if s.preMergeBlocked(ctx, it) {
+		if in.preMergeBlocked(ctx, it) {
 			continue
 		}
-		s.mark(id, StatusMerging)
+		in.q.mark(id, StatusMerging)
 		head, ok := "", false
-		if h, exists, known := s.in.refValue("refs/heads/" + it.Branch); known && exists {
+		if h, exists, known := in.refValue("refs/heads/" + it.Branch); known && exists {
 			head, ok = h, true
-		} else if h, err := git(ctx, s.opt.RepoDir, "rev-parse", "--verify", "-q", "refs/heads/"+it.Branch+"^{commit}"); err == nil {
+		} else if h, err := git(ctx, in.q.opt.RepoDir, "rev-parse", "--verify", "-q", "refs/heads/"+it.Branch+"^{commit}"); err == nil {
 			head, ok = h, true
 		}
 		if !ok {
-			s.soloLater(id) // the single path says what is wrong
+			in.soloLater(id) // the single path says what is wrong
 			continue
 		}
 		if it.Worktree != "" {
-			if nh, err := s.extractLearnings(ctx, it, head); err == nil {
+			if nh, err := in.extractLearnings(ctx, it, head); err == nil {
 				head = nh
 			}
 		}
-		mt, err := s.in.mergeTree(ctx, base, head)
+		mt, err := in.mergeTree(ctx, base, head)
 		if err != nil || !mt.clean {
-			s.soloLater(id) // a conflict goes to its agent from the single path
+			in.soloLater(id) // a conflict goes to its agent from the single path
 			continue
 		}
-		c, err := s.in.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
+		c, err := in.commitTree(ctx, mt.tree, []string{base, head}, mergeMessage(it), trailer(it))
 		if err != nil {
-			s.soloLater(id)
+			in.soloLater(id)
 			continue
 		}
 		if mt.tree == baseTree {
-			s.soloLater(id) // adds nothing on top of the batch: settled alone
+			in.soloLater(id) // adds nothing on top of the batch: settled alone
 			continue
 		}
 		chain = append(chain, link{id: id, base: base, head: head, tree: mt.tree, cand: c})
@@ -144,29 +144,29 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 	// recorded before anything is tested.
 	var txn strings.Builder
 	for _, l := range chain {
-		txn.WriteString("update " + candidateRef(l.id) + " " + l.cand + "\n" + s.checkpointTxn(l.id, tip))
+		txn.WriteString("update " + candidateRef(l.id) + " " + l.cand + "\n" + in.q.checkpointTxn(l.id, tip))
 	}
-	if err := s.in.refTxn(ctx, txn.String()); err != nil {
+	if err := in.refTxn(ctx, txn.String()); err != nil {
 		return
 	}
 	for _, l := range chain {
 		l := l
-		if !s.move(l.id, StatusTesting, func(it *Item, _ *Stats) {
+		if !in.q.move(l.id, StatusTesting, func(it *Item, _ *Stats) {
 			it.Candidate, it.Base, it.Head, it.Tested = l.cand, l.base, l.head, false
 			it.ConflictFiles = nil
 		}) {
 			return
 		}
 	}
-	s.phase(PhaseCandidate)
+	in.q.phase(PhaseCandidate)
 	// Bisect for the longest passing prefix: good = a prefix known to
 	// pass (0: the tip itself), bad = one known to fail.
 	good, bad := 0, len(chain)
 	test := func(k int) (bool, error) {
-		if err := s.checkoutInteg(ctx, chain[k-1].cand); err != nil {
+		if err := in.q.checkoutInteg(ctx, chain[k-1].cand); err != nil {
 			return false, err
 		}
-		_, _, err := s.quality(ctx, s.in.integ, chain[k-1].id, chain[k-1].cand)
+		_, _, err := in.quality(ctx, in.integ, chain[k-1].id, chain[k-1].cand)
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -188,33 +188,33 @@ func (s *Service) processBatch(ctx context.Context, ids []string) {
 		}
 		k = (good + bad + 1) / 2
 	}
-	s.phase(PhaseTesting)
+	in.q.phase(PhaseTesting)
 	if bad <= len(chain) && good < len(chain) {
 		// The item after the passing prefix is tried alone: its own test
 		// says whether it fails, and its agent hears why.
-		s.soloLater(chain[good].id)
+		in.soloLater(chain[good].id)
 	}
 	for _, l := range chain[good:] {
 		// Behind the culprit: rebuilt on the new tip by a later batch.
-		s.move(l.id, StatusPending, func(it *Item, _ *Stats) {
+		in.q.move(l.id, StatusPending, func(it *Item, _ *Stats) {
 			it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
 		})
-		_ = s.in.refTxn(ctx, "delete "+candidateRef(l.id))
+		_ = in.refTxn(ctx, "delete "+candidateRef(l.id))
 	}
 	if good > 0 {
-		s.landBatch(ctx, tip, chain[:good])
+		in.landBatch(ctx, tip, chain[:good])
 	}
 }
 
 // soloLater sends an item back to the queue to be processed alone.
-func (s *Service) soloLater(id string) {
-	s.mu.Lock()
-	if s.solo == nil {
-		s.solo = map[string]bool{}
+func (in *integrator) soloLater(id string) {
+	in.q.mu.Lock()
+	if in.q.solo == nil {
+		in.q.solo = map[string]bool{}
 	}
-	s.solo[id] = true
-	s.mu.Unlock()
-	s.apply(id, func(it *Item) bool { return it.Status != StatusPending }, StatusPending, nil)
+	in.q.solo[id] = true
+	in.q.mu.Unlock()
+	in.q.apply(id, func(it *Item) bool { return it.Status != StatusPending }, StatusPending, nil)
 }
 
 // landBatch moves the target from tip to the last candidate of the chain:
@@ -222,17 +222,17 @@ func (s *Service) soloLater(id string) {
 // the same way, with every item recorded as landing before and landed
 // after. After a crash, each item's candidate is an ancestor of the
 // target (all landed) or none is.
-func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
+func (in *integrator) landBatch(ctx context.Context, tip string, chain []link) {
 	last := chain[len(chain)-1]
 	requeue := func(why, action string) {
 		for _, l := range chain[1:] {
-			s.move(l.id, StatusPending, func(it *Item, _ *Stats) {
+			in.q.move(l.id, StatusPending, func(it *Item, _ *Stats) {
 				it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
 			})
 		}
-		s.hold(chain[0].id, why, action)
+		in.q.hold(chain[0].id, why, action)
 	}
-	co, err := s.targetCheckout()
+	co, err := in.q.targetCheckout()
 	if err != nil {
 		requeue("cannot read the worktrees: "+err.Error(), "retry "+chain[0].id)
 		return
@@ -241,65 +241,65 @@ func (s *Service) landBatch(ctx context.Context, tip string, chain []link) {
 		requeue(co.busy, fmt.Sprintf("finish or abort it, then retry %s", chain[0].id))
 		return
 	}
-	s.fenceMu.Lock()
+	in.q.fenceMu.Lock()
 	for _, l := range chain {
-		if !s.move(l.id, StatusLanding, nil) {
-			s.fenceMu.Unlock()
+		if !in.q.move(l.id, StatusLanding, nil) {
+			in.q.fenceMu.Unlock()
 			return
 		}
 	}
-	s.phase(PhaseLanding)
-	if ok, why := s.pushRemote(ctx, tip, last.cand); !ok {
-		s.fenceMu.Unlock()
+	in.q.phase(PhaseLanding)
+	if ok, why := in.q.pushRemote(ctx, tip, last.cand); !ok {
+		in.q.fenceMu.Unlock()
 		ids := make([]string, len(chain))
 		for i, l := range chain {
 			ids[i] = l.id
 		}
-		s.remoteRefused(ctx, ids, tip, why)
+		in.q.remoteRefused(ctx, ids, tip, why)
 		return
 	}
 	moved := false
 	if co.worktree == "" {
 		var txn strings.Builder
-		txn.WriteString("update refs/heads/" + s.opt.Target + " " + last.cand + " " + tip + "\n")
+		txn.WriteString("update refs/heads/" + in.q.opt.Target + " " + last.cand + " " + tip + "\n")
 		for _, l := range chain {
 			txn.WriteString("update " + mergedRef(l.id) + " " + l.cand + "\n" + "delete " + candidateRef(l.id) + "\n")
 		}
-		r, err := run(ctx, s.opt.RepoDir, txn.String(), s.in.durable("update-ref", "-m", "chorus: merge batch of "+fmt.Sprint(len(chain)), "--stdin")...)
+		r, err := run(ctx, in.q.opt.RepoDir, txn.String(), in.durable("update-ref", "-m", "chorus: merge batch of "+fmt.Sprint(len(chain)), "--stdin")...)
 		moved = err == nil && r.rc == 0
-	} else if cur, err := s.readTarget(); err == nil && cur == tip {
+	} else if cur, err := in.readTarget(); err == nil && cur == tip {
 		r, err := run(ctx, co.worktree, "", "merge", "--ff-only", "-q", last.cand)
 		moved = err == nil && r.rc == 0
 		if !moved {
-			if now, _ := s.readTarget(); now == last.cand {
+			if now, _ := in.readTarget(); now == last.cand {
 				moved = true // the fast-forward happened; only a hook complained
 			}
 		}
 	}
 	if !moved {
 		for _, l := range chain {
-			s.move(l.id, StatusPending, func(it *Item, _ *Stats) {
+			in.q.move(l.id, StatusPending, func(it *Item, _ *Stats) {
 				it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
 			})
 		}
-		s.fenceMu.Unlock()
-		if cur, err := s.readTarget(); err == nil && cur != tip {
-			s.holdTarget(ctx, chain[0].id, tip, cur) // moved behind the service's back
+		in.q.fenceMu.Unlock()
+		if cur, err := in.readTarget(); err == nil && cur != tip {
+			in.holdTarget(ctx, chain[0].id, tip, cur) // moved behind the service's back
 		} else {
-			s.soloLater(chain[0].id) // the single path counts the attempts
+			in.soloLater(chain[0].id) // the single path counts the attempts
 		}
 		return
 	}
-	s.phase(PhaseCAS)
+	in.q.phase(PhaseCAS)
 	landed := make([]bool, len(chain))
 	for i, l := range chain {
-		landed[i] = s.recordLanded(l.id, l.cand, false)
+		landed[i] = in.recordLanded(l.id, l.cand, false)
 	}
-	s.fenceMu.Unlock()
-	s.in.rememberTree(last.cand, last.tree)
+	in.q.fenceMu.Unlock()
+	in.rememberTree(last.cand, last.tree)
 	for i, l := range chain {
 		if landed[i] {
-			s.afterLanded(ctx, l.id, l.cand, false)
+			in.afterLanded(ctx, l.id, l.cand, false)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // cleaner owns the goroutine that cleans up after landings, beside the
-// worker: removing a worktree waits on the worktree lock agents' starts
+// integrator: removing a worktree waits on the worktree lock agents' starts
 // hold, and the next merge should not wait for the last one's clean-up.
 // What to clean and how are the service's (next, clean); the cleaner
 // decides when, and never retries a batch it just failed to finish until
@@ -14,7 +14,7 @@ import (
 type cleaner struct {
 	next  func() []string                         // the next batch, oldest first
 	clean func(ctx context.Context, ids []string) // cleans one batch
-	after func()                                  // told after each batch (the worker decides idleness)
+	after func()                                  // told after each batch (the integrator decides idleness)
 	wake  chan struct{}
 }
 

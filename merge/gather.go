@@ -4,7 +4,7 @@ import "time"
 
 // Gathering: when the runnable items could start a batch with room left
 // and agents whose checks are running will queue soon (agents finishing
-// together), the worker waits a short window for them, so the batch check
+// together), the integrator waits a short window for them, so the batch check
 // runs once for all of them rather than once for the first ones and again
 // for the rest.
 
@@ -13,7 +13,7 @@ import "time"
 // quality check worth batching.
 const defaultGatherWindow = 1500 * time.Millisecond
 
-// gatherWait is how much longer the worker waits before taking what is
+// gatherWait is how much longer the integrator waits before taking what is
 // runnable: none unless batching applies to every runnable item, the batch
 // has room, and another task is in its checks; then what is left of the
 // window since the oldest runnable item was queued.
@@ -39,11 +39,11 @@ func (s *Service) Checking(taskID string, on bool) {
 	}
 	if s.checking[taskID] {
 		delete(s.checking, taskID)
-		s.poke() // a worker waiting for this task stops waiting
+		s.poke() // the integrator, if waiting for this task, stops waiting
 	}
 }
 
-// gatherLocked is how long the worker waits before taking r.
+// gatherLocked is how long the integrator waits before taking r.
 func (s *Service) gatherLocked(r []*Item) time.Duration {
 	if len(r) == 0 || len(r) >= maxBatch || len(s.checking) == 0 {
 		return 0

@@ -8,16 +8,24 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chorus-dev/chorus/gitx"
 )
 
-// integrator is the service's hands on the repository: the object store,
-// the queue's ref transactions, the integration worktree, and what it
+// integrator takes items from the queue and lands them, one at a time,
+// on a goroutine of its own (run): the candidate merge, the quality gate,
+// batches, the fenced landing, the holds when the target moves. It is
+// also the service's hands on the repository: the object store, the
+// queue's ref transactions, the integration worktree, and what it
 // remembers of the commits it made (the chain of landings, the last
-// candidate's tree), so the worker asks git only what the files cannot
-// tell. It holds no queue state; its one lock (memMu) is a leaf.
+// candidate's tree), so it asks git only what the files cannot tell. It
+// holds no queue state: items change through q's bookkeeping; its own
+// lock (memMu) is a leaf.
 type integrator struct {
+	// q is the queue the integrator takes items from and reports to.
+	q *Service
+
 	repoDir, commonDir string
 	target             string // the target branch's name
 	integ              string // Chorus's detached integration worktree
@@ -35,6 +43,72 @@ type integrator struct {
 	chainTip string
 	// lastCommit/lastTree: the last candidate made and its tree (tips).
 	lastCommit, lastTree string
+}
+
+// run is the integrator's loop: it settles what a crash left (once
+// restored), takes the target's tip as the baseline, then takes the
+// queue's next item or batch and carries it as far as it goes, one at a
+// time under opMu, watching the target while the queue is idle. It ends
+// with ctx, or after Drain once the queue is idle.
+func (in *integrator) run(ctx context.Context) error {
+	q := in.q
+	watch := time.NewTicker(q.opt.WatchInterval)
+	defer watch.Stop()
+	observed := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if q.reconciling() {
+			q.opMu.Lock()
+			err := in.reconcileAll(ctx)
+			q.opMu.Unlock()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if !observed {
+			// A new session takes the tip it finds as its baseline.
+			observed = true
+			q.opMu.Lock()
+			in.observeTarget()
+			q.opMu.Unlock()
+			q.baselineTaken()
+		}
+		w := q.take()
+		if w.id != "" {
+			q.opMu.Lock()
+			if w.batch != nil {
+				in.processBatch(ctx, w.batch)
+			} else {
+				in.process(ctx, w.id)
+			}
+			q.opMu.Unlock()
+			q.release()
+			continue
+		}
+		if w.idle && w.draining {
+			if len(w.waiting) > 0 {
+				return &WaitingError{Items: w.waiting}
+			}
+			return nil
+		}
+		var gather <-chan time.Time // a lone candidate waiting for others (gather.go)
+		if w.gather > 0 {
+			gather = time.After(w.gather)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-q.wake:
+		case <-gather:
+		case <-watch.C:
+			q.opMu.Lock()
+			in.watchTarget(ctx)
+			q.opMu.Unlock()
+		}
+	}
 }
 
 // ancestor reports whether a is an ancestor of (or equal to) b in the

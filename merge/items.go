@@ -2,6 +2,7 @@ package merge
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/chorus-dev/chorus/merge/queue"
 )
@@ -24,13 +25,66 @@ func (s *Service) removeLocked(id string) {
 // blockedLocked names an unmerged dependency still in the queue, if any.
 func (s *Service) blockedLocked(it *Item) string { return queue.Blocked(s.items, it) }
 
-// runnableLocked returns the items the worker may take, in its order
+// runnableLocked returns the items the integrator may take, in its order
 // (queue.Runnable); none while the queue is paused.
 func (s *Service) runnableLocked() []*Item {
 	if s.stats.Paused {
 		return nil
 	}
 	return queue.Runnable(s.items)
+}
+
+// work is what the integrator takes from the queue: an item (alone or
+// heading a batch), or why there is none.
+type work struct {
+	id       string
+	batch    []string
+	gather   time.Duration // a lone candidate waits this long for others (gather.go)
+	idle     bool
+	draining bool
+	waiting  []Item // for a person, when idle
+}
+
+// take hands the integrator the next item or batch in the queue's order,
+// marking it current until release.
+func (s *Service) take() work {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var w work
+	r := s.runnableLocked()
+	if d := s.gatherLocked(r); d > 0 {
+		w.gather = d
+	} else if len(r) > 0 {
+		w.id = r[0].TaskID
+		s.current, s.curFence = w.id, r[0].Fence
+		if w.batch = s.batchLocked(r); w.batch != nil {
+			s.batch = map[string]bool{}
+			for _, b := range w.batch {
+				s.batch[b] = true
+			}
+		}
+		s.publishLocked()
+	}
+	w.idle = w.id == "" && s.idleLocked()
+	w.draining = s.draining
+	w.waiting = s.waitingLocked()
+	return w
+}
+
+// release ends the integrator's hold on its current item or batch.
+func (s *Service) release() {
+	s.mu.Lock()
+	s.current, s.batch = "", nil
+	s.publishLocked()
+	s.mu.Unlock()
+}
+
+// reconciling says the queue was restored and what a crash left is not
+// settled yet.
+func (s *Service) reconciling() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reconcile
 }
 
 // nextCleanups lists the landed items not cleaned up yet (at most a
@@ -161,7 +215,7 @@ func (s *Service) apply(id string, ok func(*Item) bool, to Status, f func(it *It
 	return true
 }
 
-// mark changes a transient worker status (merging, testing, resolving)
+// mark changes a transient status of the integrator (merging, testing, resolving)
 // and publishes it without persisting: a restart turns those back into
 // pending anyway, and every persist costs the engine an fsync.
 func (s *Service) mark(id string, st Status) {
@@ -193,8 +247,8 @@ func (s *Service) refusedLocked(id string, err error) {
 	s.emit(Event{Kind: EventFailed, TaskID: id, Message: err.Error()})
 }
 
-// fencedLocked reports that the worker's item was fenced off (its resolver
-// stopped) after the worker took it: the worker must not change it any more.
+// fencedLocked reports that the integrator's item was fenced off (its resolver
+// stopped) after the integrator took it: the integrator must not change it any more.
 func (s *Service) fencedLocked(it *Item) bool {
 	return it.TaskID == s.current && it.Fence != s.curFence
 }

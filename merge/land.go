@@ -14,48 +14,48 @@ import (
 // the target is not checked out anywhere, `merge --ff-only` in the worktree
 // that has it checked out (git keeps unrelated edits and refuses overlapping
 // ones), and a hold when neither is safe.
-func (s *Service) land(ctx context.Context, id string) {
-	it, _ := s.get(id)
-	co, err := s.targetCheckout()
+func (in *integrator) land(ctx context.Context, id string) {
+	it, _ := in.q.get(id)
+	co, err := in.q.targetCheckout()
 	if err != nil {
-		s.attemptFailed(ctx, id, err.Error())
+		in.q.attemptFailed(ctx, id, err.Error())
 		return
 	}
 	if co.busy != "" {
-		s.hold(id, co.busy, fmt.Sprintf("finish or abort it, then retry %s (or land it yourself: git merge --ff-only %s)", id, candidateRef(id)))
+		in.q.hold(id, co.busy, fmt.Sprintf("finish or abort it, then retry %s (or land it yourself: git merge --ff-only %s)", id, candidateRef(id)))
 		return
 	}
 	// The fence: a resolver stop either happened before this check (the
 	// step refuses and nothing lands) or waits until "landed" is recorded.
-	s.fenceMu.Lock()
+	in.q.fenceMu.Lock()
 	locked := true
 	defer func() {
 		if locked {
-			s.fenceMu.Unlock()
+			in.q.fenceMu.Unlock()
 		}
 	}()
-	if !s.move(id, StatusLanding, nil) {
+	if !in.q.move(id, StatusLanding, nil) {
 		return
 	}
-	s.phase(PhaseLanding)
-	if ok, why := s.pushRemote(ctx, it.Base, it.Candidate); !ok {
-		s.remoteRefused(ctx, []string{id}, it.Base, why)
+	in.q.phase(PhaseLanding)
+	if ok, why := in.q.pushRemote(ctx, it.Base, it.Candidate); !ok {
+		in.q.remoteRefused(ctx, []string{id}, it.Base, why)
 		return
 	}
 	cleaned := false
 	if co.worktree == "" {
-		txn := "update refs/heads/" + s.opt.Target + " " + it.Candidate + " " + it.Base + "\n" +
+		txn := "update refs/heads/" + in.q.opt.Target + " " + it.Candidate + " " + it.Base + "\n" +
 			"update " + mergedRef(id) + " " + it.Candidate + "\n" +
-			"delete " + candidateRef(id) + "\n" + s.checkpointTxn(id, it.Base)
+			"delete " + candidateRef(id) + "\n" + in.q.checkpointTxn(id, it.Base)
 		extra := ""
 		if !it.User && (it.Worktree == "" || !dirExists(it.Worktree)) && !co.branches["refs/heads/"+it.Branch] && (it.MergeRef == "" || it.MergeRef == it.Branch) {
 			// Nothing else holds the branch: delete it in the same atomic
 			// update, only if it still points at what landed.
 			extra = "delete refs/heads/" + it.Branch + " " + it.Head + "\n"
 		}
-		r, err := run(ctx, s.opt.RepoDir, txn+extra, s.in.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
+		r, err := run(ctx, in.q.opt.RepoDir, txn+extra, in.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
 		if err == nil && r.rc != 0 && extra != "" {
-			r, err = run(ctx, s.opt.RepoDir, txn, s.in.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
+			r, err = run(ctx, in.q.opt.RepoDir, txn, in.durable("update-ref", "-m", "chorus: merge "+id, "--stdin")...)
 		} else if err == nil && r.rc == 0 && extra != "" {
 			cleaned = true
 		}
@@ -66,13 +66,13 @@ func (s *Service) land(ctx context.Context, id string) {
 			} else {
 				msg = firstLines(r.err, 3)
 			}
-			s.landingFailed(ctx, id, it, msg)
+			in.landingFailed(ctx, id, it, msg)
 			return
 		}
 	} else {
-		cur, err := s.readTarget()
+		cur, err := in.readTarget()
 		if err != nil || cur != it.Base {
-			s.landingFailed(ctx, id, it, "target moved")
+			in.landingFailed(ctx, id, it, "target moved")
 			return
 		}
 		r, err := run(ctx, co.worktree, "", "merge", "--ff-only", "-q", it.Candidate)
@@ -83,12 +83,12 @@ func (s *Service) land(ctx context.Context, id string) {
 			} else if m := strings.TrimSpace(r.err + r.out); m != "" {
 				why = firstLines(m, 8)
 			}
-			if now, _ := s.readTarget(); now == it.Candidate {
+			if now, _ := in.readTarget(); now == it.Candidate {
 				// The fast-forward happened; only a hook complained.
 			} else {
-				s.move(id, StatusPending, nil)
-				s.hold(id, fmt.Sprintf("%s is checked out in %s and the fast-forward was refused: %s", s.opt.Target, co.worktree, why),
-					fmt.Sprintf("stash your changes to the files named, then retry %s (or run: git -C %s merge --ff-only %s); a commit of yours moves %s, which then needs %s", id, co.worktree, candidateRef(id), s.opt.Target, s.opt.AcceptCommand))
+				in.q.move(id, StatusPending, nil)
+				in.q.hold(id, fmt.Sprintf("%s is checked out in %s and the fast-forward was refused: %s", in.q.opt.Target, co.worktree, why),
+					fmt.Sprintf("stash your changes to the files named, then retry %s (or run: git -C %s merge --ff-only %s); a commit of yours moves %s, which then needs %s", id, co.worktree, candidateRef(id), in.q.opt.Target, in.q.opt.AcceptCommand))
 				return
 			}
 		}
@@ -96,29 +96,29 @@ func (s *Service) land(ctx context.Context, id string) {
 		// into the clean-up's transaction, which follows every landing
 		// (also one a crash interrupted).
 	}
-	s.phase(PhaseCAS)
-	ok := s.recordLanded(id, it.Candidate, cleaned)
-	s.fenceMu.Unlock()
+	in.q.phase(PhaseCAS)
+	ok := in.recordLanded(id, it.Candidate, cleaned)
+	in.q.fenceMu.Unlock()
 	locked = false
 	if ok {
-		s.afterLanded(ctx, id, it.Candidate, cleaned)
+		in.afterLanded(ctx, id, it.Candidate, cleaned)
 	}
 }
 
 // landingFailed handles a refused ref update: a target moved by someone
 // else holds the queue (see holdTarget).
-func (s *Service) landingFailed(ctx context.Context, id string, it Item, msg string) {
-	cur, err := s.readTarget()
-	s.move(id, StatusPending, nil)
+func (in *integrator) landingFailed(ctx context.Context, id string, it Item, msg string) {
+	cur, err := in.readTarget()
+	in.q.move(id, StatusPending, nil)
 	if err == nil && cur != it.Base {
-		if in, _ := s.in.ancestor(ctx, it.Candidate, cur); in {
-			s.finishLanded(ctx, id, it.Candidate, false)
+		if landed, _ := in.ancestor(ctx, it.Candidate, cur); landed {
+			in.finishLanded(ctx, id, it.Candidate, false)
 			return
 		}
-		s.holdTarget(ctx, id, it.Base, cur)
+		in.holdTarget(ctx, id, it.Base, cur)
 		return
 	}
-	s.attemptFailed(ctx, id, "landing refused: "+msg)
+	in.q.attemptFailed(ctx, id, "landing refused: "+msg)
 }
 
 // chainOrder puts the items of a batch caught landing in the order of its
@@ -180,21 +180,21 @@ func (s *Service) lostTasks(ctx context.Context, tip string) []string {
 
 // finishLanded records the landing, then removes the task's worktree and
 // branch (only now that their commits are reachable from the target).
-func (s *Service) finishLanded(ctx context.Context, id, commit string, cleaned bool) {
-	if s.recordLanded(id, commit, cleaned) {
-		s.afterLanded(ctx, id, commit, cleaned)
+func (in *integrator) finishLanded(ctx context.Context, id, commit string, cleaned bool) {
+	if in.recordLanded(id, commit, cleaned) {
+		in.afterLanded(ctx, id, commit, cleaned)
 	}
 }
 
 // recordLanded persists "landed" and the new baseline tip.
-func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
-	return s.move(id, StatusLanded, func(it *Item, st *Stats) {
+func (in *integrator) recordLanded(id, commit string, cleaned bool) bool {
+	return in.q.move(id, StatusLanded, func(it *Item, st *Stats) {
 		manual := it.Human || it.User
-		it.MergeCommit, it.LandedAt = commit, s.opt.Now()
+		it.MergeCommit, it.LandedAt = commit, in.q.opt.Now()
 		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
 		if commit != "" {
 			st.TargetTip = commit
-			s.in.extendChain(it.Base, commit)
+			in.extendChain(it.Base, commit)
 		}
 		if manual {
 			st.MergesManual++
@@ -208,22 +208,22 @@ func (s *Service) recordLanded(id, commit string, cleaned bool) bool {
 }
 
 // afterLanded announces a landing, then cleans up and checkpoints.
-func (s *Service) afterLanded(ctx context.Context, id, commit string, cleaned bool) {
-	s.phase(PhaseLanded)
-	s.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
-	s.runHook(ctx, hooks.PostMerge, id)
+func (in *integrator) afterLanded(ctx context.Context, id, commit string, cleaned bool) {
+	in.q.phase(PhaseLanded)
+	in.q.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
+	in.runHook(ctx, hooks.PostMerge, id)
 	if !cleaned {
-		s.clean.poke()
+		in.q.clean.poke()
 	} else {
-		s.packRefs(ctx, 1)
+		in.q.packRefs(ctx, 1)
 	}
-	st := s.statsCopy()
-	if s.opt.Checkpoints.Enabled && s.opt.Checkpoints.Periodic > 0 && st.SinceCheckpoint >= s.opt.Checkpoints.Periodic {
-		if _, err := s.checkpoint(ctx, "periodic"); err == nil {
-			s.mu.Lock()
-			s.stats.SinceCheckpoint = 0
-			_ = s.saveLocked()
-			s.mu.Unlock()
+	st := in.q.statsCopy()
+	if in.q.opt.Checkpoints.Enabled && in.q.opt.Checkpoints.Periodic > 0 && st.SinceCheckpoint >= in.q.opt.Checkpoints.Periodic {
+		if _, err := in.q.checkpoint(ctx, "periodic"); err == nil {
+			in.q.mu.Lock()
+			in.q.stats.SinceCheckpoint = 0
+			_ = in.q.saveLocked()
+			in.q.mu.Unlock()
 		}
 	}
 }

@@ -63,7 +63,7 @@ func FormatLearnings(body, task, agent string, now time.Time) string {
 // learnings file as a commit on the task branch, in the task's worktree, so
 // they land with the task; never in the user's checkout. Returns the
 // (possibly new) branch tip.
-func (s *Service) extractLearnings(ctx context.Context, it Item, head string) (string, error) {
+func (in *integrator) extractLearnings(ctx context.Context, it Item, head string) (string, error) {
 	pad, err := os.ReadFile(filepath.Join(it.Worktree, worktree.ScratchpadPath))
 	if err != nil {
 		return head, nil
@@ -102,7 +102,7 @@ func (s *Service) extractLearnings(ctx context.Context, it Item, head string) (s
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	text += "\n" + FormatLearnings(body, it.TaskID, agent, s.opt.Now()) + "\n"
+	text += "\n" + FormatLearnings(body, it.TaskID, agent, in.q.opt.Now()) + "\n"
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return head, err
 	}

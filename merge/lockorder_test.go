@@ -25,7 +25,7 @@ func lockOf(call *ast.CallExpr) (name string, lock bool) {
 }
 
 // The service's parts as the source names them: receivers (s, in, rs)
-// and the fields that lead from one to another (s.in, s.res, rs.q).
+// and the fields that lead from one to another (s.in, s.res, rs.q, in.q).
 var (
 	receivers = map[string]string{"s": "Service", "in": "integrator", "rs": "resolvers"}
 	fields    = map[string]string{"in": "integrator", "res": "resolvers", "q": "Service"}
@@ -33,20 +33,27 @@ var (
 
 // serviceCall names the method a call invokes on the service (s.f), its
 // integrator (s.in.f, in.f) or its resolvers (s.res.f, rs.f), and back
-// (rs.q.f), as "Service.f", "integrator.f" or "resolvers.f".
+// (rs.q.f, in.q.res.f…), as "Service.f", "integrator.f" or "resolvers.f".
 func serviceCall(call *ast.CallExpr) string {
 	sel, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok {
 		return ""
 	}
-	switch x := sel.X.(type) {
+	if t := partOf(sel.X); t != "" {
+		return t + "." + sel.Sel.Name
+	}
+	return ""
+}
+
+// partOf names the part of the service an expression is: a receiver, or
+// a field of a part leading to another.
+func partOf(x ast.Expr) string {
+	switch x := x.(type) {
 	case *ast.Ident:
-		if t := receivers[x.Name]; t != "" {
-			return t + "." + sel.Sel.Name
-		}
+		return receivers[x.Name]
 	case *ast.SelectorExpr:
-		if id, ok := x.X.(*ast.Ident); ok && receivers[id.Name] != "" && fields[x.Sel.Name] != "" {
-			return fields[x.Sel.Name] + "." + sel.Sel.Name
+		if partOf(x.X) != "" {
+			return fields[x.Sel.Name]
 		}
 	}
 	return ""

@@ -4,10 +4,10 @@ package merge
 // took them in this order, never the other way round, and takes none of
 // them again while holding it (Go's mutexes are not reentrant):
 //
-//	opMu             everything that moves the target: the worker's item,
+//	opMu             everything that moves the target: the integrator's item,
 //	                 rollbacks, accepting the target, the idle watch
 //	fenceMu          a landing against a resolver's stop
-//	mu               the queue: items, stats, the worker's current item
+//	mu               the queue: items, stats, the integrator's current item
 //	jobMu            the resolver agents at work (resolvers)
 //	memMu            what the integrator remembers of its commits
 //	wtMu             the worktrees' git dirs as last read (git.go)

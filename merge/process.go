@@ -11,151 +11,151 @@ import (
 
 // process takes one item as far as it can go: landed, or parked in a state
 // that says why (conflict handed to an agent, waiting for a person, …).
-func (s *Service) process(ctx context.Context, id string) {
-	it, ok := s.get(id)
+func (in *integrator) process(ctx context.Context, id string) {
+	it, ok := in.q.get(id)
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	delete(s.solo, id) // taken alone now
-	s.mu.Unlock()
-	if s.preMergeBlocked(ctx, it) {
+	in.q.mu.Lock()
+	delete(in.q.solo, id) // taken alone now
+	in.q.mu.Unlock()
+	if in.preMergeBlocked(ctx, it) {
 		return
 	}
-	s.phase(PhasePrecheck)
-	s.mark(id, StatusMerging)
-	if why := s.syncRemote(ctx); why != "" {
-		s.move(id, StatusPending, nil)
-		s.hold(id, why, fmt.Sprintf("then retry %s", id))
+	in.q.phase(PhasePrecheck)
+	in.q.mark(id, StatusMerging)
+	if why := in.q.syncRemote(ctx); why != "" {
+		in.q.move(id, StatusPending, nil)
+		in.q.hold(id, why, fmt.Sprintf("then retry %s", id))
 		return
 	}
 	mergeRef := it.MergeRef
 	if mergeRef == "" {
 		mergeRef = it.Branch
 	}
-	tip, tipTree, head, err := s.in.tips(ctx, mergeRef)
+	tip, tipTree, head, err := in.tips(ctx, mergeRef)
 	if err != nil {
 		if errors.Is(err, errNoTarget) {
-			s.move(id, StatusPending, nil)
-			s.pause(err.Error(), nil)
+			in.q.move(id, StatusPending, nil)
+			in.q.pause(err.Error(), nil)
 			return
 		}
-		s.fail(id, err.Error(), "the branch is gone; re-create it or drop the task")
+		in.q.fail(id, err.Error(), "the branch is gone; re-create it or drop the task")
 		return
 	}
 	if it.Candidate != "" && it.Base != tip {
-		if in, _ := s.in.ancestor(ctx, it.Candidate, tip); in {
+		if landed, _ := in.ancestor(ctx, it.Candidate, tip); landed {
 			// Someone fast-forwarded to it (the user, after a hold).
-			s.finishLanded(ctx, id, it.Candidate, false)
+			in.finishLanded(ctx, id, it.Candidate, false)
 			return
 		}
 	}
-	if prev := s.statsCopy().TargetTip; prev != "" && prev != tip {
+	if prev := in.q.statsCopy().TargetTip; prev != "" && prev != tip {
 		// Moved behind the service's back: hold rather than build on (and
 		// blame this task for) a tip nobody verified.
-		s.move(id, StatusPending, nil)
-		s.holdTarget(ctx, id, prev, tip)
+		in.q.move(id, StatusPending, nil)
+		in.holdTarget(ctx, id, prev, tip)
 		return
 	}
 	if err := ctx.Err(); err != nil {
-		s.move(id, StatusPending, nil)
+		in.q.move(id, StatusPending, nil)
 		return
 	}
 	// A candidate from an earlier attempt is reused when nothing moved
 	// (after approval, a hold, or a restart): it is the tested tree.
 	if it.Candidate != "" {
 		if it.Base == tip && it.Head == head {
-			s.afterCandidate(ctx, id)
+			in.afterCandidate(ctx, id)
 			return
 		}
 	}
 	if !it.User && it.Worktree != "" && (it.MergeRef == "" || it.MergeRef == it.Branch) {
-		if nh, err := s.extractLearnings(ctx, it, head); err != nil {
-			s.attemptFailed(ctx, id, "learning extraction: "+err.Error())
+		if nh, err := in.extractLearnings(ctx, it, head); err != nil {
+			in.q.attemptFailed(ctx, id, "learning extraction: "+err.Error())
 			return
 		} else {
 			head = nh
 		}
 	}
 	base := tip
-	if s.wasReverted(id) {
-		b, err := s.reapply(ctx, it, tip, head)
+	if in.q.wasReverted(id) {
+		b, err := in.q.reapply(ctx, it, tip, head)
 		if err != nil {
-			s.attemptFailed(ctx, id, err.Error())
+			in.q.attemptFailed(ctx, id, err.Error())
 			return
 		}
 		base = b
 	}
-	mt, err := s.in.mergeTree(ctx, base, head)
+	mt, err := in.mergeTree(ctx, base, head)
 	if err != nil {
-		s.attemptFailed(ctx, id, err.Error())
+		in.q.attemptFailed(ctx, id, err.Error())
 		return
 	}
 	if !mt.clean {
-		s.conflict(ctx, id, tip, tipTree, head, mt)
+		in.conflict(ctx, id, tip, tipTree, head, mt)
 		return
 	}
-	s.candidate(ctx, id, it, tip, tipTree, base, head, mt.tree)
+	in.candidate(ctx, id, it, tip, tipTree, base, head, mt.tree)
 }
 
 // conflict records a merge-tree conflict and hands it to the resolvers;
 // a branch that rebases cleanly onto tip comes back as a tree to merge.
-func (s *Service) conflict(ctx context.Context, id, tip, tipTree, head string, mt mergeResult) {
-	it, _ := s.get(id)
+func (in *integrator) conflict(ctx context.Context, id, tip, tipTree, head string, mt mergeResult) {
+	it, _ := in.q.get(id)
 	if it.Deferrals == 0 {
 		// One conflict however many times the medium tier retries it.
-		s.mu.Lock()
-		s.stats.Conflicts++
-		s.mu.Unlock()
+		in.q.mu.Lock()
+		in.q.stats.Conflicts++
+		in.q.mu.Unlock()
 	}
-	s.move(id, StatusConflict, func(it *Item, _ *Stats) {
+	in.q.move(id, StatusConflict, func(it *Item, _ *Stats) {
 		it.ConflictFiles = mt.files
 		it.LastError = "conflicts: " + strings.Join(mt.messages, "; ")
 	})
-	it, _ = s.get(id)
+	it, _ = in.q.get(id)
 	if it.Deferrals == 0 {
-		s.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
-		s.runHook(ctx, hooks.OnConflict, id)
+		in.q.emit(Event{Kind: EventConflict, TaskID: id, Files: mt.files, Message: strings.Join(mt.messages, "\n")})
+		in.runHook(ctx, hooks.OnConflict, id)
 	}
-	if tree := s.res.conflict(ctx, it, tip, head, mt); tree != "" && s.move(id, StatusMerging, nil) {
-		s.candidate(ctx, id, it, tip, tipTree, tip, head, tree)
+	if tree := in.q.res.conflict(ctx, it, tip, head, mt); tree != "" && in.q.move(id, StatusMerging, nil) {
+		in.candidate(ctx, id, it, tip, tipTree, tip, head, tree)
 	}
 }
 
 // candidate writes the merge commit of tree on base and head (base is the
 // target tip, or a re-applied revert on it), keeps it, and takes it to the
 // quality gate.
-func (s *Service) candidate(ctx context.Context, id string, it Item, tip, tipTree, base, head, tree string) {
+func (in *integrator) candidate(ctx context.Context, id string, it Item, tip, tipTree, base, head, tree string) {
 	if tree == tipTree && base == tip {
 		// The branch adds nothing the target lacks (merged by hand earlier).
-		s.finishLanded(ctx, id, "", true)
+		in.finishLanded(ctx, id, "", true)
 		return
 	}
-	c, err := s.in.commitTree(ctx, tree, []string{base, head}, mergeMessage(it), trailer(it))
+	c, err := in.commitTree(ctx, tree, []string{base, head}, mergeMessage(it), trailer(it))
 	if err != nil {
-		s.attemptFailed(ctx, id, err.Error())
+		in.q.attemptFailed(ctx, id, err.Error())
 		return
 	}
-	s.in.rememberTree(c, tree)
+	in.rememberTree(c, tree)
 	// With nothing to run the candidate is as tested as it gets and lands
 	// right away: its ref and the pre-merge checkpoint go into the landing
 	// transaction instead of a separate update.
-	tested := len(s.required) == 0 && s.opt.Merge.LockfileCommand == ""
+	tested := len(in.q.required) == 0 && in.q.opt.Merge.LockfileCommand == ""
 	if !tested {
-		txn := "update " + candidateRef(id) + " " + c + "\n" + s.checkpointTxn(id, tip)
-		if err := s.in.refTxn(ctx, txn); err != nil {
-			s.attemptFailed(ctx, id, err.Error())
+		txn := "update " + candidateRef(id) + " " + c + "\n" + in.q.checkpointTxn(id, tip)
+		if err := in.refTxn(ctx, txn); err != nil {
+			in.q.attemptFailed(ctx, id, err.Error())
 			return
 		}
 	}
-	if !s.move(id, StatusTesting, func(it *Item, _ *Stats) {
+	if !in.q.move(id, StatusTesting, func(it *Item, _ *Stats) {
 		it.Candidate, it.Base, it.Head, it.Tested = c, tip, head, tested
 		it.ConflictFiles = nil
 	}) {
 		return
 	}
-	s.phase(PhaseCandidate)
-	s.afterCandidate(ctx, id)
+	in.q.phase(PhaseCandidate)
+	in.afterCandidate(ctx, id)
 }
 
 // checkpointTxn is the pre-merge checkpoint (the tip before this merge) as

@@ -21,7 +21,7 @@ const MediumMaxFiles = 5
 // person), a person stopping a resolver, and whether any is at work.
 type conflicts interface {
 	// conflict takes it's conflict with tip; it returns the tree of a
-	// clean rebase for the worker to merge instead, "" when the item
+	// clean rebase for the integrator to merge instead, "" when the item
 	// went elsewhere (deferred, to an agent or to a person).
 	conflict(ctx context.Context, it Item, tip, head string, mt mergeResult) (tree string)
 	// qualityFailed takes a clean candidate the quality command name
@@ -323,7 +323,7 @@ func (rs *resolvers) stop(job *resolveJob, it Item, fence uint64) {
 		if job != nil {
 			<-job.done
 		}
-		// The worker may hold the item (fenced: it changes nothing); wait
+		// The integrator may hold the item (fenced: it changes nothing); wait
 		// until it lets go before touching the branch.
 		rs.q.opMu.Lock()
 		defer rs.q.opMu.Unlock()

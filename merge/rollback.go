@@ -242,7 +242,7 @@ func (s *Service) RollbackWithDependents(ctx context.Context, taskIDs []string) 
 	if err != nil {
 		return nil, err
 	}
-	if name, out, err := s.quality(ctx, s.in.integ, strings.Join(ids, ","), r); err != nil {
+	if name, out, err := s.in.quality(ctx, s.in.integ, strings.Join(ids, ","), r); err != nil {
 		return nil, fmt.Errorf("rollback of %s fails %s; %s not changed:\n%s", strings.Join(ids, ", "), name, s.opt.Target, out)
 	}
 	if err := s.moveTarget(ctx, tip, r, "chorus: revert "+strings.Join(ids, " "), false); err != nil {
@@ -346,7 +346,7 @@ func (s *Service) RollbackToCheckpoint(ctx context.Context, ref string) ([]strin
 	if err := s.checkoutInteg(ctx, ck); err != nil {
 		return nil, err
 	}
-	if name, out, err := s.quality(ctx, s.in.integ, "checkpoint", ck); err != nil {
+	if name, out, err := s.in.quality(ctx, s.in.integ, "checkpoint", ck); err != nil {
 		return nil, fmt.Errorf("checkpoint %s fails %s; %s not changed:\n%s", ref, name, s.opt.Target, out)
 	}
 	// Under the one kept naming, so status lists it and prune can drop it.

@@ -14,8 +14,11 @@ import (
 	"github.com/chorus-dev/chorus/gitx"
 )
 
-// Service owns the merge queue. Run is its single worker; every other method
-// is safe from any goroutine.
+// Service is the merge queue (items, stats, their bookkeeping and what
+// callers ask of it) composed with its integrator (which takes items and
+// lands them, on Run's goroutine), its resolvers and its cleaner (each on
+// goroutines of their own). Every method but Run is safe from any
+// goroutine.
 type Service struct {
 	opt       Options
 	persist   Persist
@@ -31,19 +34,19 @@ type Service struct {
 	items     []*Item
 	stats     Stats
 	current   string
-	curFence  uint64 // the current item's Fence when the worker took it
+	curFence  uint64 // the current item's Fence when the integrator took it
 	draining  bool
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
 	sincePack int             // landings since the refs were last packed
-	batch     map[string]bool // the items of the batch the worker holds
+	batch     map[string]bool // the items of the batch the integrator holds
 	solo      map[string]bool // items to be processed alone (batch.go)
 	checking  map[string]bool // tasks in their checks, about to queue (gather.go)
 
 	// The locks below and mu above are taken in the order locks.go gives
 	// (TestLockOrder holds it).
 	//
-	// opMu serialises everything that moves the target: the worker's item
+	// opMu serialises everything that moves the target: the integrator's item
 	// processing and rollbacks.
 	opMu sync.Mutex
 	// fenceMu makes a resolver's stop and a landing exclusive: a landing
@@ -72,7 +75,7 @@ type Service struct {
 	hook func(phase string)
 }
 
-// Phases at which the worker reports progress to the hook.
+// Phases at which the integrator reports progress to the hook.
 const (
 	PhasePrecheck  = "precheck"
 	PhaseCandidate = "candidate" // candidate commit and ref written
@@ -158,6 +161,7 @@ func New(opt Options, persist Persist, resolver Resolver) (*Service, error) {
 		changed:  make(chan struct{}, 1),
 		events:   make(chan Event, 256),
 	}
+	s.in.q = s
 	s.res = newResolvers(s, resolver)
 	// poke after each batch: Run decides whether the queue is idle now.
 	s.clean = newCleaner(s.nextCleanups, s.cleanup, s.poke)
@@ -188,8 +192,10 @@ func sortedQuality(q []config.QualityCommand) []config.QualityCommand {
 	return q
 }
 
-// Run is the single worker: it applies queue items one at a time until ctx
-// ends (or, after Drain, until the queue is idle).
+// Run is the service at work until ctx ends (or, after Drain, until the
+// queue is idle): the cleaner on a goroutine of its own, and the
+// integrator, which takes items from the queue and lands them one at a
+// time, on Run's.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.baselineTaken()
 	if err := s.ensureIntegration(ctx); err != nil {
@@ -201,9 +207,9 @@ func (s *Service) Run(ctx context.Context) error {
 	// returns, so nothing touches the repository afterwards.
 	defer s.res.wait()
 	defer s.bg.Wait()
-	// Landed items are cleaned up beside the worker (removing a worktree
-	// waits on the worktree lock agents' starts hold), so the next merge
-	// does not wait for the last one's clean-up.
+	// Landed items are cleaned up beside the integrator (removing a
+	// worktree waits on the worktree lock agents' starts hold), so the
+	// next merge does not wait for the last one's clean-up.
 	stop := make(chan struct{})
 	defer close(stop)
 	s.bg.Add(1)
@@ -211,86 +217,7 @@ func (s *Service) Run(ctx context.Context) error {
 		defer s.bg.Done()
 		s.clean.run(ctx, stop)
 	}()
-	watch := time.NewTicker(s.opt.WatchInterval)
-	defer watch.Stop()
-	observed := false
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		rec := s.reconcile
-		s.mu.Unlock()
-		if rec {
-			s.opMu.Lock()
-			err := s.reconcileAll(ctx)
-			s.opMu.Unlock()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if !observed {
-			// A new session takes the tip it finds as its baseline.
-			observed = true
-			s.opMu.Lock()
-			s.observeTarget()
-			s.opMu.Unlock()
-			s.baselineTaken()
-		}
-		s.mu.Lock()
-		var id string
-		var batch []string
-		var gather <-chan time.Time // a lone candidate waiting for others (gather.go)
-		r := s.runnableLocked()
-		if d := s.gatherLocked(r); d > 0 {
-			gather = time.After(d)
-		} else if len(r) > 0 {
-			id = r[0].TaskID
-			s.current, s.curFence = id, r[0].Fence
-			if batch = s.batchLocked(r); batch != nil {
-				s.batch = map[string]bool{}
-				for _, b := range batch {
-					s.batch[b] = true
-				}
-			}
-			s.publishLocked()
-		}
-		idle := id == "" && s.idleLocked()
-		draining := s.draining
-		waiting := s.waitingLocked()
-		s.mu.Unlock()
-		if id != "" {
-			s.opMu.Lock()
-			if batch != nil {
-				s.processBatch(ctx, batch)
-			} else {
-				s.process(ctx, id)
-			}
-			s.opMu.Unlock()
-			s.mu.Lock()
-			s.current, s.batch = "", nil
-			s.publishLocked()
-			s.mu.Unlock()
-			continue
-		}
-		if idle && draining {
-			if len(waiting) > 0 {
-				return &WaitingError{Items: waiting}
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.wake:
-		case <-gather:
-		case <-watch.C:
-			s.opMu.Lock()
-			s.watchTarget(ctx)
-			s.opMu.Unlock()
-		}
-	}
+	return s.in.run(ctx)
 }
 
 // Baseline is closed once Run has read the target's tip it judges later
@@ -317,7 +244,7 @@ func (s *Service) emit(e Event) {
 			return
 		default:
 		}
-		// Full: drop the oldest so the worker never blocks on a slow reader.
+		// Full: drop the oldest so the integrator never blocks on a slow reader.
 		select {
 		case <-s.events:
 		default:

@@ -150,14 +150,14 @@ type Options struct {
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 	// Hook runs the user's hook for a merge event (pre-merge, post-merge,
-	// on-conflict) on the worker goroutine; nil runs none. A pre-merge
+	// on-conflict) on the integrator's goroutine; nil runs none. A pre-merge
 	// block holds the item with the hook's message.
 	Hook func(ctx context.Context, ev hooks.Event, it Item) hooks.Answer
 }
 
 // Persist is called synchronously with the whole queue whenever it changes
 // and before every ref update that lands work ("landing"); an error aborts
-// the step. Transient worker statuses (merging, testing, resolving) are only
+// the step. The integrator's transient statuses (merging, testing, resolving) are only
 // published to Snapshot: a restart turns them back into pending anyway. It
 // must not call back into the Service (Snapshot excepted).
 type Persist func(items []Item, stats Stats) error
