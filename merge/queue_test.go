@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,5 +191,36 @@ func TestEnqueueValidatesAndEvents(t *testing.T) {
 	}
 	if err := h.svc.Enqueue(Request{TaskID: "ch-1", Branch: b}); err != nil {
 		t.Fatalf("re-enqueue of a landed task: %v", err)
+	}
+}
+
+// The integrator's hand-off: take gives it the queue's next item and
+// holds it (a person's command on it is refused) until release; an empty
+// queue after Drain tells it to stop. No git runs.
+func TestTakeRelease(t *testing.T) {
+	t.Parallel()
+	s := &Service{}
+	s.res = newResolvers(s, nil)
+	s.items = []*Item{
+		{Request: Request{TaskID: "a", Priority: 2}, Status: StatusPending, Seq: 2},
+		{Request: Request{TaskID: "b", Priority: 2}, Status: StatusPending, Seq: 1},
+	}
+	w := s.take()
+	if w.id != "b" || w.batch != nil || w.idle || s.Snapshot().Current != "b" {
+		t.Fatalf("take = %+v, current %q", w, s.Snapshot().Current)
+	}
+	if err := s.Retry("b"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Retry of the item the integrator holds = %v, want ErrBusy", err)
+	}
+	s.release()
+	if err := s.Retry("b"); errors.Is(err, ErrBusy) || s.Snapshot().Current != "" {
+		t.Fatalf("after release: %v, current %q", err, s.Snapshot().Current)
+	}
+	for _, it := range s.items {
+		it.Status = StatusWaitingHuman
+	}
+	s.Drain()
+	if w := s.take(); w.id != "" || !w.idle || !w.draining || len(w.waiting) != 2 {
+		t.Fatalf("take on a drained queue of waiting items = %+v", w)
 	}
 }
