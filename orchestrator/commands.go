@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/chorus-dev/chorus/agent/host"
 	"path/filepath"
 	"strings"
 	"time"
@@ -426,32 +425,12 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	adopted := e.adoptHosts(ctx, old)
 	if old == nil {
 		return e.saveState()
 	}
 	e.st.Stats = old.Stats
 	e.st.Tasks = old.Tasks
-	// Agents whose host lives on carry on: their iteration is not given
-	// back, their task not released, their process not ended.
-	hosts := e.findHosts(ctx)
-	adopted := map[string]*host.Client{} // task → its agent's host
-	for id, a := range old.Agents {
-		// A pid not yet recorded (the engine died between the start and
-		// its record) is the host's own.
-		if h, ok := hosts[id]; ok && (a.PID == 0 || h.cl.Pid() == a.PID) {
-			adopted[a.TaskID] = h.cl
-			delete(hosts, id)
-		}
-	}
-	for id, h := range hosts {
-		// A host the state does not know (the engine died before it
-		// recorded the pid): nobody can judge its turn; stop it.
-		h.cl.Close()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = e.runner().Stop(sctx, h.meta)
-		cancel()
-		e.emit(Event{Kind: EvRecovered, Agent: id, Text: "stopped an agent host the state did not know; worktree kept"})
-	}
 	for tid, tr := range e.st.Tasks {
 		if adopted[tid] != nil {
 			continue

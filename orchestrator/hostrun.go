@@ -173,3 +173,30 @@ func (r *agentRun) adopt(t beads.Task, wt worktree.Worktree, it, gen int, det *s
 	}
 	return cl
 }
+
+// adoptHosts finds the live hosts of this instance and keeps those of the
+// previous engine's agents (old may be nil): their iteration is not given
+// back, their task not released, their process not ended. The rest are
+// stopped: nobody can judge their turn.
+func (e *Engine) adoptHosts(ctx context.Context, old *State) map[string]*host.Client {
+	hosts := e.findHosts(ctx)
+	adopted := map[string]*host.Client{} // task → its agent's host
+	if old != nil {
+		for id, a := range old.Agents {
+			// A pid not yet recorded (the engine died between the start
+			// and its record) is the host's own.
+			if h, ok := hosts[id]; ok && (a.PID == 0 || h.cl.Pid() == a.PID) {
+				adopted[a.TaskID] = h.cl
+				delete(hosts, id)
+			}
+		}
+	}
+	for id, h := range hosts {
+		h.cl.Close()
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = e.runner().Stop(sctx, h.meta)
+		cancel()
+		e.emit(Event{Kind: EvRecovered, Agent: id, Text: "stopped an agent host the state did not know; worktree kept"})
+	}
+	return adopted
+}
