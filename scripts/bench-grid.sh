@@ -10,7 +10,8 @@
 # emulators, signal and stuck scanning, logs and serving the TUI, and the
 # TUI for its own copy of each tile and drawing it. PROFILE=custom makes it
 # a custom agent instead (transcript "none": the screen is its signal
-# channel).
+# channel). HOST=1 runs each agent in an agent host (agents.host), whose
+# processes count on Chorus's side.
 #
 # tmux side, at the same time: a tmux server with the same 8 pacers in 8
 # tiled panes and an attached client in a 200x60 PTY. Figures are CPU
@@ -48,10 +49,8 @@ HZ=$(getconf CLK_TCK)
 export HOME=$TMP/home GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
 mkdir -p "$HOME"
 
-pids=()
 cleanup() {
 	tmux -L "$SOCK" kill-server 2>/dev/null || true
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	kill $(jobs -p) 2>/dev/null || true
 	wait 2>/dev/null || true
 	[[ -n ${KEEP:-} ]] && echo "kept $TMP" >&2 || rm -rf "$TMP"
@@ -73,9 +72,9 @@ repo() {
 	echo bench >"$dir/README.md"
 	git -C "$dir" add -A && git -C "$dir" commit -q -m start
 	"$CH" -C "$dir" init --yes >/dev/null 2>&1
-	python3 - "$dir/.chorus/config.json" "$PACE" "$FILE" "$RATE" "$LIVE" "$1" "$PROFILE" <<'PY'
+	python3 - "$dir/.chorus/config.json" "$PACE" "$FILE" "$RATE" "$LIVE" "$1" "$PROFILE" "${HOST:-}" <<'PY'
 import json, sys
-path, pace, file, rate, live, wps, profile = sys.argv[1:]
+path, pace, file, rate, live, wps, profile, host = sys.argv[1:]
 cfg = json.load(open(path))
 p = {"command": pace, "args": ["pace", file, rate, live], "env": ["WPS=" + wps]}
 if profile == "custom":
@@ -85,6 +84,9 @@ else:
 cfg["agents"]["available"]["pace"] = p
 cfg["agents"]["default"] = "pace"
 cfg["agents"]["maxParallel"] = 8
+cfg["agents"]["scrollback"] = 10000
+if host == "1":
+    cfg["agents"]["host"] = True
 json.dump(cfg, open(path, "w"), indent=2)
 PY
 	git -C "$dir" add -A && git -C "$dir" commit -q -m "chorus setup"
@@ -102,7 +104,7 @@ agents_running() { [[ $(pgrep -fc "^$PACE pace $FILE") -ge 16 ]]; }
 
 cat >"$TMP/tmux.conf" <<CONF
 set -g status off
-set -g history-limit 5000
+set -g history-limit 10000
 set -g escape-time 0
 CONF
 
@@ -127,17 +129,21 @@ round() {
 	srv=$("${T[@]}" display -p '#{pid}')
 	cli=$(pgrep -f "^tmux -L $SOCK attach" | head -1)
 	[[ -n $tui && -n $eng && -n $srv && -n $cli ]] || { echo "bench-grid: a process is missing (tui=$tui engine=$eng tmux=$srv client=$cli)" >&2; exit 1; }
-	pids+=("$eng" "$tui")
+	local hosts h0=0 h1=0 h
+	hosts=$(pgrep -f "^$CH agent-host" || true)
 	local t0 e0 s0 k0 t1 e1 s1 k1
 	t0=$(cpu "$tui" TUI) e0=$(cpu "$eng" engine) s0=$(cpu "$srv" "tmux server") k0=$(cpu "$cli" "tmux client")
+	for h in $hosts; do h0=$((h0 + $(cpu "$h" "agent host"))); done
 	sleep "$WINDOW"
 	t1=$(cpu "$tui" TUI) e1=$(cpu "$eng" engine) s1=$(cpu "$srv" "tmux server") k1=$(cpu "$cli" "tmux client")
-	local c=$((t1 - t0 + e1 - e0)) t=$((s1 - s0 + k1 - k0))
-	echo "$(echo "scale=3; $c/$t" | bc) $(secs $c) $(secs $t) $(secs $((e1 - e0))) $(secs $((t1 - t0)))"
+	for h in $hosts; do h1=$((h1 + $(cpu "$h" "agent host"))); done
+	# Agent hosts (HOST=1) count with the engine.
+	local c=$((t1 - t0 + e1 - e0 + h1 - h0)) t=$((s1 - s0 + k1 - k0))
+	echo "$(echo "scale=3; $c/$t" | bc) $(secs $c) $(secs $t) $(secs $((e1 - e0 + h1 - h0))) $(secs $((t1 - t0)))"
 	"${T[@]}" kill-server 2>/dev/null || true
-	kill -TERM "$eng" "$tui" 2>/dev/null || true
+	kill -TERM "$eng" "$tui" $hosts 2>/dev/null || true
 	for _ in $(seq 100); do kill -0 "$eng" 2>/dev/null || kill -0 "$tui" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$eng" "$tui" 2>/dev/null || true
+	kill -KILL "$eng" "$tui" $hosts 2>/dev/null || true
 	pkill -f "^$PACE pace $FILE" 2>/dev/null || true
 	wait 2>/dev/null || true
 	[[ -n ${KEEP:-} ]] || rm -rf "$dir"
