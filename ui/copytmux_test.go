@@ -27,6 +27,7 @@ hang
 `, long), nil)
 	s.task("t-a", "alpha", 1)
 	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
+	stopEngineAtEnd(t, s.root)
 	tm("new-session", "-d", "-x", "60", "-y", "30", "-e", "PATH="+os.Getenv("PATH"),
 		fmt.Sprintf("env TERM=tmux-256color %s -C %s; sleep 600", testkit.Chorus(t), s.root))
 	tm("set-option", "-g", "set-clipboard", "on")

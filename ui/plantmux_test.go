@@ -44,6 +44,7 @@ signal COMPLETE
 exit 0
 `, func(c *config.Config) { c.Planning.MaxReviewIterations = 1 })
 	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
+	stopEngineAtEnd(t, s.root)
 	tm("new-session", "-d", "-x", "160", "-y", "40", "-e", "PATH="+os.Getenv("PATH"),
 		fmt.Sprintf("%s -C %s plan; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", testkit.Chorus(t), s.root, tmux, sock))
 	waitScreen := x.waitScreen
@@ -96,6 +97,7 @@ func TestInitWizardInTmux(t *testing.T) {
 	tmux, sock, tm := x.bin, x.sock, x.cmd
 	root := testkit.Repo(t)
 	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
+	stopEngineAtEnd(t, root)
 	tm("new-session", "-d", "-x", "160", "-y", "40", "-e", "PATH="+os.Getenv("PATH"),
 		fmt.Sprintf("%s -C %s init; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", testkit.Chorus(t), root, tmux, sock))
 	waitScreen := x.waitScreen

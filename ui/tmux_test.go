@@ -29,6 +29,7 @@ hang
 	s.task("t-a", "alpha", 1)
 	s.task("t-b", "beta", 2)
 	t.Cleanup(func() { exec.Command(tmux, "-L", sock, "kill-server").Run() })
+	stopEngineAtEnd(t, s.root)
 	tm("new-session", "-d", "-x", "160", "-y", "40", "-e", "PATH="+os.Getenv("PATH"),
 		fmt.Sprintf("%s -C %s; echo chorus-exited-$?; %s -L %s wait-for -S exited; sleep 600", testkit.Chorus(t), s.root, tmux, sock))
 	waitScreen := x.waitScreen
@@ -90,6 +91,14 @@ func (x *tmuxServer) cmd(args ...string) string {
 		x.t.Fatalf("tmux %v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// stopEngineAtEnd stops, when the test ends, the background engine a
+// test's Chorus may have started in root: the terminal going away only
+// detaches from it, and its agents would outlive the test.
+func stopEngineAtEnd(t *testing.T, root string) {
+	bin := testkit.Chorus(t)
+	t.Cleanup(func() { exec.Command(bin, "-C", root, "stop", "--wait").Run() })
 }
 
 // waitFor waits for a wait-for channel to be signalled, failing the test
