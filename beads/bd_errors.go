@@ -59,9 +59,20 @@ func bdFailure(args []string, res proc.Result) error {
 	return &BdError{Args: args, ExitCode: res.ExitCode, Msg: msg, kind: classify(msg)}
 }
 
+// jsonError reads the error object bd printed. Its embedded Dolt logs
+// warnings to the same stream first (a logfmt line such as
+// `time=… level=warning msg=…`), so the object starts at the first line
+// that opens one.
 func jsonError(b []byte) string {
 	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] != '{' {
+	if len(b) > 0 && b[0] != '{' {
+		i := bytes.Index(b, []byte("\n{"))
+		if i < 0 {
+			return ""
+		}
+		b = b[i+1:]
+	}
+	if len(b) == 0 {
 		return ""
 	}
 	var e struct {

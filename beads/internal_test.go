@@ -90,6 +90,10 @@ func TestBdFailure(t *testing.T) {
 		{`{"schema_version":1,"data":{"error":"enveloped"}}`, "", nil, "enveloped"},
 		{"", "Warning: something\nsomething odd happened\n", nil, "something odd happened"},
 		{"", "", nil, "exit status 1"},
+		// bd 1.0.5 on a damaged embedded Dolt database: Dolt's logfmt
+		// warning, then the pretty-printed error object, on stderr.
+		{"", "time=\"2026-11-28T05:11:46Z\" level=warning msg=\"Error getting database bdc\"\n{\n  \"error\": \"failed to open database: embeddeddolt: open db: failed to load database \\\"bdc\\\": corrupt manifest\",\n  \"schema_version\": 1\n}\n",
+			ErrCorrupt, "failed to open database: embeddeddolt: open db: failed to load database \"bdc\": corrupt manifest"},
 	}
 	for _, c := range cases {
 		err := bdFailure([]string{"x"}, proc.Result{Stdout: []byte(c.stdout), Stderr: []byte(c.stderr), ExitCode: 1})
