@@ -37,8 +37,7 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 	defer frame.Stop()
 	var frameC <-chan time.Time // frame's channel while a frame is due, else nil
 	var lastFrame time.Time
-	u.clock = u.clk.NewTimer()
-	defer u.clock.Stop()
+	defer u.clock.Stop() // armed since run's first refresh
 	defer func() {
 		// The engine outlives the UI and keeps writing to the terminals.
 		for _, t := range u.tiles {
@@ -47,7 +46,7 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 	}()
 	var pending []func()
 	apply := func(fn func()) { pending = append(pending, fn) }
-	u.refresh(apply)
+	// run made the first refresh; its view is on screen already.
 	u.loadTasks()
 	if u.pumpStarted != nil {
 		close(u.pumpStarted)

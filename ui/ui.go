@@ -275,26 +275,31 @@ func newUI(o Options) (*UI, error) {
 // the caller can stop the engine.
 func (u *UI) run(ctx context.Context) error {
 	defer u.cancel()
-	screen, ti := u.o.Screen, u.o.Terminfo
-	if screen == nil {
-		s, t, err := openScreen()
-		if err != nil {
-			return fmt.Errorf("opening the terminal: %w", err)
+	// Setting up the terminal takes tens of milliseconds (tcell's Init);
+	// meanwhile the engine's state is read and the first view built, so
+	// the first frame drawn already shows the agents' screens.
+	opened := make(chan openedScreen, 1)
+	go func() { opened <- u.openScreen() }()
+	events := u.eng.Subscribe()
+	u.clock = u.clk.NewTimer()
+	var first []func()
+	u.refresh(func(fn func()) { first = append(first, fn) })
+	o := <-opened
+	if o.err != nil {
+		u.clock.Stop()
+		for _, t := range u.tiles {
+			t.Emulator().OnDirty(nil)
 		}
-		screen, ti = s, t
+		return fmt.Errorf("opening the terminal: %w", o.err)
 	}
-	p := tile.NewPainter(screen, ti)
-	if p != nil {
-		screen = p.Screen()
-	}
-	u.screen = screen
-	u.app.SetScreen(screen)
-	// After SetScreen, which initialised the screen and its terminal.
-	if p != nil && p.Start() {
-		u.painter = p
-	}
+	u.screen, u.painter = o.screen, o.painter
 	if u.onScreen != nil {
-		u.onScreen(screen)
+		u.onScreen(o.screen)
+	}
+	// tview's event goroutine is this one and has not started: the first
+	// view is installed here, before app.Run draws it.
+	for _, fn := range first {
+		fn()
 	}
 	u.app.EnableMouse(true).EnablePaste(true)
 	u.app.SetInputCapture(u.capture)
@@ -306,7 +311,6 @@ func (u *UI) run(ctx context.Context) error {
 
 	pumpCtx, stopPump := context.WithCancel(ctx)
 	pumpDone := make(chan struct{})
-	events := u.eng.Subscribe()
 	u.goSafe(func() {
 		defer close(pumpDone)
 		u.pump(pumpCtx, events)
@@ -330,9 +334,40 @@ func (u *UI) run(ctx context.Context) error {
 	return err
 }
 
-// openScreen opens the terminal as tcell.NewScreen does, keeping the
+// openedScreen is the terminal run draws on, once set up.
+type openedScreen struct {
+	screen  tcell.Screen
+	painter *tile.Painter // nil: tiles draw through screen
+	err     error
+}
+
+// openScreen opens and initialises the terminal (or Options.Screen) for
+// the application, with a tile painter where one can speak for tcell. It
+// touches no other state of u, so it runs beside the first refresh.
+func (u *UI) openScreen() openedScreen {
+	screen, ti := u.o.Screen, u.o.Terminfo
+	if screen == nil {
+		s, t, err := openTerminal()
+		if err != nil {
+			return openedScreen{err: err}
+		}
+		screen, ti = s, t
+	}
+	p := tile.NewPainter(screen, ti)
+	if p != nil {
+		screen = p.Screen()
+	}
+	u.app.SetScreen(screen)
+	// After SetScreen, which initialised the screen and its terminal.
+	if p != nil && !p.Start() {
+		p = nil
+	}
+	return openedScreen{screen: screen, painter: p}
+}
+
+// openTerminal opens the terminal as tcell.NewScreen does, keeping the
 // terminal description tcell drives it with for the tile painter.
-func openScreen() (tcell.Screen, *terminfo.Terminfo, error) {
+func openTerminal() (tcell.Screen, *terminfo.Terminfo, error) {
 	ti, err := tcell.LookupTerminfo(os.Getenv("TERM"))
 	if err != nil {
 		s, err := tcell.NewScreen()
