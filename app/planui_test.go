@@ -85,6 +85,12 @@ func startSim(t *testing.T, session func(tcell.Screen) error) *simRun {
 // wait returns the screen once it shows want.
 func (r *simRun) wait(want string) string {
 	r.t.Helper()
+	return r.waitAll(want)
+}
+
+// waitAll waits for one screen that shows every one of want.
+func (r *simRun) waitAll(want ...string) string {
+	r.t.Helper()
 	deadline := time.After(simLimit)
 	select {
 	case <-r.sc.ready:
@@ -92,7 +98,12 @@ func (r *simRun) wait(want string) string {
 		r.t.Fatal("the screen was never initialised")
 	}
 	for {
-		if txt := r.sc.text(); strings.Contains(txt, want) {
+		txt := r.sc.text()
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(txt, w)
+		}
+		if all {
 			return txt
 		}
 		select {
@@ -207,7 +218,9 @@ exit 0
 	}
 	r.sc.InjectKey(tcell.KeyEnter, 0, 0) // Apply Fixes has the focus
 	r.wait("leaving it as it is")
-	r.wait("1 violation(s) remain after 1 review iteration(s)")
+	// The dialog itself: the footer says the same words first, while the
+	// chat line still has the keyboard.
+	r.waitAll("1 violation(s) remain after 1 review iteration(s)", "Apply Fixes")
 	if st := loadPlanState(t, dir); st.Status != planning.StatusReviewing || len(st.ReviewIterations) != 1 {
 		t.Fatalf("state at the review: %+v", st)
 	}

@@ -61,7 +61,9 @@ exit 0
 		}
 	}
 	tm("send-keys", "a") // Apply Fixes
-	waitScreen("after 1 review iteration(s)")
+	// The dialog itself: the footer says the same words first, while the
+	// chat line still has the keyboard.
+	x.waitScreenAll("after 1 review iteration(s)", "Apply Fixes")
 	tm("send-keys", "a") // Apply Fixes, once more
 	waitScreen("The plan is ready: 2 task(s), all valid.")
 	tm("send-keys", "a")        // Autopilot
