@@ -18,6 +18,7 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/unixsock"
 )
 
 // engine is a minimal engine for the protocol's own tests: real
@@ -336,7 +337,7 @@ func TestPeerUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	uid, err := peerUID(c.(*net.UnixConn))
+	uid, err := unixsock.PeerUID(c.(*net.UnixConn))
 	if err != nil || uid != os.Getuid() {
 		t.Fatalf("peer uid %d, %v; want %d", uid, err, os.Getuid())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/orchestrator"
+	"github.com/chorus-dev/chorus/unixsock"
 )
 
 // Engine is what the server serves; *orchestrator.Engine implements it.
@@ -260,7 +261,7 @@ func (c *conn) handshake(r *bufio.Reader) (*Msg, error) {
 		_, _ = c.nc.Write(b)
 		return nil, err
 	}
-	if uid, err := peerUID(c.nc); err != nil {
+	if uid, err := unixsock.PeerUID(c.nc); err != nil {
 		return refuse(fmt.Errorf("reading the peer's credentials: %w", err))
 	} else if uid != os.Getuid() {
 		return refuse(fmt.Errorf("this Chorus engine belongs to user %d; user %d may not attach to it", os.Getuid(), uid))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/unixsock"
 )
 
 // Options configure a host process.
@@ -154,7 +155,7 @@ func (s *server) waitExit() {
 
 func (s *server) serveConn(c *net.UnixConn) {
 	defer c.Close()
-	if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+	if uid, err := unixsock.PeerUID(c); err != nil || uid != os.Getuid() {
 		return // another user's process: nothing to say to it
 	}
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))

@@ -1,4 +1,4 @@
-package remote
+package unixsock
 
 import (
 	"net"
@@ -6,9 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerUID is the uid of the process at the other end (LOCAL_PEERCRED, what
-// getpeereid reads).
-func peerUID(c *net.UnixConn) (int, error) {
+// PeerUID is the uid of the process at the other end (SO_PEERCRED).
+func PeerUID(c *net.UnixConn) (int, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return 0, err
@@ -16,8 +15,8 @@ func peerUID(c *net.UnixConn) (int, error) {
 	var uid int
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
-		var cred *unix.Xucred
-		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		var cred *unix.Ucred
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 		if cerr == nil {
 			uid = int(cred.Uid)
 		}
