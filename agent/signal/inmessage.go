@@ -47,13 +47,15 @@ func (v Verdict) Signals() []Signal {
 //     above does not run on into it (blank, or ending a sentence), or it
 //     follows the end of a sentence ("All done. <tag>");
 //   - it is outside code (fenced, 4-space indented, inline backticks),
-//     quotation marks and quoted ('>') lines.
+//     quotation marks and quoted ('>') lines;
+//   - for COMPLETE and RESOLVED, the sentence just before it, across
+//     blank lines, does not ask, introduce, deny or plan (see doubt).
 //
-// So negations ("I will not print <tag>"), questions without a question
-// mark ("Shall I finish now with <tag>") and mentions never count, and a
-// plan ("when the tests pass I will print\n<tag>") counts neither mid-turn
-// nor when it ends a message. The last tag, when it fails the rule, is a
-// near miss (see Verdict).
+// So negations ("I will not print <tag>", "Not finished.\n\n<tag>"),
+// questions ("Shall I finish now with <tag>", "Done?\n\n<tag>") and
+// mentions never count, and a plan ("when the tests pass I will
+// print\n<tag>") counts neither mid-turn nor when it ends a message. The
+// last tag, when it fails the rule, is a near miss (see Verdict).
 func InMessage(final string) Verdict {
 	text := strings.ReplaceAll(final, "\r\n", "\n")
 	spans := tagSpans(text)
@@ -65,6 +67,9 @@ func InMessage(final string) Verdict {
 	sig, err := Parse(strings.ReplaceAll(inner, "\n", " "))
 	found := Found{Signal: sig, Err: err, Raw: collapse(text[m[0]:m[1]])}
 	reason := whyNot(text, m[0], m[1])
+	if reason == "" && err == nil && (sig.Type == Complete || sig.Type == Resolved) {
+		reason = doubt(text, m[0])
+	}
 	if reason == "" {
 		return Verdict{Counts: []Found{found}}
 	}
