@@ -23,7 +23,8 @@ func nudged(userText string) bool {
 // question to the agent, not a timeout, on every channel of the real CLIs:
 // a tag in backticks (a near miss of a model that meant it) is confirmed
 // with `chorus signal COMPLETE` and the task closes within 90 s of that
-// turn; a negation is asked about, never confirmed, never closes, and
+// turn; a negation, on the tag's line or in the sentence above it, is
+// asked about, never confirmed, never closes, and
 // turns NEEDS_HUMAN past completion.maxNudges. An interactive agent whose
 // turn ends with no tag at all and sits idle is asked too.
 func TestNearMissConfirmed(t *testing.T) {
@@ -53,13 +54,17 @@ func TestNearMissConfirmed(t *testing.T) {
 	const (
 		nearMiss = "Wrote hello.txt and committed it. `<chorus>COMPLETE</chorus>`"
 		negation = "The check is not run yet, so this is NOT finished and I will not print <chorus>COMPLETE</chorus>"
-		silent   = "Wrote hello.txt and committed it."
+		// A denial above a tag standing alone, a blank line between.
+		deniedAbove = "The check fails, so this is not finished.\n\n<chorus>COMPLETE</chorus>"
+		silent      = "Wrote hello.txt and committed it."
 	)
 	all := []string{"claude", "claude-headless", "codex", "codex-headless"}
 	for _, cat := range []struct {
 		name, final string
 		profiles    []string
-	}{{"near-miss", nearMiss, all}, {"negation", negation, all}, {"no-signal", silent, []string{"claude", "codex"}}} {
+		denies      bool
+	}{{"near-miss", nearMiss, all, false}, {"negation", negation, all, true}, {"denied-above", deniedAbove, all, true},
+		{"no-signal", silent, []string{"claude", "codex"}, false}} {
 		for _, profile := range cat.profiles {
 			t.Run(cat.name+"/"+profile, func(t *testing.T) {
 				h := newHarness(t, func(c *config.Config) { c.QualityCommands = quality })
@@ -83,8 +88,8 @@ func TestNearMissConfirmed(t *testing.T) {
 				}
 				// Asked, the near miss confirms; the negation says it again.
 				answer := func(r modelserver.Request) modelserver.Turn {
-					if cat.final == negation {
-						return modelserver.Turn{Text: "It is still NOT finished, so I will not print <chorus>COMPLETE</chorus>"}
+					if cat.denies {
+						return modelserver.Turn{Text: cat.final}
 					}
 					return run(r, func(chorus string) string { return chorus + " signal COMPLETE" })
 				}
@@ -103,7 +108,7 @@ func TestNearMissConfirmed(t *testing.T) {
 					}},
 					{Gen: answer},
 				}, After: &modelserver.Turn{Gen: func(r modelserver.Request) modelserver.Turn {
-					if cat.final == negation {
+					if cat.denies {
 						return answer(r)
 					}
 					return modelserver.Turn{Text: "Signalled."}
@@ -115,7 +120,7 @@ func TestNearMissConfirmed(t *testing.T) {
 				})
 				res := result{category: cat.name, channel: profile, outcome: string(ev.Kind), nudges: h.count(orchestrator.EvNudge)}
 				defer func() { mu.Lock(); results = append(results, res); mu.Unlock() }()
-				if cat.final == negation {
+				if cat.denies {
 					if ev.Kind != orchestrator.EvBlocked || !strings.Contains(ev.Text, "did not confirm") {
 						t.Fatalf("negation: %s %s\n%s", ev.Kind, ev.Text, h.report())
 					}
