@@ -15,17 +15,19 @@ import (
 	"github.com/chorus-dev/chorus/report"
 )
 
-// The real Claude Code (headless) against a model server that answers
-// every request with 429 and a retry-after for a window: the first agent
-// to see it holds the run until the window ends, the other is parked, no
-// task is blocked or failed, no agent starts during the window, and every
-// task lands after it, each in its first iteration.
-func TestClaudeUsageWindowHoldsRun(t *testing.T) {
-	// Headless: its api_retry event names the 429 at the first refusal.
+// The real Claude Code and codex (headless) against a model server that
+// answers every request with 429 and a retry-after for a window: the first
+// agent to see it holds the run (until the retry-after Claude reports;
+// codex exec reports only "exceeded retry limit, last status: 429", so a
+// backoff and a probe), the other is parked, no task is blocked or failed,
+// no agent starts during the window, and every task lands after it, each
+// in its first iteration.
+func TestUsageWindowHoldsRun(t *testing.T) {
+	// Headless: claude's api_retry event names the 429 at the first refusal.
 	// (An interactive Claude Code shows "429 … · retrying in 41s ·
 	// attempt 3/10" only from its third attempt, about 85 s in with a
 	// retry-after of 40: agent/usage's fixture.)
-	for _, profile := range []string{"claude-headless"} {
+	for _, profile := range []string{"claude-headless", "codex-headless"} {
 		t.Run(profile, func(t *testing.T) { usageWindow(t, profile) })
 	}
 }
@@ -51,9 +53,13 @@ func usageWindow(t *testing.T, profile string) {
 			return t
 		}}
 	}
+	run := modelserver.Bash
+	if strings.HasPrefix(profile, "codex") {
+		run = modelserver.Exec
+	}
 	for _, id := range ids {
 		h.srv.Add(modelserver.Script{Match: []string{id}, Turns: []modelserver.Turn{
-			window(modelserver.Turn{Tools: []modelserver.Tool{modelserver.Bash("echo " + id + " > " + id + ".txt && " + commit("feat: "+id, id))}}),
+			window(modelserver.Turn{Tools: []modelserver.Tool{run("echo " + id + " > " + id + ".txt && " + commit("feat: "+id, id))}}),
 			window(modelserver.Turn{Text: "Wrote the file.\n<chorus>COMPLETE</chorus>"}),
 		}})
 	}
@@ -61,12 +67,15 @@ func usageWindow(t *testing.T, profile string) {
 	h.start()
 	held := h.waitFor(func(e orchestrator.Event) bool { return e.Kind == orchestrator.EvHeld })
 	until, _ := held.Fields["until"].(time.Time)
-	if held.Fields["hold"] != orchestrator.HoldUsage || held.Fields["resetKnown"] != true || until.Before(end) {
+	// Claude's api_retry carries the retry-after; codex exec only says
+	// "exceeded retry limit, last status: 429", so its hold backs off.
+	knows := profile == "claude-headless"
+	if held.Fields["hold"] != orchestrator.HoldUsage || held.Fields["resetKnown"] != knows || (knows && until.Before(end)) {
 		t.Fatalf("held %v until %v; the window ends %v\n%s", held.Fields, until, end, h.report())
 	}
 	// The snapshot carries the wait and its reset time for the TUI.
 	h.waitSnap("the usage hold", func(s orchestrator.Snapshot) bool {
-		return s.Hold != nil && s.Hold.Kind == orchestrator.HoldUsage && s.Hold.ResetKnown && !s.Hold.Until.Before(end)
+		return s.Hold != nil && s.Hold.Kind == orchestrator.HoldUsage && s.Hold.ResetKnown == knows && (!knows || !s.Hold.Until.Before(end))
 	})
 	resumed := h.waitFor(func(e orchestrator.Event) bool { return e.Kind == orchestrator.EvResumed })
 	for _, id := range ids {
@@ -107,7 +116,7 @@ func usageWindow(t *testing.T, profile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Pauses) != 1 || rep.Pauses[0].Hold != orchestrator.HoldUsage || !rep.Pauses[0].ResetKnown || rep.Pauses[0].Until.IsZero() {
+	if len(rep.Pauses) != 1 || rep.Pauses[0].Hold != orchestrator.HoldUsage || rep.Pauses[0].ResetKnown != knows || rep.Pauses[0].Until.IsZero() {
 		t.Fatalf("report pauses %+v\n%s", rep.Pauses, rep.Markdown())
 	}
 	t.Logf("report:\n%s", rep.Markdown())
