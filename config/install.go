@@ -28,7 +28,7 @@ type InstallResult struct {
 // but changes at run time.
 var GitignoreEntries = []string{".worktrees/", ".chorus/state.json", ".chorus/state.journal", ".chorus/planning-state.json",
 	".chorus/session-log.jsonl", ".chorus/merge-history.jsonl", ".chorus/logs/", ".chorus/ledgers/", ".chorus/reports/",
-	".chorus/answers/", ".chorus/engine/", ".chorus/signal-keys/", ".chorus/chorus.lock", ".chorus/instance.json", ".agent/scratchpad.md"}
+	".chorus/answers/", ".chorus/engine/", ".chorus/hosts/", ".chorus/signal-keys/", ".chorus/chorus.lock", ".chorus/instance.json", ".agent/scratchpad.md"}
 
 // Install creates .chorus/ from the embedded template in root, with cfg as
 // config.json, plus .agent/learnings.md, and adds runtime paths to
