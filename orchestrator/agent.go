@@ -3,10 +3,12 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"github.com/chorus-dev/chorus/agent/host"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chorus-dev/chorus/agent/host"
 
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
@@ -291,6 +293,16 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 			return outcome{kind: "error", reason: "worktree: " + wtErr.Error()}
 		}
 		r.event(EvAlert, "worktree setup failed: "+wtErr.Error(), nil)
+	}
+	if r.adopted == nil && !wt.Created && wt.Dir != "" {
+		// What a stopped run left uncommitted was saved as WIP commits;
+		// this run starts with it uncommitted again (see ReopenWIP).
+		if n, err := e.wt.ReopenWIP(ctx, wt, t.ID); err != nil {
+			r.event(EvError, "undoing the last run's WIP commits: "+err.Error(), nil)
+		} else if n > 0 {
+			wt.Head, _ = e.wt.HeadCommit(ctx, wt)
+			r.event(EvAlert, fmt.Sprintf("the last run's uncommitted work is uncommitted again (%d WIP commit(s) undone, kept under refs/chorus/kept/)", n), nil)
+		}
 	}
 	r.hook(hooks.PostTaskClaim, t, wt, 0, nil)
 	d := dirs{root: e.opt.Dir.Root, prompts: e.opt.Dir.Prompts(), patterns: e.opt.Dir.Patterns(), learnings: e.opt.Dir.Learnings(), chorus: e.opt.ChorusExe}

@@ -197,3 +197,45 @@ hang
 		t.Fatalf("the leftover landed:\n%s", out)
 	}
 }
+
+// A run stopped with a scratch file left: the file is saved as a WIP
+// commit while the task waits, and uncommitted again when the task runs
+// next, so a COMPLETE from that run is refused naming the file, never
+// counted as the task's work; the WIP commit stays kept; nothing lands.
+func TestCompleteAfterStopLeftoversRefused(t *testing.T) {
+	h := newHarness(t, `
+@ prompt~SECOND-RUN
+signal COMPLETE
+wait-input
+signal BLOCKED "leftovers only"
+hang
+@ *
+write scratch.txt "thinking out loud"
+signal PROGRESS 5
+hang
+`, nil)
+	id := h.task("stopped with a scratch file", beads.CreateOptions{})
+	h.start()
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	h.waitFor(kind(EvSignal, id))
+	h.do(Command{Kind: CmdStop, AgentID: "script-" + id})
+	h.waitFor(kind(EvReleased, id))
+	branch := "agent/script/" + id
+	wip := git(t, h.root, "rev-parse", branch)
+	if log := git(t, h.root, "log", "-1", "--format=%s", branch); !strings.HasPrefix(log, "wip(") {
+		t.Fatalf("the stopped run's work was not saved: %q", log)
+	}
+	desc := "SECOND-RUN: finish it"
+	h.do(Command{Kind: CmdEdit, TaskID: id, Description: &desc})
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	h.waitFor(kind(EvBlocked, id))
+	if r := h.refusals(id); len(r) != 1 || !slices.Equal(r[0], []string{"scratch.txt"}) {
+		t.Fatalf("refusals %q\n%s", r, h.report())
+	}
+	if n := h.count(EvMergeQueued); n != 0 {
+		t.Fatalf("a merge was queued\n%s", h.report())
+	}
+	if out := git(t, h.root, "for-each-ref", "--format=%(objectname)", "refs/chorus/kept/"); !strings.Contains(out, wip) {
+		t.Fatalf("the WIP commit %s is not kept:\n%s", wip, out)
+	}
+}

@@ -362,7 +362,7 @@ func (r *agentRun) commitWIP(wt worktree.Worktree, why string) error {
 	if removed, err := r.e.wt.ClearStaleLocks(wt); err == nil && len(removed) > 0 {
 		r.event(EvAlert, "removed a stale git lock the agent left: "+strings.Join(removed, ", "), nil)
 	}
-	ok, err := r.e.wt.CommitWIP(context.Background(), wt, fmt.Sprintf("wip(%s): %s [%s]", r.taskID, why, r.taskID))
+	ok, err := r.e.wt.CommitWIP(context.Background(), wt, worktree.WIPMessage(r.taskID, why))
 	if err != nil {
 		// The work stays uncommitted in the worktree: say where, so no
 		// message claims it was committed.
