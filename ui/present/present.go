@@ -503,11 +503,17 @@ func FooterBar(status Line, msg Seg, optional, pinned string, w int) Line {
 	if msg.Text != "" {
 		m = Line{{" │ ", Dim}, {Clean(msg.Text), msg.Class}}
 	}
-	if optional != "" {
-		o = Line{{" · ", Dim}, {optional, Dim}}
-	}
 	if pinned != "" {
 		p = Line{{" │ ", Dim}, {pinned, Dim}}
+	}
+	// Optional hints go whole, last first: never a hint cut mid-word.
+	for optional != "" {
+		o = Line{{" · ", Dim}, {optional, Dim}}
+		if status.Width()+m.Width()+p.Width()+o.Width() <= w {
+			break
+		}
+		i := strings.LastIndex(optional, " · ")
+		optional, o = optional[:max(i, 0)], nil
 	}
 	// A message keeps 24 cells while the status is cut, then goes too.
 	return Fit(w, []Line{status, m, p, o}, Cut{3, 0}, Cut{1, 24}, Cut{0, 16}, Cut{1, 0})

@@ -146,6 +146,26 @@ func TestFooterBarKeepsHelp(t *testing.T) {
 	}
 }
 
+// Optional hints that do not all fit go whole, the last first: never a
+// hint cut mid-word.
+func TestFooterBarDropsWholeHints(t *testing.T) {
+	status := Line{{" ✓8 ●0", OK}}
+	msg := Seg{"Autopilot is done", Normal}
+	full := FooterBar(status, msg, "Tab switch · i menu", "? help · q quit", 1000).Text()
+	n := len([]rune(strings.TrimRight(full, " ")))
+	for w, want := range map[int]string{
+		n:      " ✓8 ●0 │ Autopilot is done │ ? help · q quit · Tab switch · i menu",
+		n - 1:  " ✓8 ●0 │ Autopilot is done │ ? help · q quit · Tab switch",
+		n - 9:  " ✓8 ●0 │ Autopilot is done │ ? help · q quit · Tab switch",
+		n - 10: " ✓8 ●0 │ Autopilot is done │ ? help · q quit",
+	} {
+		got := FooterBar(status, msg, "Tab switch · i menu", "? help · q quit", w)
+		if strings.TrimRight(got.Text(), " ") != want || got.Width() > w {
+			t.Errorf("width %d:\n got %q\nwant %q", w, got.Text(), want)
+		}
+	}
+}
+
 // One agent gets the whole grid under auto; a fixed layout keeps its
 // empty slots.
 func TestLayoutEmptySlotsTakeNoSpace(t *testing.T) {
