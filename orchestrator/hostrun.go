@@ -44,13 +44,6 @@ func (s *procSlot) Load() agentProc {
 
 func (s *procSlot) Store(p agentProc) { s.v.Store(&procBox{p}) }
 
-// hosted reports whether a process runs in an agent host, whose own
-// emulator answers the terminal's queries.
-func hosted(p agentProc) bool {
-	_, ok := p.(*host.Client)
-	return ok
-}
-
 // runner is the engine's agent host runner, or nil when agents run in the
 // engine's process (agents.host off).
 func (e *Engine) runner() host.Runner {

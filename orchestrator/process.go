@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
@@ -31,9 +32,9 @@ import (
 type replyWriter struct{ r *agentRun }
 
 func (w replyWriter) Write(p []byte) (int, error) {
-	if pr := w.r.proc.Load(); pr != nil && !hosted(pr) {
-		// A host's own emulator answers its agent: the engine's copy
-		// must not answer twice.
+	if pr := w.r.proc.Load(); pr != nil {
+		// An agent host parses nothing while the engine is connected
+		// (see host.Client.Track): this copy answers for it too.
 		return pr.Write(p)
 	}
 	return len(p), nil
@@ -374,6 +375,11 @@ func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-c
 	due.Stop()
 	defer due.Stop()
 	pending := false
+	if cl, ok := p.(*host.Client); ok {
+		// The host keeps this screen's checkpoints instead of a copy of
+		// its own.
+		defer cl.Track(r.screen)()
+	}
 	out := p.Output()
 	for out != nil {
 		select {

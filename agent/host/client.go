@@ -3,12 +3,12 @@ package host
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
@@ -35,8 +35,11 @@ type Client struct {
 	// First is the screen as the host had it when this client connected
 	// (size and the bytes that rebuild it), nil before the agent started.
 	firstW, firstH int
+	firstOff       int64
 	first          []byte
 	closeOnce      sync.Once
+
+	tr atomic.Pointer[tracker] // the engine's emulator, once Track ran
 }
 
 // Dial connects to the host listening at path and says hello. A host of
@@ -131,42 +134,37 @@ func mustJSON(v any) []byte {
 
 func (cl *Client) read(br *bufio.Reader) {
 	defer close(cl.out)
-	var buf []byte
 	first := true
 	for {
-		typ, b, err := readFrame(br, buf)
+		// A fresh payload each time: output is handed on without a copy.
+		typ, b, err := readFrame(br, nil)
 		if err != nil {
 			cl.lost = fmt.Errorf("connection to the agent host lost: %w", err)
 			cl.exit = Exit{Code: -1}
 			cl.finish()
 			return
 		}
-		if cap(b) > cap(buf) {
-			buf = b
-		}
 		switch typ {
 		case fInfo:
 			_ = json.Unmarshal(b, &cl.info)
 		case fState:
-			if len(b) < 8 {
+			w, h, off, st, ok := parseState(b)
+			if !ok {
 				continue
 			}
-			w, h := int(binary.BigEndian.Uint32(b)), int(binary.BigEndian.Uint32(b[4:]))
-			st := append([]byte(nil), b[8:]...)
 			if first {
 				first = false
-				cl.firstW, cl.firstH, cl.first = w, h, st
+				cl.firstW, cl.firstH, cl.firstOff, cl.first = w, h, off, st
 				close(cl.started)
 				continue
 			}
 			select {
-			case cl.states <- append(stateFrame(w, h, nil), st...):
+			case cl.states <- b:
 			default:
 			}
 		case fOutput:
-			chunk := append([]byte(nil), b...)
-			cl.recent.Add(chunk)
-			cl.out <- chunk
+			cl.recent.Add(b)
+			cl.out <- b
 		case fExit:
 			_ = json.Unmarshal(b, &cl.exit)
 			_ = cl.send(fBye, nil)
@@ -211,8 +209,14 @@ func (cl *Client) Write(b []byte) (int, error) {
 }
 
 // Resize sets the agent's terminal size (the host's emulator too).
+// When the engine's emulator is tracked (Track), the host places the
+// resize where that emulator took it.
 func (cl *Client) Resize(cols, rows uint16) error {
-	return cl.send(fResize, mustJSON(size{cols, rows}))
+	z := size{Cols: cols, Rows: rows, At: -1}
+	if t := cl.tr.Load(); t != nil {
+		z.At, z.Seq = t.resized(int(cols), int(rows))
+	}
+	return cl.send(fResize, mustJSON(z))
 }
 
 // Output delivers the agent's output from the moment of connecting; it is
@@ -269,7 +273,8 @@ func (cl *Client) Snapshot(ctx context.Context) (w, h int, state []byte, err err
 	}
 	select {
 	case b := <-cl.states:
-		return int(binary.BigEndian.Uint32(b)), int(binary.BigEndian.Uint32(b[4:])), b[8:], nil
+		w, h, _, st, _ := parseState(b)
+		return w, h, st, nil
 	case <-cl.done:
 		return 0, 0, nil, errors.New("agent host: the agent has exited")
 	case <-ctx.Done():

@@ -18,6 +18,13 @@ import (
 
 // TestMain lets the test binary be the host process for Local.
 func TestMain(m *testing.M) {
+	switch os.Getenv("CHORUS_HOST_TEST_MAIN") {
+	case "writer":
+		writerMain(os.Args[1])
+		os.Exit(0)
+	case "engine":
+		engineMain(os.Args[1])
+	}
 	if os.Getenv("CHORUS_HOST_TEST_MAIN") == "1" {
 		if err := Main(os.Args[1:], "test"); err != nil {
 			os.Stderr.WriteString(err.Error() + "\n")

@@ -1,22 +1,31 @@
 package host
 
 import (
+	"encoding/binary"
 	"net"
 	"sync"
+	"time"
 )
 
 // outboxCap bounds what a host holds for a slow engine; past it output is
-// dropped (counted) rather than held against the agent: the log and the
-// host's emulator still have it.
+// dropped (counted) rather than held against the agent: the log still has
+// it.
 const outboxCap = 32 << 20
 
+// batchGap is the least time between two writes to the engine while the
+// agent is busy; output after a quiet spell goes at once.
+const batchGap = 2 * time.Millisecond
+
+// frame is one frame to send: its payload in parts, so consecutive
+// output chunks become one frame without being copied.
 type frame struct {
-	typ     byte
-	payload []byte
+	typ   byte
+	parts [][]byte
+	n     int
 }
 
 // outbox queues frames for one connection; one goroutine writes them, so
-// the emulator's tap (which runs under its lock) only copies and wakes.
+// the agent's output only queues and wakes.
 type outbox struct {
 	mu      sync.Mutex
 	frames  []frame
@@ -28,30 +37,32 @@ type outbox struct {
 
 func newOutbox() *outbox { return &outbox{wake: make(chan struct{}, 1)} }
 
-func (o *outbox) put(typ byte, payload []byte) {
+// put queues a frame; it reports false for output it dropped (the
+// engine is too far behind) or a closed outbox. The payload is kept, not
+// copied: it must not change.
+func (o *outbox) put(typ byte, payload []byte) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return
+		return false
 	}
 	if typ == fOutput {
 		if o.pending+len(payload) > outboxCap {
 			o.dropped += int64(len(payload))
-			return
+			return false
 		}
-		// Consecutive output goes out as one frame: a busy agent's chunks
-		// cost one write between them.
-		if n := len(o.frames); n > 0 && o.frames[n-1].typ == fOutput && len(o.frames[n-1].payload) < 1<<20 {
-			o.frames[n-1].payload = append(o.frames[n-1].payload, payload...)
+		if k := len(o.frames) - 1; k >= 0 && o.frames[k].typ == fOutput && o.frames[k].n < 1<<20 {
+			o.frames[k].parts = append(o.frames[k].parts, payload)
+			o.frames[k].n += len(payload)
 			o.pending += len(payload)
 			o.signal()
-			return
+			return true
 		}
-		payload = append(make([]byte, 0, max(len(payload), 4096)), payload...)
 	}
-	o.frames = append(o.frames, frame{typ, payload})
+	o.frames = append(o.frames, frame{typ, [][]byte{payload}, len(payload)})
 	o.pending += len(payload)
 	o.signal()
+	return true
 }
 
 func (o *outbox) signal() {
@@ -69,20 +80,37 @@ func (o *outbox) close() {
 }
 
 // run writes queued frames to c until the outbox is closed and empty or a
-// write fails.
+// write fails. What queued up goes in one gathering write: a busy agent's
+// chunks are not copied on their way.
 func (o *outbox) run(c net.Conn) {
+	var hdrs []byte
+	var last time.Time
 	for {
 		<-o.wake
+		if gap := time.Since(last); gap < batchGap {
+			// Busy: what comes within the gap goes in the same write,
+			// one wake-up and one write for many of the agent's reads.
+			time.Sleep(batchGap - gap)
+		}
 		o.mu.Lock()
 		fs, closed := o.frames, o.closed
 		o.frames, o.pending = nil, 0
 		o.mu.Unlock()
+		hdrs = hdrs[:0]
 		for _, f := range fs {
-			if err := writeFrame(c, f.typ, f.payload); err != nil {
-				o.close()
-				return
-			}
+			hdrs = append(hdrs, f.typ, 0, 0, 0, 0)
+			binary.BigEndian.PutUint32(hdrs[len(hdrs)-4:], uint32(f.n))
 		}
+		var bufs net.Buffers
+		for i, f := range fs {
+			bufs = append(bufs, hdrs[5*i:5*i+5])
+			bufs = append(bufs, f.parts...)
+		}
+		if _, err := bufs.WriteTo(c); err != nil {
+			o.close()
+			return
+		}
+		last = time.Now()
 		if closed {
 			return
 		}

@@ -1,8 +1,9 @@
 // Package host runs one agent in a process of its own, the agent host,
 // which outlives the engine: it owns the agent's PTY and process group
-// (through ptyproc), its output log and a terminal emulator with the
-// screen and scrollback, and serves them on a Unix socket with a
-// versioned stream protocol. An engine that dies and starts again (or a
+// (through ptyproc), its output log and what rebuilds its screen and
+// scrollback (the engine's checkpoints and the output since, see
+// mirror), and serves them on a Unix socket with a versioned stream
+// protocol. An engine that dies and starts again (or a
 // newer binary speaking the same version) connects again and carries on
 // with the same process; a host whose engine does not come back within
 // its orphan time stops its agent, leaving the worktree as it is.
@@ -22,7 +23,7 @@ import (
 // Version is the protocol's version. The hello frame's layout never
 // changes, so two sides of different versions can always tell each other
 // apart, and an engine can always ask a host of another version to stop.
-const Version = 1
+const Version = 2
 
 // Frame types. A frame is its type byte, its payload's length (4 bytes,
 // big-endian) and the payload.
@@ -34,11 +35,15 @@ const (
 	fStop   byte = 'X' // engine → host: stopReq (JSON); the exit follows
 	fSnap   byte = 'N' // engine → host: a screen snapshot, answered by fState
 	fBye    byte = 'B' // engine → host: the exit was taken; the host may end
-	fInfo   byte = 'F' // host → engine: Info (JSON)
-	fState  byte = 'T' // host → engine: size (8 bytes) + emulator state bytes
-	fOutput byte = 'O' // host → engine: terminal output
-	fExit   byte = 'E' // host → engine: Exit (JSON), after the last output
-	fError  byte = 'Z' // host → engine: a refusal (text)
+	// engine → host: its emulator's state at an output offset (see
+	// checkpointFrame), so the host need not parse while it is connected
+	fCheckpoint byte = 'C'
+	fPosition   byte = 'P' // engine → host: how far its emulator has read (positionFrame)
+	fInfo       byte = 'F' // host → engine: Info (JSON)
+	fState      byte = 'T' // host → engine: size, output offset (stateFrame) + emulator state bytes
+	fOutput     byte = 'O' // host → engine: terminal output
+	fExit       byte = 'E' // host → engine: Exit (JSON), after the last output
+	fError      byte = 'Z' // host → engine: a refusal (text)
 )
 
 // maxFrame bounds one frame's payload: a reader never allocates more.
@@ -53,6 +58,10 @@ type hello struct {
 type size struct {
 	Cols uint16 `json:"cols"`
 	Rows uint16 `json:"rows"`
+	// At is the output offset at which the engine's emulator took this
+	// size (-1: unknown, now), Seq its number among the engine's resizes.
+	At  int64  `json:"at"`
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 type stopReq struct {

@@ -39,7 +39,7 @@ type server struct {
 
 	mu      sync.Mutex
 	proc    *ptyproc.Proc
-	emu     *term.Emulator
+	mir     *mirror
 	info    Info
 	cur     *session // the engine connected now
 	exit    *Exit    // once the agent ended and its output was read
@@ -50,9 +50,8 @@ type server struct {
 }
 
 type session struct {
-	c      net.Conn
-	out    *outbox
-	detach func()
+	c   net.Conn
+	out *outbox
 }
 
 // Serve runs a host on the Unix socket at path until its agent has ended
@@ -182,6 +181,14 @@ func (s *server) serveConn(c *net.UnixConn) {
 	go sess.out.run(c)
 	defer sess.out.close()
 	s.mu.Lock()
+	// The screen goes to the engine between two sequences, so what
+	// follows means to its copy what it meant here: a running agent's
+	// next output ends the one begun (waited for a second at most).
+	for i := 0; i < 200 && s.proc != nil && s.exit == nil && !s.mir.atRest(); i++ {
+		s.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		s.mu.Lock()
+	}
 	if s.proc != nil {
 		s.adopt(sess)
 	}
@@ -221,10 +228,12 @@ func (s *server) serveConn(c *net.UnixConn) {
 			var z size
 			if json.Unmarshal(b, &z) == nil && z.Cols >= 2 && z.Rows >= 2 {
 				s.mu.Lock()
-				p, emu := s.proc, s.emu
+				p := s.proc
+				if p != nil && s.cur == sess {
+					s.mir.resize(int(z.Cols), int(z.Rows), z.At, z.Seq)
+				}
 				s.mu.Unlock()
 				if p != nil {
-					emu.Resize(int(z.Cols), int(z.Rows))
 					_ = p.Resize(z.Cols, z.Rows)
 				}
 			}
@@ -236,12 +245,27 @@ func (s *server) serveConn(c *net.UnixConn) {
 			}
 		case fSnap:
 			s.mu.Lock()
-			emu := s.emu
-			s.mu.Unlock()
-			if emu != nil {
-				w, h, st := emu.State()
-				sess.out.put(fState, stateFrame(w, h, st))
+			if s.mir != nil {
+				w, h, st := s.mir.state()
+				sess.out.put(fState, stateFrame(w, h, s.mir.off(), st))
 			}
+			s.mu.Unlock()
+		case fPosition:
+			if len(b) == 16 {
+				s.mu.Lock()
+				if s.mir != nil && s.cur == sess {
+					s.mir.position(int64(binary.BigEndian.Uint64(b)), binary.BigEndian.Uint64(b[8:]))
+				}
+				s.mu.Unlock()
+			}
+		case fCheckpoint:
+			// b is this frame's own: readFrame gets no buffer to reuse.
+			at, seq, p, hist, ok := parseCheckpoint(b)
+			s.mu.Lock()
+			if ok && s.mir != nil && s.cur == sess {
+				s.mir.checkpoint(at, seq, p, hist)
+			}
+			s.mu.Unlock()
 		case fBye:
 			s.mu.Lock()
 			s.byed = true
@@ -261,11 +285,11 @@ func (s *server) agent() *ptyproc.Proc {
 }
 
 // adopt makes sess the engine's connection: the agent's info, its screen
-// as it is, then its output from there on. Caller holds s.mu.
+// as it is (and the stream offset it is at), then its output from there
+// on, which the host no longer parses. Caller holds s.mu.
 func (s *server) adopt(sess *session) {
 	if old := s.cur; old != nil {
 		// A newer engine wins: the old connection is dead or stale.
-		old.detach()
 		old.out.close()
 		old.c.Close()
 	}
@@ -275,12 +299,9 @@ func (s *server) adopt(sess *session) {
 	}
 	b, _ := json.Marshal(s.info)
 	sess.out.put(fInfo, b)
-	sess.detach = s.emu.Attach(&term.Tap{
-		Output: func(p []byte) { sess.out.put(fOutput, p) },
-		Resize: func(int, int) {},
-	}, func(w, h int, state []byte) {
-		sess.out.put(fState, stateFrame(w, h, state))
-	})
+	w, h, st := s.mir.state()
+	s.mir.setLive(false)
+	sess.out.put(fState, stateFrame(w, h, s.mir.off(), st))
 	if s.exit != nil {
 		b, _ := json.Marshal(s.exit)
 		sess.out.put(fExit, b)
@@ -293,10 +314,12 @@ func (s *server) leave(sess *session) {
 	if s.cur != sess {
 		return
 	}
-	if sess.detach != nil {
-		sess.detach()
-	}
 	s.cur = nil
+	if s.mir != nil && s.exit == nil {
+		// No engine parses now: the host does, and answers the agent.
+		// (An ended agent's screen is parsed if an engine comes.)
+		s.mir.setLive(true)
+	}
 	if s.exit != nil && s.byed {
 		s.end()
 		return
@@ -317,17 +340,15 @@ func (s *server) start(sp Spec, sess *session) error {
 	if cols < 2 || rows < 2 {
 		cols, rows = 80, 24
 	}
-	rep := replies{ch: make(chan []byte, 64)}
-	// The emulator answers the agent's terminal queries (DA1, CPR…): it is
-	// the one copy that sees every byte from the start.
-	emu := term.New(cols, rows, term.WithScrollback(sp.Scrollback), term.WithReplies(rep))
+	rep := newReplies()
+	mir := newMirror(cols, rows, sp.Scrollback, rep)
 	p, err := ptyproc.Start(ptyproc.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: sp.Env, Unset: sp.Unset,
 		Cols: uint16(cols), Rows: uint16(rows), LogPath: sp.LogPath})
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", sp.Argv[0], err)
 	}
 	go rep.run(p)
-	s.proc, s.emu = p, emu
+	s.proc, s.mir = p, mir
 	s.info = Info{Meta: s.opt.Meta, Spec: sp, Pid: p.Pid(), StartTime: p.StartTime(), Started: p.Started(), Binary: s.opt.Binary}
 	if s.cur == sess {
 		s.cur = nil
@@ -335,42 +356,20 @@ func (s *server) start(sp Spec, sess *session) error {
 	if s.cur == nil {
 		s.adopt(sess) // before the pump: every byte reaches the engine as output
 	}
-	go s.pump(p, emu)
+	go s.pump(p)
 	return nil
 }
 
-// replies hands the emulator's answers to a goroutine that writes them to
-// the agent: an agent that does not read its input must not stall its
-// output (the emulator writes replies under its lock). Past 64 waiting
-// answers, more are dropped.
-type replies struct{ ch chan []byte }
-
-func (r replies) Write(b []byte) (int, error) {
-	select {
-	case r.ch <- append([]byte(nil), b...):
-	default:
-	}
-	return len(b), nil
-}
-
-func (r replies) run(p *ptyproc.Proc) {
-	for {
-		select {
-		case b := <-r.ch:
-			if _, err := p.Write(b); err != nil {
-				return
-			}
-		case <-p.Done():
-			return
-		}
-	}
-}
-
-// pump feeds the agent's output to the emulator (whose tap hands it to the
-// engine), then records the exit.
-func (s *server) pump(p *ptyproc.Proc, emu *term.Emulator) {
+// pump hands the agent's output to the engine and the mirror, then
+// records the exit. Output the engine's outbox could not take is left out
+// of the mirror too, so the two copies stay at the same offsets.
+func (s *server) pump(p *ptyproc.Proc) {
 	for chunk := range p.Output() {
-		_, _ = emu.Write(chunk)
+		s.mu.Lock()
+		if s.cur == nil || s.cur.out.put(fOutput, chunk) {
+			s.mir.write(chunk)
+		}
+		s.mu.Unlock()
 	}
 	code, _ := p.Wait()
 	ex := &Exit{Code: code, Dropped: p.Dropped(), HostCPU: selfCPU()}
@@ -383,11 +382,50 @@ func (s *server) pump(p *ptyproc.Proc, emu *term.Emulator) {
 	s.mu.Unlock()
 }
 
-func stateFrame(w, h int, state []byte) []byte {
-	b := make([]byte, 8, 8+len(state))
+// stateFrame is a screen's size, the stream offset it is at, and the
+// bytes that rebuild it.
+func stateFrame(w, h int, off int64, state []byte) []byte {
+	b := make([]byte, 16, 16+len(state))
 	binary.BigEndian.PutUint32(b, uint32(w))
 	binary.BigEndian.PutUint32(b[4:], uint32(h))
+	binary.BigEndian.PutUint64(b[8:], uint64(off))
 	return append(b, state...)
+}
+
+func parseState(b []byte) (w, h int, off int64, state []byte, ok bool) {
+	if len(b) < 16 {
+		return 0, 0, 0, nil, false
+	}
+	return int(binary.BigEndian.Uint32(b)), int(binary.BigEndian.Uint32(b[4:])), int64(binary.BigEndian.Uint64(b[8:])), b[16:], true
+}
+
+// checkpointFrame is the engine's emulator state at stream offset at,
+// holding its resizes up to seq: its Parts and its packed history.
+func checkpointFrame(at int64, seq uint64, p term.Parts, hist []byte) []byte {
+	b := make([]byte, 40, 40+len(p.Screen)+len(hist))
+	binary.BigEndian.PutUint64(b, uint64(at))
+	binary.BigEndian.PutUint64(b[8:], seq)
+	binary.BigEndian.PutUint32(b[16:], uint32(p.W))
+	binary.BigEndian.PutUint32(b[20:], uint32(p.H))
+	binary.BigEndian.PutUint32(b[24:], uint32(p.Scrollback))
+	binary.BigEndian.PutUint64(b[28:], p.Pushed)
+	binary.BigEndian.PutUint32(b[36:], uint32(len(p.Screen)))
+	return append(append(b, p.Screen...), hist...)
+}
+
+func parseCheckpoint(b []byte) (at int64, seq uint64, p term.Parts, hist []byte, ok bool) {
+	if len(b) < 40 {
+		return 0, 0, p, nil, false
+	}
+	at, seq = int64(binary.BigEndian.Uint64(b)), binary.BigEndian.Uint64(b[8:])
+	p = term.Parts{W: int(binary.BigEndian.Uint32(b[16:])), H: int(binary.BigEndian.Uint32(b[20:])),
+		Scrollback: int(binary.BigEndian.Uint32(b[24:])), Pushed: binary.BigEndian.Uint64(b[28:])}
+	n := int(binary.BigEndian.Uint32(b[36:]))
+	if n > len(b)-40 {
+		return 0, 0, p, nil, false
+	}
+	p.Screen = b[40 : 40+n]
+	return at, seq, p, b[40+n:], true
 }
 
 func selfCPU() float64 {

@@ -363,9 +363,11 @@ func ingestHosted(argv []string, emu *term.Emulator) (float64, error) {
 	if err := cl.Start(ctx, host.Spec{Argv: argv, Cols: 120, Rows: 40, Scrollback: 10000}); err != nil {
 		return 0, err
 	}
+	stop := cl.Track(emu)
 	for chunk := range cl.Output() {
 		emu.Write(chunk)
 	}
+	stop()
 	return cl.Exit().HostCPU, nil
 }
 

@@ -1,0 +1,353 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/term"
+	"github.com/chorus-dev/chorus/internal/testkit"
+)
+
+// same fails unless b shows what a shows: every screen row with its
+// attributes, the scrollback, the cursor, the input modes and the title.
+func same(t *testing.T, what string, a, b *term.Emulator) {
+	t.Helper()
+	aw, ah := a.Size()
+	bw, bh := b.Size()
+	if aw != bw || ah != bh {
+		t.Fatalf("%s: size %dx%d, copy %dx%d", what, aw, ah, bw, bh)
+	}
+	if at, bt := a.AllText(), b.AllText(); at != bt {
+		t.Fatalf("%s: text differs\n--- original\n%s\n--- copy\n%s", what, at, bt)
+	}
+	var sa, sb term.Snapshot
+	for off := 0; off <= a.ScrollbackLines(); off += ah {
+		a.Snapshot(&sa, off)
+		b.Snapshot(&sb, off)
+		if sa.Scrollback != sb.Scrollback || sa.AltScreen != sb.AltScreen || sa.Title != sb.Title || sa.Reverse != sb.Reverse {
+			t.Fatalf("%s: scrollback %d alt %v title %q reverse %v; copy %d %v %q %v", what, sa.Scrollback, sa.AltScreen, sa.Title, sa.Reverse, sb.Scrollback, sb.AltScreen, sb.Title, sb.Reverse)
+		}
+		if off == 0 && (sa.CursorX != sb.CursorX || sa.CursorY != sb.CursorY || sa.CursorVisible != sb.CursorVisible || sa.CursorStyle != sb.CursorStyle) {
+			t.Fatalf("%s: cursor %d,%d,%v,%d; copy %d,%d,%v,%d", what, sa.CursorX, sa.CursorY, sa.CursorVisible, sa.CursorStyle, sb.CursorX, sb.CursorY, sb.CursorVisible, sb.CursorStyle)
+		}
+		for i := range sa.Cells {
+			ca, cb := sa.Cells[i], sb.Cells[i]
+			if sa.Grapheme(ca) != sb.Grapheme(cb) || ca.Fg != cb.Fg || ca.Bg != cb.Bg || ca.Attr != cb.Attr {
+				t.Fatalf("%s: offset %d cell %d,%d: %q %+v; copy %q %+v", what, off, i%aw, i/aw, sa.Grapheme(ca), ca, sb.Grapheme(cb), cb)
+			}
+		}
+	}
+	if a.InputModes() != b.InputModes() {
+		t.Fatalf("%s: input modes %+v, copy %+v", what, a.InputModes(), b.InputModes())
+	}
+}
+
+// noise is terminal output with colours, wide characters, clusters, long
+// wrapped lines, scrolling, cursor moves, a scroll region and mode changes.
+func noise(r *rand.Rand, n int) string {
+	var b strings.Builder
+	pieces := []func(){
+		func() { fmt.Fprintf(&b, "line %d of output\r\n", r.Intn(1000)) },
+		func() { fmt.Fprintf(&b, "\x1b[%d;%dm coloured \x1b[0m", 30+r.Intn(8), 40+r.Intn(8)) },
+		func() {
+			fmt.Fprintf(&b, "\x1b[38;5;%dm\x1b[48;2;%d;%d;%dmrgb\x1b[m", r.Intn(256), r.Intn(256), r.Intn(256), r.Intn(256))
+		},
+		func() { b.WriteString("\x1b[1;3;4;7;9;53mstyled\x1b[22;23;24;27;29;55m plain") },
+		func() { b.WriteString("宽字符 and e\u0301 and 👍🏽 ") },
+		func() { b.WriteString(strings.Repeat("wrapped-", 1+r.Intn(12))) },
+		func() { fmt.Fprintf(&b, "\x1b[%d;%dH", 1+r.Intn(12), 1+r.Intn(40)) },
+		func() { b.WriteString("\x1b[K\x1b[1J") },
+		func() { b.WriteString("\r\n\r\n\r\n") },
+		func() { b.WriteString("\x1b[?2004h\x1b[?1h\x1b[?1002h\x1b[?1006h\x1b[4 q") },
+		func() { b.WriteString("\x1b[?25l") },
+		func() { b.WriteString("\x1b[?25h") },
+		func() { b.WriteString("\x1b]2;a title\x07") },
+		func() { b.WriteString("\x1b[3;9r\x1b[5;1Hregion\n\n\n\n\n\n\x1b[r") },
+		func() { b.WriteString("\x1b[?1049hfull screen app\x1b[5;5Hmenu\x1b[?1049l") },
+		func() { b.WriteString("\x1b[31mpen left red") },
+	}
+	for i := 0; i < n; i++ {
+		pieces[r.Intn(len(pieces))]()
+	}
+	return b.String()
+}
+
+// writerMain is the agent of these tests (CHORUS_HOST_TEST_MAIN=writer):
+// its terminal made raw, it writes the file in small pieces, so the
+// stream read is the file and an engine can die anywhere in it.
+func writerMain(file string) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		os.Exit(2)
+	}
+	r := rand.New(rand.NewSource(int64(len(b))))
+	slow := os.Getenv("CHORUS_HOST_TEST_SLOW") == "1"
+	for len(b) > 0 {
+		n := min(len(b), 1+r.Intn(3000))
+		if _, err := os.Stdout.Write(b[:n]); err != nil {
+			os.Exit(3)
+		}
+		b = b[n:]
+		if slow || r.Intn(8) == 0 {
+			time.Sleep(time.Millisecond) // let the reader catch up now and then
+		}
+	}
+	// It waits for a key before it exits, so an engine can still be
+	// killed after the last byte.
+	var k [1]byte
+	_, _ = os.Stdin.Read(k[:])
+}
+
+// resizeAt is a resize the engine's emulator took at a stream offset.
+type resizeAt struct {
+	at   int64
+	w, h int
+}
+
+// reference is an emulator that saw stream[:upto] and the resizes at
+// their offsets.
+func reference(stream []byte, w, h int, rs []resizeAt, upto int64) *term.Emulator {
+	e := term.New(w, h, term.WithScrollback(300))
+	pos := int64(0)
+	for _, r := range rs {
+		if r.at > upto {
+			break
+		}
+		e.Write(stream[pos:r.at])
+		e.Resize(r.w, r.h)
+		pos = r.at
+	}
+	e.Write(stream[pos:upto])
+	return e
+}
+
+func writeNoise(t *testing.T, seed int64, n int) (string, []byte) {
+	stream := []byte(noise(rand.New(rand.NewSource(seed)), n))
+	f := filepath.Join(shortDir(t), "stream")
+	if err := os.WriteFile(f, stream, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f, stream
+}
+
+func writerSpec(file string) Spec {
+	return Spec{Argv: []string{"sh", "-c", `stty raw -echo; exec env CHORUS_HOST_TEST_MAIN=writer "$0" "$1"`, os.Args[0], file},
+		Cols: 40, Rows: 12, Scrollback: 300}
+}
+
+// An engine that goes away at random points of random output, having
+// resized its emulator at random points too, and engines that connect
+// again: each sees, on connecting, the screen of an emulator that saw the
+// whole stream up to there, cell by cell; and the last one's, fed the
+// rest, is that of an emulator that saw it all. Checkpoints come often
+// and the host's tail is small in some rounds, so every path is taken.
+func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
+	defer func(b, pb int, p time.Duration, c int) { ckBytes, posBytes, ckPoll, tailCap = b, pb, p, c }(ckBytes, posBytes, ckPoll, tailCap)
+	for seed := int64(1); seed <= 12; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		ckBytes, posBytes, ckPoll = 1+r.Intn(20000), 1+r.Intn(5000), time.Millisecond
+		tailCap = 16 << 20
+		if seed%3 == 0 {
+			ckBytes, tailCap = 1<<30, 1+r.Intn(30000) // the host parses, up to where the engine read
+		}
+		file, stream := writeNoise(t, seed, 3000)
+		sock, ended := serve(t, time.Minute)
+		var rs []resizeAt
+		w, h := 40, 12
+		started := false
+		for round := 0; ; round++ {
+			cl, err := Dial(ctx(t), sock, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !started {
+				if err := cl.Start(ctx(t), writerSpec(file)); err != nil {
+					t.Fatal(err)
+				}
+				started = true
+			} else if err := cl.Wait4Info(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			sw, sh, st := cl.Screen()
+			emu := term.New(sw, sh, term.WithScrollback(300))
+			emu.Write(st)
+			same(t, fmt.Sprintf("seed %d, engine %d on connecting at %d", seed, round, cl.firstOff), reference(stream, 40, 12, rs, cl.firstOff), emu)
+			stop := cl.Track(emu)
+			off := cl.firstOff
+			if off == int64(len(stream)) {
+				_, _ = cl.Write([]byte("q")) // the writer exits on a key
+			}
+			quit := 1 + r.Intn(40) // chunks this engine reads before it goes
+			resized := false
+			for chunk := range cl.Output() {
+				emu.Write(chunk)
+				if off += int64(len(chunk)); off == int64(len(stream)) {
+					_, _ = cl.Write([]byte("q"))
+				}
+				if r.Intn(6) == 0 {
+					w, h = 20+r.Intn(40), 5+r.Intn(15)
+					emu.Resize(w, h)
+					if err := cl.Resize(uint16(w), uint16(h)); err != nil {
+						t.Fatal(err)
+					}
+					rs = append(rs, resizeAt{off, w, h})
+					resized = true
+				}
+				if quit--; quit == 0 {
+					break
+				}
+			}
+			select {
+			case <-cl.Done():
+				stop()
+				if off != int64(len(stream)) {
+					t.Fatalf("seed %d: stream ended at %d of %d", seed, off, len(stream))
+				}
+				same(t, fmt.Sprintf("seed %d, the last engine at the end", seed), reference(stream, 40, 12, rs, off), emu)
+			default:
+				if resized {
+					// Every frame sent reached the host before it goes.
+					if _, _, _, err := cl.Snapshot(ctx(t)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				stop()
+				cl.Close()
+				continue
+			}
+			break
+		}
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the host did not end")
+		}
+	}
+}
+
+// engineMain is an engine of these tests in a process of its own
+// (CHORUS_HOST_TEST_MAIN=engine): it connects, tracks an emulator with the
+// output and prints the offset it read to after each chunk, until killed.
+func engineMain(sock string) {
+	ckBytes, ckPoll = 5000, time.Millisecond
+	cl, err := Dial(context.Background(), sock, "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := cl.Wait4Info(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	w, h, st := cl.Screen()
+	emu := term.New(w, h, term.WithScrollback(300))
+	emu.Write(st)
+	cl.Track(emu)
+	off := cl.firstOff
+	fmt.Printf("%d\n", off)
+	for chunk := range cl.Output() {
+		emu.Write(chunk)
+		off += int64(len(chunk))
+		fmt.Printf("%d\n", off)
+	}
+	select {} // the test kills it
+}
+
+// Engines in processes of their own killed with SIGKILL at random points
+// of random output: the next engine connecting sees the screen of an
+// emulator that saw the whole stream up to there, and the last the
+// whole stream.
+func TestEngineKilledAnywhereLosesNothing(t *testing.T) {
+	defer func(b int, p time.Duration) { ckBytes, ckPoll = b, p }(ckBytes, ckPoll)
+	ckBytes, ckPoll = 5000, time.Millisecond
+	for seed := int64(1); seed <= 4; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		file, stream := writeNoise(t, 100+seed, 6000)
+		sock, ended := serve(t, time.Minute)
+		cl, err := Dial(ctx(t), sock, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := writerSpec(file)
+		sp.Env = []string{"CHORUS_HOST_TEST_SLOW=1"}
+		if err := cl.Start(ctx(t), sp); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+		for kill := 0; kill < 5; kill++ {
+			cmd := exec.Command(os.Args[0], sock)
+			cmd.Env = append(os.Environ(), "CHORUS_HOST_TEST_MAIN=engine")
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			read := make(chan struct{})
+			lines := 1 + r.Intn(6)
+			go func() {
+				defer close(read)
+				sc := bufio.NewScanner(out)
+				// Killed after a few chunks, or once it read the last.
+				for i := 0; i < lines && sc.Scan() && sc.Text() != strconv.Itoa(len(stream)); i++ {
+				}
+			}()
+			select {
+			case <-read:
+			case <-time.After(30 * time.Second):
+				t.Error("the engine printed nothing")
+				_ = cmd.Process.Signal(syscall.SIGQUIT)
+				pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			t.Logf("seed %d: engine %d killed after %d lines", seed, kill, lines)
+			_ = cmd.Wait()
+			if !testkit.WaitExit(t, cmd.Process.Pid, 30*time.Second) {
+				t.Fatal("the engine did not die")
+			}
+		}
+		cl, err = Dial(ctx(t), sock, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Wait4Info(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		w, h, st := cl.Screen()
+		t.Logf("seed %d: re-adopted at %d of %d bytes", seed, cl.firstOff, len(stream))
+		emu := term.New(w, h, term.WithScrollback(300))
+		emu.Write(st)
+		same(t, fmt.Sprintf("seed %d, after the kills at %d", seed, cl.firstOff), reference(stream, 40, 12, nil, cl.firstOff), emu)
+		stop := cl.Track(emu)
+		off := cl.firstOff
+		if off == int64(len(stream)) {
+			_, _ = cl.Write([]byte("q")) // the writer exits on a key
+		}
+		for chunk := range cl.Output() {
+			emu.Write(chunk)
+			if off += int64(len(chunk)); off == int64(len(stream)) {
+				_, _ = cl.Write([]byte("q"))
+			}
+		}
+		stop()
+		same(t, fmt.Sprintf("seed %d at the end", seed), reference(stream, 40, 12, nil, int64(len(stream))), emu)
+		select {
+		case <-ended:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the host did not end")
+		}
+	}
+}
