@@ -241,6 +241,21 @@ func (d *driver) waitShown(substr string) {
 	}
 }
 
+// waitGone waits until the screen no longer shows substr.
+func (d *driver) waitGone(substr string) {
+	d.t.Helper()
+	limit := time.After(waitLimit)
+	for strings.Contains(d.text(), substr) {
+		select {
+		case <-d.shown:
+		case <-d.done:
+			d.t.Fatalf("the UI stopped while showing %q", substr)
+		case <-limit:
+			d.t.Fatalf("screen still shows %q:\n%s", substr, d.text())
+		}
+	}
+}
+
 func (d *driver) expect(substr string) {
 	d.t.Helper()
 	if s := d.text(); !strings.Contains(s, substr) {

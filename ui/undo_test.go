@@ -35,6 +35,7 @@ func TestUndoNeverReachesPastAnotherAction(t *testing.T) {
 	if err := s.eng.Do(context.Background(), orchestrator.Command{Kind: orchestrator.CmdResume}); err != nil {
 		t.Fatal(err)
 	}
+	d.waitGone("⏸ PAUSED") // the UI has seen the resume: u is judged on it
 	d.press("u")
 	d.waitShown("not undoing pause: autopilot has been resumed since")
 
