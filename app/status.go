@@ -171,6 +171,7 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 		Short: "Summarise tasks by status, the configuration and the task backend",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			shortLived()
 			ctx := cmd.Context()
 			p, err := g.loadProject(ctx, cmd.ErrOrStderr(), false)
 			if err != nil {

@@ -157,6 +157,7 @@ func newTaskListCmd(g *globals, ready bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			shortLived()
 			opt := beads.ReadyOptions{IncludeDeferred: includeDeferred}
 			if ready && asJSON {
 				return readyJSON(cmd, g, opt)
