@@ -130,7 +130,8 @@ round() {
 	cli=$(pgrep -f "^tmux -L $SOCK attach" | head -1)
 	[[ -n $tui && -n $eng && -n $srv && -n $cli ]] || { echo "bench-grid: a process is missing (tui=$tui engine=$eng tmux=$srv client=$cli)" >&2; exit 1; }
 	local hosts h0=0 h1=0 h
-	hosts=$(pgrep -f "^$CH agent-host" || true)
+	# This round's hosts only: a host of the round before may still be ending.
+	hosts=$(pgrep -f "^$CH agent-host --socket $dir/" || true)
 	local t0 e0 s0 k0 t1 e1 s1 k1
 	t0=$(cpu "$tui" TUI) e0=$(cpu "$eng" engine) s0=$(cpu "$srv" "tmux server") k0=$(cpu "$cli" "tmux client")
 	for h in $hosts; do h0=$((h0 + $(cpu "$h" "agent host"))); done
