@@ -18,6 +18,9 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testkit.Cleanup()
+	if fakeBdPath != "" {
+		os.RemoveAll(filepath.Dir(fakeBdPath))
+	}
 	os.Exit(code)
 }
 
