@@ -283,13 +283,14 @@ signal COMPLETE
 }
 
 // A host whose engine does not come back within agents.hostOrphanSeconds
-// stops its agent; the work stays in the worktree, and the next engine
-// starts the task again from there.
+// stops its agent, keeping its uncommitted work under refs/chorus/kept/;
+// the work stays in the worktree, and the next engine starts the task
+// again from there.
 func TestOrphanedHostStopsAgentKeepingWork(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate") // never made: the first agent waits until stopped
 	dir := scriptedProject(t, `
-run "if [ -f half.txt ]; then echo done >> half.txt; else echo half > half.txt; while [ ! -f `+gate+` ]; do sleep 0.05; done; fi"
-run "git add -A && git commit -q -m 'feat: finished' || true"
+run "if [ -f half.txt ]; then echo done >> half.txt; else echo half > half.txt; echo draft > draft.txt; while [ ! -f `+gate+` ]; do sleep 0.05; done; fi"
+run "if grep -q done half.txt; then rm -f draft.txt; fi; git add half.txt && git commit -q -m 'feat: finished' || true"
 signal COMPLETE
 `, func(cfg map[string]any) {
 		cfg["agents"].(map[string]any)["host"] = true
@@ -317,6 +318,20 @@ signal COMPLETE
 	}
 	if _, err := os.Stat(metas[0]); !os.IsNotExist(err) {
 		t.Fatalf("an ended host left its metadata: %v", err)
+	}
+	// The uncommitted work is kept as a stop keeps it, before any engine
+	// comes back.
+	kept := strings.Fields(testkit.Git(t, dir, "for-each-ref", "--format=%(refname)", "refs/chorus/kept/"+id+"/"))
+	if len(kept) != 1 || !strings.HasSuffix(kept[0], "-wip") {
+		logs, _ := filepath.Glob(filepath.Join(dir, ".chorus", "logs", "host-*"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			t.Logf("%s: %s", l, b)
+		}
+		t.Fatalf("kept refs after the orphan stop: %v", kept)
+	}
+	if got := strings.TrimSpace(testkit.Git(t, dir, "show", kept[0]+":draft.txt")); got != "draft" {
+		t.Fatalf("kept draft.txt = %q", got)
 	}
 	second := startHeadless(t, dir)
 	second.waitEvent(t, "merge_landed", func(e jsonEvent) bool { return e.Task == id && e.Kind == "merge_landed" })

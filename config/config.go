@@ -121,7 +121,8 @@ type Agents struct {
 	Available  map[string]AgentProfile `json:"available"`
 	// Host runs each agent in an agent host process (`chorus agent-host`)
 	// that outlives the engine, and re-adopts live hosts at start. Off by
-	// default while it is new.
+	// default: each host's own process costs CPU on every read of a busy
+	// agent (see scripts/bench-grid.sh with HOST=1).
 	Host bool `json:"host,omitempty"`
 	// HostOrphanSeconds is how long a host waits for its engine to come
 	// back before it stops its agent (0: 600).

@@ -15,6 +15,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/unixsock"
+	"github.com/chorus-dev/chorus/worktree"
 )
 
 // Options configure a host process.
@@ -118,8 +119,10 @@ func (s *server) armOrphan() {
 		s.mu.Unlock()
 		if alone {
 			// No engine came back: the agent stops as a stop would end
-			// it; its worktree is left as it is for the next run.
+			// it; its uncommitted work is kept under refs/chorus/kept/
+			// and its worktree left as it is for the next run.
 			s.stopAgent()
+			s.keepWork()
 			s.end()
 		}
 	})
@@ -434,4 +437,29 @@ func selfCPU() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// keepWork keeps the stopped agent's uncommitted work as a commit under
+// refs/chorus/kept/<task>/, as a stop by the engine does: if nobody runs
+// the task again, nothing is lost. Failures are only logged: the files
+// stay in the worktree either way.
+func (s *server) keepWork() {
+	s.mu.Lock()
+	dir, task := s.info.Spec.Dir, s.opt.Meta.TaskID
+	s.mu.Unlock()
+	if dir == "" || task == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	wip, err := worktree.SnapshotWIP(ctx, dir, "chorus: uncommitted work of an agent stopped without its engine")
+	if err == nil && wip != "" {
+		var k worktree.Kept
+		if k, err = worktree.KeepCommit(ctx, dir, task, worktree.KeptWIP, wip); err == nil {
+			fmt.Fprintf(os.Stderr, "agent host: no engine came back; the agent's uncommitted work is kept at %s\n", k.Ref)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "agent host: keeping the agent's uncommitted work in %s: %v\n", dir, err)
+	}
 }
