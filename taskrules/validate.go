@@ -86,7 +86,7 @@ func Check(t beads.Task, r Rules) []Violation {
 	}
 	crit := Criteria(t.AcceptanceCriteria)
 	if len(crit) == 0 {
-		add(RuleAcceptance, "no acceptance criteria: add at least one a command or a test can check (--acceptance)")
+		add(RuleAcceptance, "no acceptance criteria: add at least one that a command or a test can check (--acceptance)")
 	}
 	for _, c := range crit {
 		switch {
