@@ -394,7 +394,7 @@ func (c *conn) watch(id uint64, agent string) {
 			c.send(b)
 		},
 	}
-	detach := emu.AttachParts(tap, func(p term.Parts) {
+	detach := emu.AttachPartsAtRest(tap, func(p term.Parts) {
 		// The screen, then the answer: the copy exists when Screen
 		// returns. The history waits until the client asks for it.
 		b := appendScreen(nil, agent, p)

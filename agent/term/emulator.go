@@ -97,6 +97,7 @@ type Emulator struct {
 	replyMu sync.Mutex
 
 	taps           []*Tap // see Attach
+	waiting        []*waitingTap
 	wantHistory    func() // see OnWantHistory
 	historyPending bool   // wanted, not loaded yet
 }
@@ -200,6 +201,9 @@ func (e *Emulator) Write(p []byte) (int, error) {
 	e.feed(p)
 	for _, t := range e.taps {
 		t.Output(p)
+	}
+	for len(e.waiting) > 0 && e.atRest() {
+		e.startTap(e.waiting[0]) // its state holds p
 	}
 	var reply []byte
 	if len(e.replies) > 0 {

@@ -3,6 +3,7 @@ package term
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Tap hears, in order, everything that changes an emulator from outside:
@@ -46,14 +47,29 @@ func FromParts(p Parts, opts ...Option) *Emulator {
 // under the emulator's lock, so nothing is written between the state and
 // the tap's first bytes. The returned func removes the tap.
 func (e *Emulator) Attach(t *Tap, first func(w, h int, state []byte)) (detach func()) {
-	return e.attach(t, func() { first(e.w, e.h, e.render(true)) })
+	return e.attach(t, func() { first(e.w, e.h, e.render(true)) }, false)
 }
 
-// AttachParts is Attach with the state as Parts: no history.
+// AttachParts is Attach with the state as Parts: no history. first runs
+// at once, whatever the input is in the middle of (a tracker that counts
+// bytes from here on needs exactly this point).
 func (e *Emulator) AttachParts(t *Tap, first func(Parts)) (detach func()) {
-	return e.attach(t, func() {
+	return e.attach(t, e.partsFor(first), false)
+}
+
+// AttachPartsAtRest is AttachParts for a copy made elsewhere: when the
+// input is in the middle of a sequence ("\x1b[3" of "\x1b[31m", an OSC,
+// a UTF-8 character), first and the tap wait for the write that ends it
+// (at most attachWait), so the copy never takes the sequence's second half
+// for text. first may then run on the writer's goroutine, under the lock.
+func (e *Emulator) AttachPartsAtRest(t *Tap, first func(Parts)) (detach func()) {
+	return e.attach(t, e.partsFor(first), true)
+}
+
+func (e *Emulator) partsFor(first func(Parts)) func() {
+	return func() {
 		first(Parts{W: e.w, H: e.h, Scrollback: e.sb.max, Pushed: e.sb.total, Screen: e.render(false)})
-	})
+	}
 }
 
 // History calls fn with the main screen's history packed, for a copy's
@@ -97,11 +113,24 @@ func (e *Emulator) HistoryPending() bool {
 	return e.historyPending
 }
 
-func (e *Emulator) attach(t *Tap, first func()) (detach func()) {
+func (e *Emulator) attach(t *Tap, first func(), atRest bool) (detach func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	first()
-	e.taps = append(e.taps, t)
+	if !atRest || e.atRest() {
+		first()
+		e.taps = append(e.taps, t)
+	} else {
+		// In the middle of a sequence, a copy made now would take the
+		// sequence's second half for text: wait for the write that ends
+		// it, or give up after attachWait (a sequence left unfinished).
+		w := &waitingTap{t: t, first: first}
+		e.waiting = append(e.waiting, w)
+		time.AfterFunc(attachWait, func() {
+			e.mu.Lock()
+			e.startTap(w)
+			e.mu.Unlock()
+		})
+	}
 	return func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -110,6 +139,34 @@ func (e *Emulator) attach(t *Tap, first func()) (detach func()) {
 				e.taps = append(e.taps[:i:i], e.taps[i+1:]...)
 				break
 			}
+		}
+		for i, w := range e.waiting {
+			if w.t == t {
+				e.waiting = append(e.waiting[:i:i], e.waiting[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// attachWait bounds how long an attach waits for a sequence to end.
+const attachWait = 250 * time.Millisecond
+
+// waitingTap is an attach waiting for the input to come to rest.
+type waitingTap struct {
+	t     *Tap
+	first func()
+}
+
+// startTap gives a waiting tap its first state and the stream from then
+// on, unless it was started or detached already. Caller holds e.mu.
+func (e *Emulator) startTap(w *waitingTap) {
+	for i, x := range e.waiting {
+		if x == w {
+			e.waiting = append(e.waiting[:i:i], e.waiting[i+1:]...)
+			w.first()
+			e.taps = append(e.taps, w.t)
+			return
 		}
 	}
 }
