@@ -40,10 +40,13 @@ type fileKey struct {
 type snapshot struct {
 	key  fileKey
 	data []byte // the file's bytes as of key
-	recs []*record
-	byID map[string]int
-	bad  error // first unreadable line; set means no writes
-	path string
+	// mapped: data is a mapping of the file (counting only), read under
+	// guard since a file cut short under it faults.
+	mapped bool
+	recs   []*record
+	byID   map[string]int
+	bad    error // first unreadable line; set means no writes
+	path   string
 }
 
 // OpenBuiltin opens the built-in store in beadsDir (normally from

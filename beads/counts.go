@@ -68,10 +68,17 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 			return c, nil
 		}
 	}
-	out, err := s.renderCached(path, variant, s.loadCounting, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+	release := func() {}
+	load := func() (*snapshot, error) {
+		sn, rel, err := s.loadCounting()
+		release = rel
+		return sn, err
+	}
+	out, err := s.renderCached(path, variant, load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
 		c := indexCounts(sn, opt, now)
 		return func() ([]byte, error) { return json.Marshal(c) }
 	})
+	release() // nothing kept refers to the file's bytes: counts were copied out
 	if err != nil {
 		return Counts{}, err
 	}

@@ -72,42 +72,62 @@ func (m *indexMemo) find(i int, sum lineSum) (*memoRec, bool) {
 
 // loadCounting is load for counting: the file parsed with the memo's help
 // (the store's own snapshot when it is current), and the memo renewed when
-// lines were decoded. The snapshot it returns is not kept.
-func (s *builtinStore) loadCounting() (*snapshot, error) {
+// lines were decoded. The snapshot it returns is not kept; release (never
+// nil) ends it, after which its records' raw bytes are gone.
+func (s *builtinStore) loadCounting() (sn *snapshot, release func(), err error) {
+	release = func() {}
 	f, err := os.Open(s.path)
 	if err != nil {
-		return s.load()
+		sn, err = s.load()
+		return sn, release, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, release, err
 	}
 	key := keyOf(st)
 	if s.snap != nil && s.snap.key == key {
-		return s.snap, nil
-	}
-	data := make([]byte, st.Size())
-	if _, err := readFull(f, data); err != nil {
-		return nil, err
+		return s.snap, release, nil
 	}
 	path := filepath.Join(s.dir, readyCacheDir, indexMemoFile)
 	memo := readMemo(path)
-	sn, decoded := parseSnapshotMemo(data, s.path, memo)
+	// With a memo few lines are decoded, on this goroutine, so the file
+	// can be read through a mapping under guard; a file cut short under it
+	// is read again the ordinary way.
+	if memo != nil {
+		if data, unmap, ok := mapFile(f, st.Size()); ok {
+			if guard(true, func() { sn = s.parseCounting(data, key, memo, true) }) {
+				sn.mapped = true
+				return sn, unmap, nil
+			}
+			unmap()
+		}
+	}
+	data := make([]byte, st.Size())
+	if _, err := readFull(f, data); err != nil {
+		return nil, release, err
+	}
+	return s.parseCounting(data, key, memo, false), release, nil
+}
+
+func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, serial bool) *snapshot {
+	sn, decoded := parseSnapshotMemo(data, s.path, memo, serial)
 	sn.path, sn.data, sn.key = s.path, data, key
 	// Renewed when it is missing or a good share of the lines missed it:
 	// writing it costs about what decoding a hundred lines does.
 	if (memo == nil || decoded > max(100, len(sn.recs)/50)) && sn.bad == nil {
 		if b := encodeMemo(sn); b != nil {
-			_ = atomicReplace(path, b) // a memo not written is only slower next time
+			_ = atomicReplace(filepath.Join(s.dir, readyCacheDir, indexMemoFile), b) // a memo not written is only slower next time
 		}
 	}
-	return sn, nil
+	return sn
 }
 
 // parseSnapshotMemo is parseSnapshot taking each unchanged line's index
-// fields from memo; it returns how many lines it decoded.
-func parseSnapshotMemo(data []byte, path string, memo *indexMemo) (*snapshot, int) {
+// fields from memo; it returns how many lines it decoded. serial keeps
+// all decoding on the calling goroutine.
+func parseSnapshotMemo(data []byte, path string, memo *indexMemo, serial bool) (*snapshot, int) {
 	decoded := 0
 	sn := parseSnapshotWith(data, path, func(store []record, errs []error) {
 		sums := make([]lineSum, len(store))
@@ -124,7 +144,7 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo) (*snapshot, in
 			r.ephemeral, r.deferUntil, r.labels, r.deps = m.ephemeral, m.deferUntil, m.labels, m.deps
 		}
 		decoded = len(miss)
-		if len(miss) > len(store)/4 {
+		if len(miss) > len(store)/4 && !serial {
 			decodeAll(store, errs) // mostly new: in parallel, as without a memo
 			return
 		}

@@ -112,10 +112,12 @@ func TestMemoDecodesOnlyChangedLines(t *testing.T) {
 		{"a bad line", edit(func(l [][]byte) [][]byte { return slices.Insert(l, 5, line(`{"_type":"issue","id":`)) }), 1},
 	} {
 		data := join(c.lines)
-		got, decoded := parseSnapshotMemo(data, "f", memo)
-		sameIndex(t, c.name, got, parseSnapshot(data, "f"))
-		if decoded != c.decoded {
-			t.Errorf("%s: decoded %d lines, want %d", c.name, decoded, c.decoded)
+		for _, serial := range []bool{false, true} {
+			got, decoded := parseSnapshotMemo(data, "f", memo, serial)
+			sameIndex(t, c.name, got, parseSnapshot(data, "f"))
+			if decoded != c.decoded {
+				t.Errorf("%s: decoded %d lines, want %d", c.name, decoded, c.decoded)
+			}
 		}
 	}
 }

@@ -237,8 +237,12 @@ func (s *builtinStore) renderCached(path, variant string, load func() (*snapshot
 	e.lo, e.hi = deferWindow(sn.recs, now)
 	clean := sn.bad == nil && sn.key.ok
 	if clean && tst != nil && racy(sn.key, keyOf(tst)) {
-		h := sha256.Sum256(sn.data)
-		e.sum = hex.EncodeToString(h[:])
+		var h [sha256.Size]byte
+		if guard(sn.mapped, func() { h = sha256.Sum256(sn.data) }) {
+			e.sum = hex.EncodeToString(h[:])
+		} else {
+			clean = false // the file changed under the mapping: no cache
+		}
 	}
 	s.mu.Unlock()
 	out, err := render()

@@ -1,0 +1,77 @@
+//go:build linux || darwin
+
+package beads
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A file cut short while mapped faults when its lost pages are read: guard
+// turns that into false instead of a crash, and counting falls back.
+func TestGuardMappedFileCutShort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "issues.jsonl")
+	data := bytes.Repeat([]byte("x"), 1<<16)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, unmap, ok := mapFile(f, int64(len(data)))
+	if !ok {
+		t.Fatal("file not mapped")
+	}
+	defer unmap()
+	if !guard(true, func() { _ = bytes.Count(b, []byte("x")) }) {
+		t.Fatal("a whole mapped file faulted")
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if guard(true, func() { _ = bytes.Count(b, []byte("x")) }) {
+		t.Fatal("reading past the end of a cut file did not fault")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a panic that is not a fault was swallowed")
+		}
+	}()
+	guard(true, func() { panic("other") })
+}
+
+// Counting through the mapping after each change matches a full recount.
+func TestCountsMappedMatchFullParse(t *testing.T) {
+	dir := t.TempDir()
+	lines := memoLines(300)
+	path := filepath.Join(dir, "issues.jsonl")
+	if err := os.MkdirAll(filepath.Join(dir, readyCacheDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if i > 0 {
+			lines[i*7] = bytes.Replace(lines[i*7], []byte(`"status":"`), []byte(`"status":"closed","x":"`), 1)
+		}
+		if err := os.WriteFile(path, join(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := openBuiltin(dir, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sn, release, err := s.loadCounting()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && !sn.mapped {
+			t.Errorf("change %d: counted without the mapping though a memo exists", i)
+		}
+		want := parseSnapshot(join(lines), path)
+		sameIndex(t, "mapped", sn, want)
+		release()
+	}
+}
