@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unsafe"
 )
 
 // The index memo keeps, in the cache directory, each good record's index
@@ -222,7 +223,9 @@ func readMemo(path string) *indexMemo {
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
 		return nil
 	}
-	m, err := decodeMemo(string(body)) // one string: every field is a slice of it
+	// One string over raw, which nothing else holds or writes: every field
+	// is a slice of it, with no second copy of the memo.
+	m, err := decodeMemo(unsafe.String(unsafe.SliceData(body), len(body)))
 	if err != nil {
 		return nil
 	}
