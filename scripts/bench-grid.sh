@@ -51,6 +51,10 @@ mkdir -p "$HOME"
 
 cleanup() {
 	tmux -L "$SOCK" kill-server 2>/dev/null || true
+	# An aborted round leaves its background engine: it runs in its own session.
+	for d in "$TMP"/repo-*; do
+		[[ -d $d/.chorus ]] && timeout 20 "$CH" -C "$d" stop --wait >/dev/null 2>&1 || true
+	done
 	kill $(jobs -p) 2>/dev/null || true
 	wait 2>/dev/null || true
 	[[ -n ${KEEP:-} ]] && echo "kept $TMP" >&2 || rm -rf "$TMP"
