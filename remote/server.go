@@ -36,9 +36,12 @@ type Engine interface {
 }
 
 // DefaultInterval is how long terminal output is gathered before it is
-// sent: one batch per agent per interval, not one per PTY read. Below the
-// TUI's frame interval (~33 ms), so a batch delays a frame by one at most.
-const DefaultInterval = 20 * time.Millisecond
+// sent: every agent's output since the last batch in one write, not one
+// per PTY read. It is the TUI's frame interval: the TUI draws each batch
+// as it arrives, so it wakes once per frame rather than for batches it
+// could not show apart (at 20 ms, half again as many wake-ups for the
+// same frames).
+const DefaultInterval = 33 * time.Millisecond
 
 // maxQueued is how much a client may fall behind before it is dropped (a
 // suspended TUI must not grow the engine without bound).
@@ -526,8 +529,14 @@ func (c *conn) writer() {
 		last = time.Now()
 		c.mu.Lock()
 		q, snap := c.queue, c.snap
-		c.queue, c.snap, c.size = nil, false, 0
+		c.queue, c.snap, c.size, c.urgent = nil, false, 0, false
 		clear(c.open)
+		// What poked while the writer waited is in q: a stale poke
+		// would only wake it for an empty flush.
+		select {
+		case <-c.wake:
+		default:
+		}
 		c.mu.Unlock()
 		for _, it := range q {
 			buf = buf[:0]

@@ -81,7 +81,11 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 			if frameC != nil {
 				break // a frame is already due
 			}
-			if wait := u.o.FrameInterval - u.clk.Now().Sub(lastFrame); wait > 0 {
+			// A frame due within a quarter of the interval is drawn now:
+			// output batched once per frame by a remote engine arrives
+			// a little early as often as late, and a timer for the
+			// rest would wake the process twice per batch.
+			if wait := u.o.FrameInterval - u.clk.Now().Sub(lastFrame); wait > u.o.FrameInterval/4 {
 				frame.Reset(wait)
 				frameC = frame.C()
 			} else {
