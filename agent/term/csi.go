@@ -121,6 +121,7 @@ func (e *Emulator) esc(cmd ansi.Cmd) {
 		e.charsets[g] = final == '0'
 	case '#':
 		if final == '8' { // DECALN
+			e.markAll()
 			for y := range e.cur.rows {
 				for x := range e.cur.rows[y].cells {
 					e.cur.rows[y].cells[x] = Cell{Rune: 'E'}
@@ -382,6 +383,7 @@ func (e *Emulator) eraseDisplay(mode int) {
 		}
 	case 3:
 		e.sb.clear()
+		e.markAll() // a view scrolled back shows other rows
 	}
 }
 

@@ -96,6 +96,10 @@ type Emulator struct {
 	replyTo io.Writer
 	replyMu sync.Mutex
 
+	// gen counts snapshots taken; a change is marked with it, on its row
+	// or in fullGen (changed.go).
+	gen, fullGen uint64
+
 	taps           []*Tap // see Attach
 	waiting        []*waitingTap
 	wantHistory    func() // see OnWantHistory
@@ -149,7 +153,7 @@ func New(w, h int, opts ...Option) *Emulator {
 	if h < 1 {
 		h = 1
 	}
-	e := &Emulator{w: w, h: h}
+	e := &Emulator{w: w, h: h, gen: 1}
 	e.sb.max = DefaultScrollback
 	for _, o := range opts {
 		o(e)
@@ -171,6 +175,7 @@ func New(w, h int, opts ...Option) *Emulator {
 
 // reset puts everything but the size and scrollback back to power-on state.
 func (e *Emulator) reset() {
+	e.markAll()
 	e.cur = &e.main
 	e.main.clear(Cell{})
 	e.alt.clear(Cell{})
@@ -386,6 +391,7 @@ func (e *Emulator) Resize(w, h int) {
 		return
 	}
 	e.resize(w, h)
+	e.markAll()
 	for _, t := range e.taps {
 		t.Resize(w, h)
 	}

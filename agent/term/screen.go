@@ -8,6 +8,7 @@ import "unicode/utf8"
 type row struct {
 	cells   []Cell
 	wrapped bool
+	gen     uint64 // Emulator.gen when its cells last changed (changed.go)
 }
 
 type screen struct {
@@ -79,6 +80,7 @@ func (e *Emulator) printASCII(run []byte) {
 		if e.wrapNext {
 			e.wrapLine()
 		}
+		e.mark(e.cy)
 		cells := e.cur.rows[e.cy].cells
 		space := e.w - e.cx
 		n := len(run)
@@ -149,6 +151,7 @@ func (e *Emulator) print(r rune) {
 			return // a one-column screen cannot show it
 		}
 		if e.modes.autowrap {
+			e.mark(e.cy)
 			fixWide(e.cur.rows[e.cy].cells, e.cx, e.eraseCell())
 			e.cur.rows[e.cy].cells[e.cx] = e.eraseCell()
 			e.wrapLine()
@@ -156,6 +159,7 @@ func (e *Emulator) print(r rune) {
 			e.cx--
 		}
 	}
+	e.mark(e.cy)
 	cells := e.cur.rows[e.cy].cells
 	if e.modes.insert {
 		e.insertBlanks(w)
@@ -195,6 +199,7 @@ func (e *Emulator) combine(r rune) {
 	if e.wrapNext {
 		x = e.cx
 	}
+	e.mark(e.cy)
 	cells := e.cur.rows[e.cy].cells
 	if x < 0 || x >= len(cells) {
 		return
@@ -300,6 +305,7 @@ func (e *Emulator) scrollUp(top, bot, n int) {
 		fillCells(rows[i].cells, fill)
 		rows[i].wrapped = false
 	}
+	e.markRange(top, bot)
 }
 
 // scrollDown moves rows top..bot down by n, blank rows entering at top.
@@ -329,6 +335,7 @@ func (e *Emulator) scrollDown(top, bot, n int) {
 	if top > 0 {
 		rows[top-1].wrapped = false
 	}
+	e.markRange(top, bot)
 }
 
 // eraseCells blanks [x0, x1) of row y.
@@ -342,6 +349,7 @@ func (e *Emulator) eraseCells(y, x0, x1 int) {
 	if x0 >= x1 {
 		return
 	}
+	e.mark(y)
 	cells := e.cur.rows[y].cells
 	fill := e.eraseCell()
 	fixWideRange(cells, x0, x1, fill)
@@ -353,6 +361,7 @@ func (e *Emulator) eraseCells(y, x0, x1 int) {
 
 // insertBlanks shifts the rest of the line right by n from the cursor (ICH).
 func (e *Emulator) insertBlanks(n int) {
+	e.mark(e.cy)
 	cells := e.cur.rows[e.cy].cells
 	x := e.cx
 	if n > e.w-x {
@@ -373,6 +382,7 @@ func (e *Emulator) insertBlanks(n int) {
 
 // deleteCells removes n cells at the cursor, pulling the rest left (DCH).
 func (e *Emulator) deleteCells(n int) {
+	e.mark(e.cy)
 	cells := e.cur.rows[e.cy].cells
 	x := e.cx
 	if n > e.w-x {
@@ -431,6 +441,7 @@ func (e *Emulator) switchScreen(alt, clearAlt bool) {
 	}
 	e.modes.altScreen = alt
 	e.wrapNext = false
+	e.markAll()
 }
 
 func (e *Emulator) saveCursor() {

@@ -187,6 +187,7 @@ func (e *Emulator) LoadHistory(p []byte) error {
 	e.mu.Lock()
 	err := e.sb.load(p, e.internCluster)
 	e.historyPending = false
+	e.markAll()
 	e.mu.Unlock()
 	e.setDirty()
 	return err

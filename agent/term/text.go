@@ -126,8 +126,15 @@ type Snapshot struct {
 	Offset     int
 	// Pushed is the number of rows ever scrolled into the history: the
 	// screen's row y is row number Pushed+y (see RowText).
-	Pushed   uint64
+	Pushed uint64
+	// Changed says which rows the last SnapshotChanged copied (all of
+	// them after Snapshot); Full that it copied every row because it
+	// could not tell which changed.
+	Changed  []bool
+	Full     bool
 	clusters []string
+	src      *Emulator // the emulator it was taken from
+	gen      uint64    // its gen when taken
 }
 
 // Grapheme returns the text of a cell of this snapshot.
@@ -147,6 +154,10 @@ func (s *Snapshot) Grapheme(c Cell) string {
 func (e *Emulator) Snapshot(s *Snapshot, offset int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.snapshot(s, offset)
+}
+
+func (e *Emulator) snapshot(s *Snapshot, offset int) {
 	s.W, s.H = e.w, e.h
 	n := e.w * e.h
 	if cap(s.Cells) < n {
@@ -180,4 +191,7 @@ func (e *Emulator) Snapshot(s *Snapshot, offset int) {
 	s.Offset = offset
 	s.Pushed = e.sb.total
 	s.clusters = e.clusters
+	s.Changed = slicesFill(s.Changed, e.h, true)
+	s.Full = true
+	e.taken(s)
 }

@@ -152,12 +152,13 @@ func (t *Tile) DrawChanged(screen tcell.Screen, p *Painter) {
 		t.Box.DrawForSubclass(screen, t)
 		t.last.title = title
 	}
-	t.prev = append(t.prev[:0], t.snap.Cells...)
-	prevW, prevRev := t.snap.W, t.snap.Reverse
-	t.emu.Snapshot(&t.snap, t.offset)
+	prevW, prevRev, prevLen := t.snap.W, t.snap.Reverse, len(t.snap.Cells)
+	// Only the rows that changed are copied, and their cells before go
+	// to t.prev to be compared with.
+	t.prev = t.emu.SnapshotChanged(&t.snap, t.offset, t.prev)
 	t.keepOffset()
-	prev := t.prev
-	if titleOnly || t.snap.W != prevW || t.snap.Reverse != prevRev || len(prev) != len(t.snap.Cells) {
+	prev := t.prev[:len(t.snap.Cells)]
+	if titleOnly || t.snap.W != prevW || t.snap.Reverse != prevRev || prevLen != len(t.snap.Cells) {
 		prev = nil
 	}
 	var cv canvas = screen
@@ -202,8 +203,9 @@ type canvas interface {
 	Put(x, y int, str string, style tcell.Style) (string, int)
 }
 
-// drawCells puts the snapshot's cells on cv, skipping those equal to prev
-// (nil: all of them); the cursor goes to screen.
+// drawCells puts the snapshot's cells on cv, skipping rows the snapshot
+// did not change and cells equal to prev (nil: all of them); the cursor
+// goes to screen.
 func (t *Tile) drawCells(screen tcell.Screen, cv canvas, x0, y0, w, h int, prev []term.Cell) {
 	s := &t.snap
 	// Neighbouring cells mostly share a style: converting once per run
@@ -218,6 +220,9 @@ func (t *Tile) drawCells(screen tcell.Screen, cv canvas, x0, y0, w, h int, prev 
 		p.hold()
 	}
 	for y := 0; y < s.H && y < h; y++ {
+		if prev != nil && !s.Changed[y] {
+			continue
+		}
 		row := s.Cells[y*s.W : (y+1)*s.W]
 		for x := 0; x < s.W && x < w; x++ {
 			c := row[x]
