@@ -146,7 +146,6 @@ type modes struct {
 
 // New returns an emulator of w columns and h rows.
 func New(w, h int, opts ...Option) *Emulator {
-	initWidths()
 	if w < 1 {
 		w = 1
 	}
