@@ -275,6 +275,9 @@ func newUI(o Options) (*UI, error) {
 // the caller can stop the engine.
 func (u *UI) run(ctx context.Context) error {
 	defer u.cancel()
+	// No collection until the first frame is on screen (gcpause.go).
+	resumeGC := pauseGC()
+	defer resumeGC()
 	// Setting up the terminal takes tens of milliseconds (tcell's Init);
 	// meanwhile the engine's state is read and the first view built, so
 	// the first frame drawn already shows the agents' screens.
@@ -304,6 +307,7 @@ func (u *UI) run(ctx context.Context) error {
 	u.app.EnableMouse(true).EnablePaste(true)
 	u.app.SetInputCapture(u.capture)
 	u.app.SetAfterDrawFunc(func(tcell.Screen) {
+		resumeGC()
 		if u.afterFn != nil {
 			u.afterFn()
 		}
