@@ -3,6 +3,7 @@ package term
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -114,5 +115,52 @@ func TestSnapshotChangedCopiesOnlyChangedRows(t *testing.T) {
 	e.SnapshotChanged(&s, 0, prev)
 	if !s.Full {
 		t.Fatal("switching to the other screen should copy every row")
+	}
+}
+
+// TestTextCacheMatchesScreen feeds random output and checks that the
+// screen's text, rebuilt only where rows changed, is the text built anew
+// from every row.
+func TestTextCacheMatchesScreen(t *testing.T) {
+	fresh := func(e *Emulator) ([]string, string) {
+		e.mu.Lock()
+		e.markAll() // forget what is cached
+		e.mu.Unlock()
+		text, _ := e.TextSince(0)
+		return e.Lines(), text
+	}
+	for seed := int64(1); seed <= 40; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewSource(seed))
+			e := New(20, 10, WithScrollback(50))
+			ref := New(20, 10, WithScrollback(50))
+			var s Snapshot
+			for step := 0; step < 400; step++ {
+				if rng.Intn(40) == 0 {
+					w, h := 10+rng.Intn(20), 5+rng.Intn(10)
+					e.Resize(w, h)
+					ref.Resize(w, h)
+				} else {
+					op := []byte(changedOps[rng.Intn(len(changedOps))])
+					_, _ = e.Write(op)
+					_, _ = ref.Write(op)
+				}
+				switch rng.Intn(4) {
+				case 0:
+					e.Snapshot(&s, 0) // snapshots start generations too
+				case 1:
+					continue
+				}
+				lines := e.Lines()
+				text, _ := e.TextSince(0)
+				wantLines, wantText := fresh(ref)
+				if !slices.Equal(lines, wantLines) {
+					t.Fatalf("step %d: lines\n%q\nwant\n%q", step, lines, wantLines)
+				}
+				if text != wantText {
+					t.Fatalf("step %d: text since 0\n%q\nwant\n%q", step, text, wantText)
+				}
+			}
+		})
 	}
 }

@@ -13,6 +13,11 @@ type row struct {
 
 type screen struct {
 	rows []row
+	// text is each row's plain text, untrimmed, as of generation
+	// textGen (screenText); textW the width it was taken at.
+	text    []string
+	textGen uint64
+	textW   int
 }
 
 func (s *screen) init(w, h int) {

@@ -26,14 +26,37 @@ func trimRight(s string) string { return strings.TrimRight(s, " ") }
 func (e *Emulator) Lines() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]string, e.h)
-	var sb strings.Builder
-	for y := range e.cur.rows {
-		sb.Reset()
-		e.appendRowText(&sb, e.cur.rows[y].cells)
-		out[y] = trimRight(sb.String())
+	text := e.screenText(e.cur)
+	out := make([]string, len(text))
+	for y, s := range text {
+		out[y] = trimRight(s)
 	}
 	return out
+}
+
+// screenText returns the text of every row of s, untrimmed, rebuilding
+// only the rows changed since it last did (changed.go): the engine reads
+// a busy agent's screen for signals and stuck prompts many times a
+// second, and mostly a row or two changed in between. Caller holds e.mu;
+// the slice is valid until the next call.
+func (e *Emulator) screenText(s *screen) []string {
+	valid := len(s.text) == len(s.rows) && s.textW == e.w && s.textGen != 0 && e.fullGen <= s.textGen
+	if !valid {
+		s.text = make([]string, len(s.rows))
+	}
+	var sb strings.Builder
+	for y := range s.rows {
+		r := &s.rows[y]
+		if valid && r.gen <= s.textGen {
+			continue
+		}
+		sb.Reset()
+		e.appendRowText(&sb, r.cells)
+		s.text[y] = sb.String()
+	}
+	s.textGen, s.textW = e.gen, e.w
+	e.gen++
+	return s.text
 }
 
 // Text returns the visible screen as plain text: rows joined by newlines,
@@ -68,21 +91,25 @@ func (e *Emulator) TextSince(from uint64) (text string, next uint64) {
 	}
 	var sb strings.Builder
 	var line strings.Builder
-	emit := func(r *row) {
-		e.appendRowText(&line, r.cells)
-		if r.wrapped {
+	end := func(wrapped bool) {
+		if wrapped {
 			return
 		}
 		sb.WriteString(trimRight(line.String()))
 		sb.WriteByte('\n')
 		line.Reset()
 	}
+	emit := func(r *row) {
+		e.appendRowText(&line, r.cells)
+		end(r.wrapped)
+	}
 	for i := int(from - first); i < e.sb.len(); i++ {
 		r := e.sb.at(i)
 		emit(&r)
 	}
-	for y := range e.main.rows {
-		emit(&e.main.rows[y])
+	for y, t := range e.screenText(&e.main) {
+		line.WriteString(t)
+		end(e.main.rows[y].wrapped)
 	}
 	if line.Len() > 0 {
 		sb.WriteString(trimRight(line.String()))
@@ -91,8 +118,9 @@ func (e *Emulator) TextSince(from uint64) (text string, next uint64) {
 	if e.cur == &e.alt {
 		// A full-screen child draws on the alternate screen; its text is
 		// what the user sees, so it comes last.
-		for y := range e.alt.rows {
-			emit(&e.alt.rows[y])
+		for y, t := range e.screenText(&e.alt) {
+			line.WriteString(t)
+			end(e.alt.rows[y].wrapped)
 		}
 		if line.Len() > 0 {
 			sb.WriteString(trimRight(line.String()))
