@@ -235,29 +235,64 @@ func (p *Painter) Put(x, y int, str string, style tcell.Style) (string, int) {
 		// next Show repaints everything anyway.
 		return "", 0
 	}
-	if !p.tcellDirty && len(str) == 1 && str[0] >= ' ' && str[0] < utf8.RuneSelf && (x != w-1 || y != h-1) {
-		// The common cell: one column, one byte. Compared with what the
-		// terminal shows and kept aside for tcell's buffer (sync):
-		// storing it there costs a grapheme segmentation per cell.
-		if len(p.shadow) != w*h {
-			p.shadow = make([]shadowCell, w*h) // tcell resized: synced before
-		}
-		i := y*w + x
-		sc := &p.shadow[i]
-		shownStr, shownStyle := sc.str, sc.style
-		if !sc.set {
-			shownStr, shownStyle, _ = p.cells.Get(x, y)
-		}
-		if shownStr == str && shownStyle == style {
-			return "", 1
-		}
-		if !sc.set {
-			p.touched = append(p.touched, i)
-		}
-		*sc = shadowCell{str: str, style: style, set: true}
-		p.emit(x, y, w, str, style, 1)
+	if len(str) == 1 && str[0] >= ' ' && str[0] < utf8.RuneSelf && p.narrow(x, y, w, h, str, style) {
 		return "", 1
 	}
+	return p.put(x, y, w, h, str, style)
+}
+
+// PutNarrow is Put for a cell its caller knows to be one character of
+// one column, not ASCII (a box-drawing line, a bullet, a spinner): tcell
+// would find the same width, so it takes the path of a one-byte cell
+// instead of tcell's, whose grapheme segmentation and sync of the cells
+// painted before it made every such cell cost as much as a frame's worth
+// of ASCII.
+func (p *Painter) PutNarrow(x, y int, str string, style tcell.Style) {
+	if !p.held {
+		p.lock.Lock()
+		defer p.lock.Unlock()
+	}
+	w, h := p.cells.Size()
+	if x < 0 || y < 0 || x >= w || y >= h {
+		return
+	}
+	if !p.narrow(x, y, w, h, str, style) {
+		p.put(x, y, w, h, str, style)
+	}
+}
+
+// narrow paints a cell of one column unless tcell has to (it has
+// something of its own to show, or the cell is the bottom-right one),
+// and reports whether it did. Caller holds the lock.
+func (p *Painter) narrow(x, y, w, h int, str string, style tcell.Style) bool {
+	if p.tcellDirty || (x == w-1 && y == h-1) {
+		return false
+	}
+	// The common cell: compared with what the terminal shows and kept
+	// aside for tcell's buffer (sync): storing it there costs a grapheme
+	// segmentation per cell.
+	if len(p.shadow) != w*h {
+		p.shadow = make([]shadowCell, w*h) // tcell resized: synced before
+	}
+	i := y*w + x
+	sc := &p.shadow[i]
+	shownStr, shownStyle := sc.str, sc.style
+	if !sc.set {
+		shownStr, shownStyle, _ = p.cells.Get(x, y)
+	}
+	if shownStr == str && shownStyle == style {
+		return true
+	}
+	if !sc.set {
+		p.touched = append(p.touched, i)
+	}
+	*sc = shadowCell{str: str, style: style, set: true}
+	p.emit(x, y, w, str, style, 1)
+	return true
+}
+
+// put stores a cell through tcell's buffer. Caller holds the lock.
+func (p *Painter) put(x, y, w, h int, str string, style tcell.Style) (string, int) {
 	if len(p.touched) > 0 {
 		p.syncLocked()
 	}

@@ -137,6 +137,8 @@ var paintChunks = []string{
 	"\x1b[31mred \x1b[42mon green\x1b[m \x1b[91mbright\x1b[m \x1b[38;5;208mpalette\x1b[48;5;17m bg\x1b[m\r\n",
 	"\x1b[38;2;10;200;30mrgb \x1b[48;2;250;10;10mboth\x1b[m \x1b[8mhidden\x1b[m end\r\n",
 	"wide 中文字 e\u0301 \U0001F600 x\r\n",
+	"\x1b[36m╭──╮\x1b[m ⏺ ✓ … ❯ \x1b(0lqqk\x1b(B │▒│ \u00a0é\r\n",
+	"\x1b[3;1H\x1b[33m✶\x1b[m ⎿ ─ ·\x1b[3;20H═",
 	"\x1b]0;spinner ✳\x07\x1b[5;1Hrow five\x1b[K\x1b[6;3H\x1b[1;33mthere\x1b[m",
 	"\x1b]0;spinner ✶\x07\x1b[2;1H\x1b[2Knew row two\x1b[4;10Hchg",
 	strings.Repeat("scrolling line\r\n", 12),

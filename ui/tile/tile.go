@@ -36,6 +36,7 @@ type Tile struct {
 	fixed   bool
 	buttons tcell.ButtonMask // last mouse buttons, to tell press from drag
 	copy    *copyMode        // nil: not in copy mode
+	runes   map[rune]string  // see runeString
 }
 
 // New returns a tile showing emu. Keys, pastes and mouse events are encoded
@@ -242,6 +243,11 @@ func (t *Tile) drawCells(screen tcell.Screen, cv canvas, x0, y0, w, h int, prev 
 				// Half a wide character does not fit: show a blank.
 			case c.Rune < utf8.RuneSelf && !c.Cluster():
 				str = ascii[c.Rune]
+			case p != nil && c.Width() == 1 && !c.Cluster():
+				// One rune of one column, as the emulator measured it
+				// with tcell's width policy.
+				p.PutNarrow(x0+x, y0+y, t.runeString(c.Rune), lastStyle)
+				continue
 			default:
 				str = s.Grapheme(c)
 			}
@@ -257,6 +263,23 @@ func (t *Tile) drawCells(screen tcell.Screen, cv canvas, x0, y0, w, h int, prev 
 		screen.SetCursorStyle(tcell.CursorStyle(s.CursorStyle))
 	}
 }
+
+// runeString returns r as a string, made once per rune a tile shows (a
+// busy CLI's box-drawing lines and bullets would allocate per cell).
+func (t *Tile) runeString(r rune) string {
+	if s, ok := t.runes[r]; ok {
+		return s
+	}
+	if t.runes == nil || len(t.runes) >= maxRunes {
+		t.runes = map[rune]string{}
+	}
+	s := string(r)
+	t.runes[r] = s
+	return s
+}
+
+// maxRunes bounds a tile's rune strings; past it they are made anew.
+const maxRunes = 4096
 
 // styleKey is what Style depends on besides the screen's reverse mode.
 type styleKey struct {
