@@ -15,8 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/chorus-dev/chorus/unixsock"
 )
 
 // The transport. `chorus signal` hands its envelope to the engine over a
@@ -85,42 +86,10 @@ func Listen(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("this process still takes signals on %s", path)
 		}
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	st, err := os.Lstat(dir)
+	ln, err := unixsock.Listen(path, "an engine that takes signals")
 	if err != nil {
 		return nil, err
 	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory; remove it and start again", dir)
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return nil, fmt.Errorf("%s belongs to user %d, not to you; remove it and start again", dir, sys.Uid)
-	}
-	if st.Mode().Perm() != 0o700 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("an engine already takes signals on %s", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, err
-	}
-	// The folder is closed to others already; the socket is too.
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(true)
 	hl := &heldListener{Listener: ln, done: make(chan struct{}), path: path}
 	held.Store(path, hl.done)
 	return hl, nil

@@ -105,7 +105,7 @@ func TestListenStaleAndLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "already takes signals") {
+	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "an engine that takes signals already listens on") {
 		t.Fatalf("while another engine listens: %v", err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
