@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,5 +157,62 @@ func BenchmarkBuiltinOpenCounts10k(b *testing.B) {
 		if _, err := beads.CountTasks(bg, s, beads.ReadyOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Open + counts after one task changed, as `chorus status` after `chorus
+// task update`: a title (the memo's counts hold) or a status (counted
+// again, the changed line decoded, the memo renewed).
+func BenchmarkBuiltinCountsAfterChange10k(b *testing.B) {
+	b.Run("title", func(b *testing.B) {
+		countsAfterChange(b, func(l []byte) []byte {
+			return bytes.Replace(l, []byte(`"title":"Task number 9999:`), []byte(`"title":"Task number 9999 (1):`), 1)
+		})
+	})
+	b.Run("status", func(b *testing.B) {
+		countsAfterChange(b, func(l []byte) []byte {
+			return bytes.Replace(l, []byte(`"status":"`), []byte(`"status":"closed","was":"`), 1)
+		})
+	})
+}
+
+func countsAfterChange(b *testing.B, change func(line []byte) []byte) {
+	repo := initRepo(b)
+	writeBig(b, repo, 10000)
+	path := filepath.Join(repo, ".beads", "issues.jsonl")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	count := func() {
+		s, err := beads.Open(bg, beads.OpenOptions{RepoDir: repo})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := beads.CountTasks(bg, s, beads.ReadyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	count() // the memo written
+	// The two versions take turns, so a status change counts every time.
+	at := bytes.Index(orig, []byte(`{"_type":"issue","id":"ch-0270f"`))
+	if at < 0 {
+		b.Fatal("the task to change is not in the file")
+	}
+	end := at + bytes.IndexByte(orig[at:], '\n')
+	variants := [2][]byte{orig, slices.Concat(orig[:at], change(slices.Clone(orig[at:end])), orig[end:])}
+	if bytes.Equal(variants[0], variants[1]) {
+		b.Fatal("the task to change is not in the file")
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		if err := os.WriteFile(path+".tmp", variants[n%2], 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			b.Fatal(err)
+		}
+		count()
 	}
 }

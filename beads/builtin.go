@@ -47,6 +47,10 @@ type snapshot struct {
 	byID   map[string]int
 	bad    error // first unreadable line; set means no writes
 	path   string
+	// Counting only: each record's line sum (index memo), and the counts
+	// when they came from the memo whole (then recs is empty).
+	sums []lineSum
+	memo *memoCounts
 }
 
 // OpenBuiltin opens the built-in store in beadsDir (normally from

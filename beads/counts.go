@@ -14,6 +14,9 @@ type Counts struct {
 	ByStatus map[string]int // as stored; Failed ones are in "blocked" too
 	Failed   int            // blocked and labelled failed
 	Ready    int
+	// Malformed is the task file's first unreadable line (wrapping
+	// ErrMalformed), left out of the counts; nil when every line reads.
+	Malformed error `json:"-"`
 }
 
 // Counter is a store that counts from its index without decoding whole
@@ -55,7 +58,9 @@ func (c *Counts) add(status string, labels []string) {
 // record's status, labels and edges, so nothing is decoded in full and
 // Ready is computed once. The answer is kept in the ready cache beside the
 // ready lists, under the same validity rules, so that the next `chorus
-// status` on an unchanged file does not read the file at all.
+// status` on an unchanged file does not read the file at all; and in the
+// index memo with the records it was counted from, so that after an edit
+// that leaves what counting reads as it was the answer is taken again.
 func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, error) {
 	variant := variantOf(opt, "counts")
 	path := filepath.Join(s.dir, readyCacheDir, "counts-"+variant[:16])
@@ -70,12 +75,19 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 	}
 	release := func() {}
 	load := func() (*snapshot, error) {
-		sn, rel, err := s.loadCounting()
+		sn, rel, err := s.loadCounting(variant)
 		release = rel
 		return sn, err
 	}
+	var bad error
 	out, err := s.renderCached(path, variant, load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+		bad = sn.bad
+		if sn.memo != nil {
+			c := sn.memo.Counts
+			return func() ([]byte, error) { return json.Marshal(c) }
+		}
 		c := indexCounts(sn, opt, now)
+		s.renewMemo(sn, variant, c, now)
 		return func() ([]byte, error) { return json.Marshal(c) }
 	})
 	release() // nothing kept refers to the file's bytes: counts were copied out
@@ -83,7 +95,11 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 		return Counts{}, err
 	}
 	c = Counts{}
-	return c, json.Unmarshal(out, &c)
+	if err := json.Unmarshal(out, &c); err != nil {
+		return Counts{}, err
+	}
+	c.Malformed = bad
+	return c, nil
 }
 
 func indexCounts(sn *snapshot, opt ReadyOptions, now time.Time) Counts {

@@ -3,8 +3,10 @@ package beads
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,14 +14,15 @@ import (
 )
 
 // The index memo keeps, in the cache directory, each good record's index
-// fields (those counting and Ready read) under its line's checksums. The
-// first count after a change (one task updated, one added) then decodes
-// only the lines that changed: decoding all 10,000 records was 8x the
-// CPU of `git status`. It serves counting only: its records lack the
-// fields a list, a full decode or a write needs.
+// fields (those counting and Ready read) under its line's checksums, and
+// the counts of those records. The first count after a change then
+// decodes only the lines that changed, and takes the counts whole when
+// none of them changed what counting reads (memocounts.go): decoding all
+// 10,000 records was 8x the CPU of `git status`. It serves counting only:
+// its records lack the fields a list, a full decode or a write needs.
 const (
 	indexMemoFile  = "index-memo"
-	indexMemoMagic = "chorus-index-memo 1\n" // bump when the format or what decoding yields changes
+	indexMemoMagic = "chorus-index-memo 2\n" // bump when the format or what decoding yields changes
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -71,11 +74,13 @@ func (m *indexMemo) find(i int, sum lineSum) (*memoRec, bool) {
 	return &m.recs[j], true
 }
 
-// loadCounting is load for counting: the file parsed with the memo's help
-// (the store's own snapshot when it is current), and the memo renewed when
-// lines were decoded. The snapshot it returns is not kept; release (never
-// nil) ends it, after which its records' raw bytes are gone.
-func (s *builtinStore) loadCounting() (sn *snapshot, release func(), err error) {
+// loadCounting is load for counting the variant of the ready options:
+// the counts straight from the index memo when no line changed what
+// counting reads (sn.memo set, no records; memocounts.go), else the file
+// parsed with the memo's help (the store's own snapshot when it is
+// current). The snapshot it returns is not kept; release (never nil) ends
+// it, after which its records' raw bytes are gone.
+func (s *builtinStore) loadCounting(variant string) (sn *snapshot, release func(), err error) {
 	release = func() {}
 	f, err := os.Open(s.path)
 	if err != nil {
@@ -92,50 +97,69 @@ func (s *builtinStore) loadCounting() (sn *snapshot, release func(), err error) 
 		return s.snap, release, nil
 	}
 	path := filepath.Join(s.dir, readyCacheDir, indexMemoFile)
-	memo := readMemo(path)
 	// With a memo few lines are decoded, on this goroutine, so the file
 	// can be read through a mapping under guard; a file cut short under it
 	// is read again the ordinary way.
-	if memo != nil {
-		if data, unmap, ok := mapFile(f, st.Size()); ok {
-			if guard(true, func() { sn = s.parseCounting(data, key, memo, true) }) {
+	if data, unmap, ok := mapFile(f, st.Size()); ok {
+		var mc *memoCounts
+		var sums []lineSum
+		if guard(true, func() { mc, sums = countsFromMemo(data, path, variant, s.now()) }) && mc != nil {
+			return &snapshot{key: key, data: data, mapped: true, path: s.path, memo: mc}, unmap, nil
+		}
+		if memo := readMemo(path); memo != nil {
+			if guard(true, func() { sn = s.parseCounting(data, key, memo, sums, true) }) {
 				sn.mapped = true
 				return sn, unmap, nil
 			}
-			unmap()
 		}
+		unmap()
 	}
 	data := make([]byte, st.Size())
 	if _, err := readFull(f, data); err != nil {
 		return nil, release, err
 	}
-	return s.parseCounting(data, key, memo, false), release, nil
+	return s.parseCounting(data, key, readMemo(path), nil, false), release, nil
 }
 
-func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, serial bool) *snapshot {
-	sn, decoded := parseSnapshotMemo(data, s.path, memo, serial)
+func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, sums []lineSum, serial bool) *snapshot {
+	sn, _ := parseSnapshotMemo(data, s.path, memo, sums, serial)
 	sn.path, sn.data, sn.key = s.path, data, key
-	// Renewed when it is missing or a good share of the lines missed it:
-	// writing it costs about what decoding a hundred lines does.
-	if (memo == nil || decoded > max(100, len(sn.recs)/50)) && sn.bad == nil {
-		if b := encodeMemo(sn); b != nil {
-			_ = atomicReplace(filepath.Join(s.dir, readyCacheDir, indexMemoFile), b) // a memo not written is only slower next time
-		}
-	}
 	return sn
 }
 
+// renewMemo writes sn's records as the index memo with their counts c for
+// variant, so that the next count after a change that leaves what counting
+// reads as it is takes c again. Counting renews it whenever it had to
+// count: writing it costs about what decoding a hundred lines does.
+func (s *builtinStore) renewMemo(sn *snapshot, variant string, c Counts, now time.Time) {
+	if sn.sums == nil || sn.bad != nil || !sn.key.ok {
+		return
+	}
+	mc := &memoCounts{Variant: variant, Counts: c}
+	mc.Lo, mc.Hi = deferWindow(sn.recs, now)
+	if b := encodeMemo(sn, mc); b != nil {
+		_ = atomicReplace(filepath.Join(s.dir, readyCacheDir, indexMemoFile), b) // a memo not written is only slower next time
+	}
+}
+
 // parseSnapshotMemo is parseSnapshot taking each unchanged line's index
-// fields from memo; it returns how many lines it decoded. serial keeps
-// all decoding on the calling goroutine.
-func parseSnapshotMemo(data []byte, path string, memo *indexMemo, serial bool) (*snapshot, int) {
+// fields from memo; it returns how many lines it decoded. sums are the
+// lines' sums when already taken. serial keeps all decoding on the
+// calling goroutine.
+func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum, serial bool) (*snapshot, int) {
 	decoded := 0
+	var lineSums []lineSum
 	sn := parseSnapshotWith(data, path, func(store []record, errs []error) {
-		sums := make([]lineSum, len(store))
+		taken := len(sums) == len(store)
+		if !taken {
+			sums = make([]lineSum, len(store))
+		}
 		var miss []int
 		for i := range store {
 			r := &store[i]
-			sums[i] = sumLine(r.raw)
+			if !taken {
+				sums[i] = sumLine(r.raw)
+			}
 			m, ok := memo.find(i, sums[i])
 			if !ok {
 				miss = append(miss, i)
@@ -145,6 +169,7 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, serial bool) (
 			r.ephemeral, r.deferUntil, r.labels, r.deps = m.ephemeral, m.deferUntil, m.labels, m.deps
 		}
 		decoded = len(miss)
+		lineSums = sums
 		if len(miss) > len(store)/4 && !serial {
 			decodeAll(store, errs) // mostly new: in parallel, as without a memo
 			return
@@ -153,29 +178,75 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, serial bool) (
 			decodeRecords(store[i:i+1], errs[i:i+1])
 		}
 	})
+	sn.sums = lineSums
 	return sn, decoded
 }
 
 // encodeMemo writes a snapshot's records (of a file with no bad line) as
-// a memo; nil when the build cannot be identified.
-func encodeMemo(sn *snapshot) []byte {
+// a memo, with mc the counts of those records when known; nil when the
+// build cannot be identified.
+//
+// The body is laid out for reading a few records without decoding the
+// rest: the record count, the counts (JSON, possibly empty), each line's
+// sum (three uint32s: CRC-32C, CRC-32 IEEE, length), each record's offset
+// in the records part, then the records; a CRC-32C of all of it ends it.
+func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 	exe := exeID()
 	if exe == "" {
 		return nil
 	}
-	b := append([]byte(indexMemoMagic), exe...)
+	var cj []byte
+	if mc != nil {
+		var err error
+		if cj, err = json.Marshal(mc); err != nil {
+			return nil
+		}
+	}
+	n := len(sn.recs)
+	size := len(indexMemoMagic) + len(exe) + 13 + len(cj) + 16*n
+	for _, r := range sn.recs {
+		size += len(r.kind) + len(r.id) + len(r.status) + len(r.itype) + 15
+		for _, l := range r.labels {
+			size += len(l) + 1
+		}
+		for _, d := range r.deps {
+			size += len(d.IssueID) + len(d.DependsOnID) + len(d.Type) + 3
+		}
+	}
+	b := make([]byte, 0, size+64) // the size it ends at, give or take long lengths: no growing copies
+	b = append(b, indexMemoMagic...)
+	b = append(b, exe...)
 	b = append(b, '\n')
 	head := len(b)
-	b = binary.AppendUvarint(b, uint64(len(sn.recs)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(cj)))
+	b = append(b, cj...)
+	for i, r := range sn.recs {
+		var sum lineSum
+		if len(sn.sums) == n {
+			sum = sn.sums[i]
+		} else {
+			sum = sumLine(r.raw)
+		}
+		if sum.n > math.MaxUint32 {
+			return nil
+		}
+		b = binary.LittleEndian.AppendUint32(b, sum.c)
+		b = binary.LittleEndian.AppendUint32(b, sum.i)
+		b = binary.LittleEndian.AppendUint32(b, uint32(sum.n))
+	}
+	offs := len(b)
+	b = append(b, make([]byte, 4*n)...)
+	recs := len(b)
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	for _, r := range sn.recs {
-		sum := sumLine(r.raw)
-		b = binary.LittleEndian.AppendUint32(b, sum.c)
-		b = binary.LittleEndian.AppendUint32(b, sum.i)
-		b = binary.AppendUvarint(b, uint64(sum.n))
+	for k, r := range sn.recs {
+		if len(b)-recs > math.MaxUint32 {
+			return nil
+		}
+		binary.LittleEndian.PutUint32(b[offs+4*k:], uint32(len(b)-recs))
 		str(r.kind)
 		str(r.id)
 		str(r.status)
@@ -207,6 +278,66 @@ func encodeMemo(sn *snapshot) []byte {
 
 var errMemo = errors.New("index memo damaged")
 
+// memoBody checks raw as a memo of this build and returns its body.
+func memoBody(raw []byte) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(raw, []byte(indexMemoMagic))
+	nl := bytes.IndexByte(rest, '\n')
+	if !ok || nl < 0 || string(rest[:nl]) != exeID() || len(rest) < nl+1+4 {
+		return nil, false
+	}
+	body := rest[nl+1 : len(rest)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
+		return nil, false
+	}
+	return body, true
+}
+
+// memoView reads a memo's body in place: sums and records by number,
+// nothing decoded until asked for.
+type memoView struct {
+	n          int
+	counts     []byte // JSON of memoCounts, or empty
+	sums, offs []byte
+	recs       string
+}
+
+func viewMemo(body []byte) (*memoView, bool) {
+	if len(body) < 8 {
+		return nil, false
+	}
+	n := uint64(binary.LittleEndian.Uint32(body))
+	cl := uint64(binary.LittleEndian.Uint32(body[4:]))
+	if 8+cl+16*n > uint64(len(body)) {
+		return nil, false
+	}
+	v := &memoView{n: int(n)}
+	at := 8 + int(cl)
+	v.counts = body[8:at]
+	v.sums, at = body[at:at+12*v.n], at+12*v.n
+	v.offs, at = body[at:at+4*v.n], at+4*v.n
+	v.recs = unsafe.String(unsafe.SliceData(body[at:]), len(body)-at)
+	return v, true
+}
+
+func (v *memoView) sum(i int) lineSum {
+	b := v.sums[12*i:]
+	return lineSum{binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), int(binary.LittleEndian.Uint32(b[8:]))}
+}
+
+// rec decodes record i; its strings are slices of the memo's bytes.
+func (v *memoView) rec(i int) (memoRec, error) {
+	var r memoRec
+	off := int(binary.LittleEndian.Uint32(v.offs[4*i:]))
+	if off > len(v.recs) {
+		return r, errMemo
+	}
+	if _, err := decodeMemoRec(v.recs, off, &r, nil, nil); err != nil {
+		return r, err
+	}
+	r.sum = v.sum(i)
+	return r, nil
+}
+
 // readMemo reads the memo at path; nil when it is missing, damaged, or
 // from another build.
 func readMemo(path string) *indexMemo {
@@ -214,26 +345,54 @@ func readMemo(path string) *indexMemo {
 	if err != nil {
 		return nil
 	}
-	rest, ok := bytes.CutPrefix(raw, []byte(indexMemoMagic))
-	nl := bytes.IndexByte(rest, '\n')
-	if !ok || nl < 0 || string(rest[:nl]) != exeID() || len(rest) < nl+1+4 {
+	body, ok := memoBody(raw)
+	if !ok {
 		return nil
 	}
-	body := rest[nl+1 : len(rest)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(rest[len(rest)-4:]) {
+	// raw is held or written by nothing else: every field is a slice of
+	// it, with no second copy of the memo.
+	v, ok := viewMemo(body)
+	if !ok {
 		return nil
 	}
-	// One string over raw, which nothing else holds or writes: every field
-	// is a slice of it, with no second copy of the memo.
-	m, err := decodeMemo(unsafe.String(unsafe.SliceData(body), len(body)))
+	m, err := decodeMemo(v)
 	if err != nil {
 		return nil
 	}
 	return m
 }
 
-func decodeMemo(b string) (*indexMemo, error) {
+func decodeMemo(v *memoView) (*indexMemo, error) {
+	m := &indexMemo{recs: make([]memoRec, v.n)}
+	// Labels and dependencies of all records share two arrays: one
+	// allocation each rather than two per record.
+	labels := make([]string, 0, 2*v.n)
+	deps := make([]Dependency, 0, 2*v.n)
 	i := 0
+	for k := range m.recs {
+		r := &m.recs[k]
+		if int(binary.LittleEndian.Uint32(v.offs[4*k:])) != i {
+			return nil, errMemo
+		}
+		var err error
+		if i, err = decodeMemoRec(v.recs, i, r, &labels, &deps); err != nil {
+			return nil, err
+		}
+		r.sum = v.sum(k)
+	}
+	if i != len(v.recs) {
+		return nil, errMemo
+	}
+	return m, nil
+}
+
+// decodeMemoRec decodes the record at b[i:] into r and returns where it
+// ends. Labels and dependencies are appended to the shared arrays when
+// given, else to arrays of their own.
+func decodeMemoRec(b string, i int, r *memoRec, labels *[]string, deps *[]Dependency) (int, error) {
+	if labels == nil {
+		labels, deps = new([]string), new([]Dependency)
+	}
 	uv := func() (uint64, error) {
 		v, n := binary.Uvarint([]byte(b[i:min(len(b), i+binary.MaxVarintLen64)]))
 		if n <= 0 {
@@ -251,82 +410,57 @@ func decodeMemo(b string) (*indexMemo, error) {
 		i += int(n)
 		return s, nil
 	}
-	count, err := uv()
-	if err != nil || count > uint64(len(b)) {
-		return nil, errMemo
+	var err error
+	for _, p := range []*string{&r.kind, &r.id, &r.status, &r.itype} {
+		if *p, err = str(); err != nil {
+			return i, err
+		}
 	}
-	m := &indexMemo{recs: make([]memoRec, count)}
-	// Labels and dependencies of all records share two arrays: one
-	// allocation each rather than two per record.
-	labels := make([]string, 0, 2*count)
-	deps := make([]Dependency, 0, 2*count)
-	for k := range m.recs {
-		r := &m.recs[k]
-		if len(b)-i < 8 {
-			return nil, errMemo
+	if i >= len(b) {
+		return i, errMemo
+	}
+	flags := b[i]
+	i++
+	r.ephemeral = flags&1 != 0
+	if flags&2 != 0 {
+		v, n := binary.Varint([]byte(b[i:min(len(b), i+binary.MaxVarintLen64)]))
+		if n <= 0 {
+			return i, errMemo
 		}
-		r.sum.c = binary.LittleEndian.Uint32([]byte(b[i : i+4]))
-		r.sum.i = binary.LittleEndian.Uint32([]byte(b[i+4 : i+8]))
-		i += 8
-		n, err := uv()
-		if err != nil {
-			return nil, err
-		}
-		r.sum.n = int(n)
-		for _, p := range []*string{&r.kind, &r.id, &r.status, &r.itype} {
-			if *p, err = str(); err != nil {
-				return nil, err
+		i += n
+		r.deferUntil = time.Unix(0, v).UTC()
+	}
+	nl, err := uv()
+	if err != nil || nl > uint64(len(b)) {
+		return i, errMemo
+	}
+	if nl > 0 {
+		start := len(*labels)
+		for range nl {
+			l, err := str()
+			if err != nil {
+				return i, err
 			}
+			*labels = append(*labels, l)
 		}
-		if i >= len(b) {
-			return nil, errMemo
-		}
-		flags := b[i]
-		i++
-		r.ephemeral = flags&1 != 0
-		if flags&2 != 0 {
-			v, n := binary.Varint([]byte(b[i:min(len(b), i+binary.MaxVarintLen64)]))
-			if n <= 0 {
-				return nil, errMemo
-			}
-			i += n
-			r.deferUntil = time.Unix(0, v).UTC()
-		}
-		nl, err := uv()
-		if err != nil || nl > uint64(len(b)) {
-			return nil, errMemo
-		}
-		if nl > 0 {
-			start := len(labels)
-			for range nl {
-				l, err := str()
-				if err != nil {
-					return nil, err
+		r.labels = (*labels)[start:len(*labels):len(*labels)]
+	}
+	nd, err := uv()
+	if err != nil || nd > uint64(len(b)) {
+		return i, errMemo
+	}
+	if nd > 0 {
+		start := len(*deps)
+		for range nd {
+			var d Dependency
+			for _, p := range []*string{&d.IssueID, &d.DependsOnID, &d.Type} {
+				if *p, err = str(); err != nil {
+					return i, err
 				}
-				labels = append(labels, l)
 			}
-			r.labels = labels[start:len(labels):len(labels)]
+			*deps = append(*deps, d)
 		}
-		nd, err := uv()
-		if err != nil || nd > uint64(len(b)) {
-			return nil, errMemo
-		}
-		if nd > 0 {
-			start := len(deps)
-			for range nd {
-				var d Dependency
-				for _, p := range []*string{&d.IssueID, &d.DependsOnID, &d.Type} {
-					if *p, err = str(); err != nil {
-						return nil, err
-					}
-				}
-				deps = append(deps, d)
-			}
-			r.deps = deps[start:len(deps):len(deps)]
-		}
+		r.deps = (*deps)[start:len(*deps):len(*deps)]
 	}
-	if i != len(b) {
-		return nil, errMemo
-	}
-	return m, nil
+	return i, nil
 }

@@ -84,7 +84,7 @@ func TestMemoDecodesOnlyChangedLines(t *testing.T) {
 	lines := memoLines(400)
 	path := filepath.Join(t.TempDir(), indexMemoFile)
 	full := parseSnapshot(join(lines), "f")
-	if err := os.WriteFile(path, encodeMemo(full), 0o644); err != nil {
+	if err := os.WriteFile(path, encodeMemo(full, nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	memo := readMemo(path)
@@ -113,7 +113,7 @@ func TestMemoDecodesOnlyChangedLines(t *testing.T) {
 	} {
 		data := join(c.lines)
 		for _, serial := range []bool{false, true} {
-			got, decoded := parseSnapshotMemo(data, "f", memo, serial)
+			got, decoded := parseSnapshotMemo(data, "f", memo, nil, serial)
 			sameIndex(t, c.name, got, parseSnapshot(data, "f"))
 			if decoded != c.decoded {
 				t.Errorf("%s: decoded %d lines, want %d", c.name, decoded, c.decoded)
@@ -124,7 +124,7 @@ func TestMemoDecodesOnlyChangedLines(t *testing.T) {
 
 // A memo that is damaged, cut short or from another format is not used.
 func TestMemoDamagedIsIgnored(t *testing.T) {
-	b := encodeMemo(parseSnapshot(join(memoLines(50)), "f"))
+	b := encodeMemo(parseSnapshot(join(memoLines(50)), "f"), nil)
 	path := filepath.Join(t.TempDir(), indexMemoFile)
 	for name, data := range map[string][]byte{
 		"flipped": func() []byte { c := slices.Clone(b); c[len(c)/2] ^= 1; return c }(),

@@ -234,7 +234,11 @@ func (s *builtinStore) renderCached(path, variant string, load func() (*snapshot
 	now := s.now()
 	render := compute(sn, now)
 	e := cacheEntry{variant: variant, exe: exeID(), key: sn.key, sum: "-"}
-	e.lo, e.hi = deferWindow(sn.recs, now)
+	if sn.memo != nil {
+		e.lo, e.hi = sn.memo.Lo, sn.memo.Hi
+	} else {
+		e.lo, e.hi = deferWindow(sn.recs, now)
+	}
 	clean := sn.bad == nil && sn.key.ok
 	if clean && tst != nil && racy(sn.key, keyOf(tst)) {
 		var h [sha256.Size]byte
