@@ -363,6 +363,15 @@ func TestTruncatedTaskFile(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "issues.jsonl:2") || !strings.Contains(r.stdout, "one") {
 		t.Fatalf("list: %d %q %q", r.code, r.stdout, r.stderr)
 	}
+	// Counted around the cut line, saying where it is, every time (the
+	// second from the index memo and caches, if any were written).
+	for range 2 {
+		r = chorus(t, dir, "status")
+		if r.code != 0 || !strings.Contains(r.stderr, "issues.jsonl:2") || !strings.Contains(r.stderr, "fix or remove that line") ||
+			!strings.Contains(r.stdout, "1 total") {
+			t.Fatalf("status: %d %q %q", r.code, r.stdout, r.stderr)
+		}
+	}
 	r = chorus(t, dir, "task", "create", "three")
 	if r.code == 0 {
 		t.Fatal("write succeeded on a malformed file")

@@ -192,6 +192,9 @@ func newStatusCmd(g *globals, bi BuildInfo) *cobra.Command {
 			if err != nil {
 				return withCode(ExitTasks, err)
 			}
+			if n.Malformed != nil { // counted around, as task list reads around it
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+n.Malformed.Error())
+			}
 			r := statusReport{Root: p.root, Version: bi.Version, Backend: backendInfo{info.Name, info.Reason},
 				Tasks: map[string]int{}, Total: n.Total, Ready: n.Ready}
 			for st, k := range n.ByStatus {
