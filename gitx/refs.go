@@ -55,6 +55,32 @@ func ReadRef(commonDir, name string) (hash string, exists, known bool) {
 	return "", false, filesRefStorage(commonDir)
 }
 
+// NoRefsUnder reports, from the files git keeps, that the repository
+// around dir holds no ref under prefix ("refs/…/", a shared namespace): no
+// loose file there, no such line in packed-refs, and refs kept in files.
+// Listing a namespace that is nearly always empty (kept work) then costs
+// no git process. false means "ask git".
+func NoRefsUnder(dir, prefix string) bool {
+	if !strings.HasPrefix(prefix, "refs/") || !strings.HasSuffix(prefix, "/") {
+		return false
+	}
+	common, ok := fastCommonDir(dir)
+	if !ok || common == "" {
+		return false
+	}
+	if _, err := os.Lstat(filepath.Join(common, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))); !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	pb, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if bytes.Contains(pb, []byte(" "+prefix)) {
+		return false
+	}
+	return filesRefStorage(common)
+}
+
 // filesRefStorage reports whether refs of commonDir live in loose files and
 // packed-refs, so that finding neither means the ref is missing. A reftable
 // repository (git 2.45+, extensions.refStorage=reftable) keeps them in

@@ -113,3 +113,55 @@ func TestReadRefDefersOnReftable(t *testing.T) {
 		})
 	}
 }
+
+// NoRefsUnder says "none" only when git lists none: loose and packed refs
+// under the prefix, from the main checkout and a linked worktree, a
+// neighbouring namespace, and a reftable repository (never "none").
+func TestNoRefsUnderAgreesWithGit(t *testing.T) {
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q", "-b", "main")
+	gitT(t, dir, "commit", "-q", "--allow-empty", "-m", "one")
+	wt := filepath.Join(dir, "wt")
+	gitT(t, dir, "worktree", "add", "-q", "-b", "side", wt)
+	const prefix = "refs/chorus/kept/"
+	check := func(what string, wantNone bool) {
+		t.Helper()
+		listed := gitT(t, dir, "for-each-ref", prefix) != ""
+		if listed == wantNone {
+			t.Fatalf("%s: git lists %v, the test wants none=%v", what, listed, wantNone)
+		}
+		for _, d := range []string{dir, wt} {
+			if got := NoRefsUnder(d, prefix); got != wantNone {
+				t.Errorf("%s, from %s: NoRefsUnder = %v, want %v", what, d, got, wantNone)
+			}
+		}
+	}
+	check("fresh", true)
+	gitT(t, dir, "update-ref", "refs/chorus/keptother/a", "HEAD")
+	gitT(t, dir, "update-ref", "refs/chorus/kept2", "HEAD")
+	check("neighbours only", true)
+	gitT(t, wt, "update-ref", "refs/chorus/kept/t1/x-uncommitted", "HEAD")
+	check("loose", false)
+	gitT(t, dir, "pack-refs", "--all")
+	check("packed", false)
+	gitT(t, dir, "update-ref", "-d", "refs/chorus/kept/t1/x-uncommitted")
+	if _, err := os.Stat(filepath.Join(dir, ".git", "refs", "chorus", "kept")); err == nil {
+		t.Log("git left the empty directory; NoRefsUnder asks git then")
+	} else {
+		check("deleted", true)
+	}
+	if NoRefsUnder(dir, "refs/chorus/kept") || NoRefsUnder(dir, "chorus/kept/") {
+		t.Error("a prefix that is not a refs/ directory answered")
+	}
+	cfg := filepath.Join(dir, ".git", "config")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(b, "[extensions]\n\trefStorage = reftable\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if NoRefsUnder(dir, prefix) {
+		t.Error("a reftable repository answered from files")
+	}
+}

@@ -232,6 +232,11 @@ func gitEnv(ctx context.Context, dir string, env []string, args ...string) (stri
 
 // ListKept returns the kept refs, oldest first.
 func ListKept(ctx context.Context, repo string) ([]Kept, error) {
+	// Mostly there is none, and the ref files say so: no git process
+	// (a fifth of `chorus status`'s CPU).
+	if gitx.NoRefsUnder(repo, KeptPrefix) {
+		return nil, nil
+	}
 	out, err := gitx.Git(ctx, repo, "for-each-ref", "--format=%(refname)%00%(objectname)", KeptPrefix)
 	if err != nil {
 		return nil, err
