@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/agent/host/stdio"
 	"github.com/chorus-dev/chorus/agent/scriptagent"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/merge/driver"
@@ -133,6 +134,24 @@ func newMergeDriverCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if code := driver.Main(args); code != 0 {
 				return withCode(code, fmt.Errorf("merge driver: conflict in %v", args))
+			}
+			return nil
+		},
+	}
+}
+
+// newAgentHostBridgeCmd runs beside an agent host in a pod: the engine
+// reaches the host's socket through it, over a pod exec's stdin and
+// stdout.
+func newAgentHostBridgeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "agent-host-bridge [--stop] SOCKET",
+		Short:              "Carry an agent host's socket over stdin and stdout (run by the engine through a pod's exec)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := stdio.Main(cmd.Context(), args, os.Stdin, os.Stdout); err != nil {
+				return withCode(ExitUsage, err)
 			}
 			return nil
 		},

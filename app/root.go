@@ -139,7 +139,7 @@ planning state and the ready tasks.`,
 	_ = root.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(config.Modes, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newNoteCmd(), newAskCmd(), newAnswerCmd(g), newReportCmd(g), newScriptedAgentCmd(), newMergeDriverCmd(), newMergeUserCmd(g), newMergeCmd(g), newDemoCmd(g), newPruneCmd(g), newPlanCmd(g), newPatternsCmd(g))
-	root.AddCommand(newReplayCmd(), newAgentHostCmd(bi))
+	root.AddCommand(newReplayCmd(), newAgentHostCmd(bi), newAgentHostBridgeCmd())
 	root.AddCommand(newEngineCmd(g), newAttachCmd(g), newStopCmd(g), newEventsCmd(g))
 	root.AddCommand(newModeCmd(g), newPauseCmd(g, false), newPauseCmd(g, true))
 	return root

@@ -50,6 +50,13 @@ func Dial(ctx context.Context, path, binary string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Handshake(ctx, c, path, binary)
+}
+
+// Handshake says hello to a host over c, however the connection is
+// carried (a Unix socket, or a pod exec's stream to one), and returns the
+// engine's client on it. It takes c over, closing it on failure.
+func Handshake(ctx context.Context, c net.Conn, path, binary string) (*Client, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	} else {

@@ -1,0 +1,378 @@
+// Package kube runs agent hosts on Kubernetes: a Job per agent whose pod
+// runs `chorus agent-host`, reached through the API server's exec stream
+// (WebSocket, SPDY as fallback) to `chorus agent-host-bridge` beside it,
+// found again by labels. It implements host.Runner.
+package kube
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/remotecommand"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
+	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/chorus-dev/chorus/agent/host"
+)
+
+// Labels and the annotation a host's Job and pod carry.
+const (
+	LabelInstance  = "chorus.dev/instance" // a hash of the engine instance
+	LabelTask      = "chorus.dev/task"
+	LabelAgent     = "chorus.dev/agent"
+	AnnotationMeta = "chorus.dev/meta" // the host's host.Meta as JSON
+	labelJob       = "batch.kubernetes.io/job-name"
+	container      = "host"
+	// socket is the host's socket, relative to the container's working
+	// directory, where exec runs the bridge too.
+	socket = "chorus-host/agent.sock"
+)
+
+// Runner starts each agent host as a Job in Namespace.
+type Runner struct {
+	Client     kubernetes.Interface
+	Config     *rest.Config
+	Namespace  string
+	Instance   string // the engine instance (its .chorus dir): List returns only its hosts
+	Image      string
+	Exe        string // chorus in the image ("" means "chorus" on its PATH)
+	WorkingDir string // the container's directory ("" means the image's)
+	Env        []corev1.EnvVar
+	Resources  corev1.ResourceRequirements
+	Orphan     time.Duration // a host's wait for an engine (0: host.DefaultOrphan)
+	Deadline   time.Duration // the Job's active deadline (0: 24 h)
+	TTL        time.Duration // how long a finished Job stays (0: 1 h)
+	Grace      time.Duration // the pod's termination grace (0: 30 s)
+	Binary     string        // this chorus's version, told to hosts
+
+	// Timeline, when set, hears when a Start reached each step.
+	Timeline func(step string)
+}
+
+var _ host.Runner = (*Runner)(nil)
+
+// quiet keeps client-go's own logging (klog: a stream torn down, a retry)
+// off the terminal a TUI may be drawing; what matters comes back as
+// errors.
+var quiet sync.Once
+
+func (r *Runner) exe() string {
+	quiet.Do(func() { klog.SetLogger(logr.Discard()) })
+	if r.Exe == "" {
+		return "chorus"
+	}
+	return r.Exe
+}
+
+func (r *Runner) mark(step string) {
+	if r.Timeline != nil {
+		r.Timeline(step)
+	}
+}
+
+func hash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
+}
+
+// labelValue makes s a label value: what labels cannot hold becomes '-',
+// and a changed or long value ends in a hash so values stay distinct.
+func labelValue(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	v := b.String()
+	if v != s || len(v) > 63 {
+		v = v[:min(len(v), 54)] + "-" + hash(s, 8)
+	}
+	return strings.Trim(v, "-_.")
+}
+
+// JobName is the Job of an agent of this instance: a DNS label.
+func (r *Runner) JobName(agentID string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(agentID) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	base := strings.Trim(b.String(), "-")
+	return strings.Trim("chorus-"+base[:min(len(base), 40)], "-") + "-" + hash(r.Instance+"\x00"+agentID, 10)
+}
+
+// Start creates the agent's Job, waits for its pod to run and for exec to
+// reach the host in it, and connects.
+func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
+	m.Instance, m.Version, m.Socket = r.Instance, host.Version, socket
+	mj, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	orphan := r.Orphan
+	if orphan <= 0 {
+		orphan = host.DefaultOrphan
+	}
+	name := r.JobName(m.AgentID)
+	labels := map[string]string{LabelInstance: hash(r.Instance, 16), LabelAgent: labelValue(m.AgentID)}
+	if m.TaskID != "" {
+		labels[LabelTask] = labelValue(m.TaskID)
+	}
+	secs := func(d, def time.Duration) int64 {
+		if d <= 0 {
+			d = def
+		}
+		return int64(d / time.Second)
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{AnnotationMeta: string(mj)}},
+		Spec: batchv1.JobSpec{
+			// Chorus decides whether a task runs again, not the Job.
+			BackoffLimit:            new(int32(0)),
+			ActiveDeadlineSeconds:   new(secs(r.Deadline, 24*time.Hour)),
+			TTLSecondsAfterFinished: new(int32(secs(r.TTL, time.Hour))),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnotationMeta: string(mj)}},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					TerminationGracePeriodSeconds: new(secs(r.Grace, 30*time.Second)),
+					Containers: []corev1.Container{{
+						Name: container, Image: r.Image, WorkingDir: r.WorkingDir,
+						Command: []string{r.exe(), "agent-host", "--socket", socket, "--orphan", orphan.String(), "--info", string(mj)},
+						Env:     r.Env, Resources: r.Resources,
+					}},
+				},
+			},
+		},
+	}
+	if _, err := r.Client.BatchV1().Jobs(r.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("a Job %s for agent %s already exists in %s: stop that agent first (or delete the Job)", name, m.AgentID, r.Namespace)
+		}
+		return nil, fmt.Errorf("creating the agent's Job in namespace %s: %w", r.Namespace, err)
+	}
+	r.mark("Job created")
+	cl, err := r.connectJob(ctx, name)
+	if err != nil {
+		// Nothing is left behind a start that failed.
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = r.deleteJob(dctx, name)
+		cancel()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// List returns the hosts of this instance whose pods live.
+func (r *Runner) List(ctx context.Context) ([]host.Meta, error) {
+	pods, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelInstance + "=" + hash(r.Instance, 16)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the agent pods in namespace %s: %w", r.Namespace, err)
+	}
+	var ms []host.Meta
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var m host.Meta
+		if json.Unmarshal([]byte(p.Annotations[AnnotationMeta]), &m) != nil || m.Instance != r.Instance {
+			continue
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// Connect reaches a listed host through its pod's exec.
+func (r *Runner) Connect(ctx context.Context, m host.Meta) (*host.Client, error) {
+	return r.connectJob(ctx, r.JobName(m.AgentID))
+}
+
+// Stop asks the host to stop its agent (its work kept), then deletes the
+// Job and its pod.
+func (r *Runner) Stop(ctx context.Context, m host.Meta) error {
+	name := r.JobName(m.AgentID)
+	if p, err := r.runningPod(ctx, name); err == nil {
+		var errb bytes.Buffer
+		_ = r.exec(ctx, p.Name, []string{r.exe(), "agent-host-bridge", "--stop", socket}, nil, io.Discard, &errb)
+	}
+	return r.deleteJob(ctx, name)
+}
+
+func (r *Runner) deleteJob(ctx context.Context, name string) error {
+	bg := metav1.DeletePropagationBackground
+	err := r.Client.BatchV1().Jobs(r.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the agent's Job %s: %w", name, err)
+	}
+	return nil
+}
+
+// runningPod waits for the Job's pod to run; a pod that ended, or a Job
+// that failed, is an error saying why.
+func (r *Runner) runningPod(ctx context.Context, job string) (*corev1.Pod, error) {
+	sel := labelJob + "=" + job
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = sel
+			return r.Client.CoreV1().Pods(r.Namespace).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return r.Client.CoreV1().Pods(r.Namespace).Watch(ctx, o)
+		},
+	}
+	var pod *corev1.Pod
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || ev.Type == watch.Deleted || p.DeletionTimestamp != nil {
+			return false, nil
+		}
+		switch p.Status.Phase {
+		case corev1.PodRunning:
+			pod = p
+			return true, nil
+		case corev1.PodFailed, corev1.PodSucceeded:
+			return false, fmt.Errorf("the agent's pod %s ended (%s): %s %s", p.Name, p.Status.Phase, p.Status.Reason, p.Status.Message)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the pod of Job %s in %s to run: %w", job, r.Namespace, err)
+	}
+	return pod, nil
+}
+
+// connectJob waits for the Job's pod, then retries exec until the host in
+// it answers: right after a pod starts, exec can fail (container not
+// found) and the host may not listen yet.
+func (r *Runner) connectJob(ctx context.Context, job string) (*host.Client, error) {
+	pod, err := r.runningPod(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	r.mark("pod Running")
+	wait := 50 * time.Millisecond
+	for {
+		cl, err := r.dial(ctx, pod.Name)
+		if err == nil {
+			r.mark("exec ready, host connected")
+			return cl, nil
+		}
+		if errors.As(err, new(host.ErrVersion)) {
+			return nil, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("reaching the agent host in pod %s through exec: %w (last: %v)", pod.Name, ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+		if p, gerr := r.Client.CoreV1().Pods(r.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); gerr == nil &&
+			(p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || p.DeletionTimestamp != nil) {
+			return nil, fmt.Errorf("the agent's pod %s ended (%s) before its host answered: %v", pod.Name, p.Status.Phase, err)
+		}
+	}
+}
+
+// dial runs the bridge in the pod through exec and says hello over it.
+func (r *Runner) dial(ctx context.Context, pod string) (*host.Client, error) {
+	engine, far := net.Pipe()
+	sctx, cancel := context.WithCancel(context.Background())
+	var errb lockedBuffer
+	ended := make(chan error, 1)
+	go func() {
+		err := r.exec(sctx, pod, []string{r.exe(), "agent-host-bridge", socket}, far, far, &errb)
+		far.Close()
+		cancel()
+		ended <- err
+	}()
+	cl, err := host.Handshake(ctx, engine, pod+":"+socket, r.Binary)
+	if err != nil {
+		cancel()
+		if xerr := <-ended; xerr != nil {
+			err = fmt.Errorf("%w (exec: %v %s)", err, xerr, strings.TrimSpace(errb.String()))
+		}
+		return nil, err
+	}
+	// The stream lives as long as the connection.
+	go func() {
+		select {
+		case <-cl.Done():
+			engine.Close()
+		case <-sctx.Done():
+		}
+		cancel()
+	}()
+	return cl, nil
+}
+
+// exec runs cmd in the pod's host container, WebSocket first, SPDY when
+// the server cannot upgrade to it.
+func (r *Runner) exec(ctx context.Context, pod string, cmd []string, in io.Reader, out, errw io.Writer) error {
+	req := r.Client.CoreV1().RESTClient().Post().Namespace(r.Namespace).Resource("pods").Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdin: in != nil, Stdout: true, Stderr: true},
+			scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
+	if err != nil {
+		return err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(r.Config, "POST", req.URL())
+	if err != nil {
+		return err
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return err
+	}
+	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out, Stderr: errw})
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 4096 {
+		return len(p), nil
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

@@ -1,0 +1,106 @@
+package kube_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/agent/host/kube"
+	"github.com/chorus-dev/chorus/internal/kubetest"
+	"github.com/chorus-dev/chorus/internal/testkit"
+)
+
+// waitOut reads the client's output until it holds text.
+func waitOut(ctx context.Context, t *testing.T, cl *host.Client, seen *bytes.Buffer, text string) {
+	t.Helper()
+	for !strings.Contains(seen.String(), text) {
+		select {
+		case b, ok := <-cl.Output():
+			if !ok {
+				t.Fatalf("the host's output ended before %q; got %q", text, seen.String())
+			}
+			seen.Write(b)
+		case <-ctx.Done():
+			t.Fatalf("waiting for %q: %v; got %q", text, ctx.Err(), seen.String())
+		}
+	}
+}
+
+// An agent host in a Job's pod on a real API server: started, reached
+// through exec, typed into, listed by its labels, reconnected to with its
+// screen replayed, and stopped, which deletes its Job.
+func TestRunnerAgentInAPod(t *testing.T) {
+	c := kubetest.Start(t, testkit.Root())
+	chorus := testkit.Chorus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	mark := func(what string) { t.Logf("%8.3fs  %s", time.Since(start).Seconds(), what) }
+	r := &kube.Runner{Client: c.Client, Config: c.Config, Namespace: "default", Instance: t.TempDir(),
+		Image: "unused", Exe: chorus, Grace: 2 * time.Second, Binary: "test", Timeline: mark}
+	other := *r
+	other.Instance = t.TempDir()
+
+	cl, err := r.Start(ctx, host.Meta{AgentID: "agent/1", TaskID: "task-1"})
+	if err != nil {
+		t.Fatalf("%v\nnode log:\n%s", err, c.Log("kube-node"))
+	}
+	work := t.TempDir()
+	if err := cl.Start(ctx, host.Spec{Argv: []string{"sh", "-c", `echo hello-agent; read x; echo "got-$x"; read y`},
+		Dir: work, Cols: 80, Rows: 24}); err != nil {
+		t.Fatal(err)
+	}
+	var seen bytes.Buffer
+	waitOut(ctx, t, cl, &seen, "hello-agent")
+	mark("agent's first output")
+	if _, err := cl.Write([]byte("typed\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(ctx, t, cl, &seen, "got-typed")
+	mark("typed into the agent, read its answer")
+
+	ms, err := r.List(ctx)
+	if err != nil || len(ms) != 1 || ms[0].AgentID != "agent/1" || ms[0].TaskID != "task-1" {
+		t.Fatalf("List: %+v, %v; want the one host of agent/1", ms, err)
+	}
+	if theirs, err := other.List(ctx); err != nil || len(theirs) != 0 {
+		t.Fatalf("another instance's List: %+v, %v; want none", theirs, err)
+	}
+	cl.Close()
+
+	cl2, err := r.Connect(ctx, ms[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl2.Wait4Info(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, screen := cl2.Screen(); !bytes.Contains(screen, []byte("got-typed")) {
+		t.Fatalf("the reconnected screen lacks the agent's output: %q", screen)
+	}
+	mark("reconnected through a new exec; screen replayed")
+	var seen2 bytes.Buffer
+	if _, err := cl2.Write([]byte("again\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(ctx, t, cl2, &seen2, "again")
+	mark("typed after reconnecting")
+
+	if err := r.Stop(ctx, ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	mark("stopped")
+	if _, err := c.Client.BatchV1().Jobs("default").Get(ctx, r.JobName("agent/1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the Job after Stop: %v, want it deleted", err)
+	}
+	if ms, err := r.List(ctx); err != nil || len(ms) != 0 {
+		t.Fatalf("List after Stop: %+v, %v; want none", ms, err)
+	}
+	cl2.Close()
+}
