@@ -44,7 +44,7 @@ func TestEveryTaskFieldRoundTrips(t *testing.T) {
 	if !reflect.DeepEqual(*got, task) {
 		t.Error("cloneTask shares memory with the store's record")
 	}
-	for name := range knownKeys {
+	for name := range knownKeys() {
 		if name != "_type" && !hasJSONKey(line, name) {
 			t.Errorf("field %q missing from the written record %s", name, line)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"sync"
 )
 
 // Writing records back: times in UTC, known fields from Task, and the
@@ -28,14 +29,15 @@ func normTimes(t *Task) {
 
 // knownKeys are the top-level fields Task owns (and "_type", which every
 // record is written with); everything else in a record is carried over
-// untouched when the record is rewritten.
-var knownKeys = func() map[string]bool {
+// untouched when the record is rewritten. Made on first use, not at every
+// process start.
+var knownKeys = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{"_type": true}
 	for k := range jsonIndex(reflect.TypeFor[Task]()) {
 		m[k] = true
 	}
 	return m
-}()
+})
 
 // encodeRecord writes t as one JSONL line, keeping raw's unknown fields
 // (and the extra fields of dependency records that still exist).
@@ -118,9 +120,9 @@ func unknownFields(raw []byte) ([]kv, map[[3]string]json.RawMessage, error) {
 		}
 	}
 	var out []kv
-	seen := map[string]bool{}
+	seen, known := map[string]bool{}, knownKeys()
 	for _, k := range order {
-		if knownKeys[k] || seen[k] {
+		if known[k] || seen[k] {
 			continue
 		}
 		seen[k] = true
