@@ -82,11 +82,13 @@ func BenchmarkGitRevParse(b *testing.B) {
 // pass over all 10,000 records); changed: one task's title changed just
 // before every run, as `chorus task update` leaves the file (replaced
 // whole, the cache stale and the file's change within the same instant
-// as the status that reads it).
+// as the status that reads it); closed: the same, one open task closed
+// and reopened in turn (what counting reads changes, so it counts again).
 func BenchmarkStatusVsGitStatus(b *testing.B) {
 	b.Run("warm", func(b *testing.B) { statusVsGitStatus(b, "warm") })
 	b.Run("cold", func(b *testing.B) { statusVsGitStatus(b, "cold") })
 	b.Run("changed", func(b *testing.B) { statusVsGitStatus(b, "changed") })
+	b.Run("closed", func(b *testing.B) { statusVsGitStatus(b, "closed") })
 }
 
 func statusVsGitStatus(b *testing.B, how string) {
@@ -119,6 +121,10 @@ func statusVsGitStatus(b *testing.B, how string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	closed := bytes.Replace(orig, []byte(`"id":"ch-270f","issue_type":"task","priority":4,"status":"open"`), []byte(`"id":"ch-270f","issue_type":"task","priority":4,"status":"closed"`), 1)
+	if bytes.Equal(closed, orig) {
+		b.Fatal("the task to close is not in the file")
+	}
 	n := 0
 	for b.Loop() {
 		switch how {
@@ -131,6 +137,19 @@ func statusVsGitStatus(b *testing.B, how string) {
 			data := bytes.Replace(orig, []byte(`"title":"Task 9999"`), fmt.Appendf(nil, `"title":"Task 9999 (%d)"`, n), 1)
 			if bytes.Equal(data, orig) {
 				b.Fatal("the task to change is not in the file")
+			}
+			tmp := tasks + ".tmp"
+			if err := os.WriteFile(tmp, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.Rename(tmp, tasks); err != nil {
+				b.Fatal(err)
+			}
+		case "closed":
+			n++
+			data := orig
+			if n%2 == 1 {
+				data = closed
 			}
 			tmp := tasks + ".tmp"
 			if err := os.WriteFile(tmp, data, 0o644); err != nil {
