@@ -42,8 +42,8 @@ const (
 	LabelInstance  = "chorus.dev/instance" // a hash of the engine instance
 	LabelTask      = "chorus.dev/task"
 	LabelAgent     = "chorus.dev/agent"
-	AnnotationMeta = "chorus.dev/meta" // the host's host.Meta as JSON
-	labelJob       = "batch.kubernetes.io/job-name"
+	AnnotationMeta = "chorus.dev/meta"                    // the host's host.Meta as JSON
+	labelUID       = "batch.kubernetes.io/controller-uid" // set by the job controller on a Job's pods
 	container      = "host"
 	// socket is the host's socket, relative to the container's working
 	// directory, where exec runs the bridge too.
@@ -67,8 +67,9 @@ type Runner struct {
 	Grace      time.Duration // the pod's termination grace (0: 30 s)
 	Binary     string        // this chorus's version, told to hosts
 
-	// Timeline, when set, hears when a Start reached each step.
-	Timeline func(step string)
+	// Timeline, when set, hears when a Start or Connect reached each
+	// step.
+	Timeline func(agentID, step string)
 }
 
 var _ host.Runner = (*Runner)(nil)
@@ -86,9 +87,9 @@ func (r *Runner) exe() string {
 	return r.Exe
 }
 
-func (r *Runner) mark(step string) {
+func (r *Runner) mark(agentID, step string) {
 	if r.Timeline != nil {
-		r.Timeline(step)
+		r.Timeline(agentID, step)
 	}
 }
 
@@ -116,8 +117,9 @@ func labelValue(s string) string {
 	return strings.Trim(v, "-_.")
 }
 
-// JobName is the Job of an agent of this instance: a DNS label.
-func (r *Runner) JobName(agentID string) string {
+// jobPrefix begins the names of an agent's Jobs (the API server adds a
+// suffix to each): a DNS label naming the agent.
+func jobPrefix(agentID string) string {
 	var b strings.Builder
 	for _, c := range strings.ToLower(agentID) {
 		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
@@ -127,7 +129,12 @@ func (r *Runner) JobName(agentID string) string {
 		}
 	}
 	base := strings.Trim(b.String(), "-")
-	return strings.Trim("chorus-"+base[:min(len(base), 40)], "-") + "-" + hash(r.Instance+"\x00"+agentID, 10)
+	return strings.Trim("chorus-"+base[:min(len(base), 40)], "-") + "-"
+}
+
+// Selector picks the Jobs and pods of an agent of this instance.
+func (r *Runner) Selector(agentID string) string {
+	return LabelInstance + "=" + hash(r.Instance, 16) + "," + LabelAgent + "=" + labelValue(agentID)
 }
 
 // Start creates the agent's Job, waits for its pod to run and for exec to
@@ -142,7 +149,6 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 	if orphan <= 0 {
 		orphan = host.DefaultOrphan
 	}
-	name := r.JobName(m.AgentID)
 	labels := map[string]string{LabelInstance: hash(r.Instance, 16), LabelAgent: labelValue(m.AgentID)}
 	if m.TaskID != "" {
 		labels[LabelTask] = labelValue(m.TaskID)
@@ -154,7 +160,9 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 		return int64(d / time.Second)
 	}
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{AnnotationMeta: string(mj)}},
+		// A name of its own per start: a finished Job of the same agent
+		// (kept until its TTL) never blocks the next.
+		ObjectMeta: metav1.ObjectMeta{GenerateName: jobPrefix(m.AgentID), Labels: labels, Annotations: map[string]string{AnnotationMeta: string(mj)}},
 		Spec: batchv1.JobSpec{
 			// Chorus decides whether a task runs again, not the Job.
 			BackoffLimit:            new(int32(0)),
@@ -174,18 +182,16 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 			},
 		},
 	}
-	if _, err := r.Client.BatchV1().Jobs(r.Namespace).Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("a Job %s for agent %s already exists in %s: stop that agent first (or delete the Job)", name, m.AgentID, r.Namespace)
-		}
+	created, err := r.Client.BatchV1().Jobs(r.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("creating the agent's Job in namespace %s: %w", r.Namespace, err)
 	}
-	r.mark("Job created")
-	cl, err := r.connectJob(ctx, name)
+	r.mark(m.AgentID, "Job created")
+	cl, err := r.connect(ctx, m.AgentID, labelUID+"="+string(created.UID), true)
 	if err != nil {
 		// Nothing is left behind a start that failed.
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = r.deleteJob(dctx, name)
+		_ = r.deleteJob(dctx, created.Name)
 		cancel()
 		return nil, err
 	}
@@ -214,18 +220,30 @@ func (r *Runner) List(ctx context.Context) ([]host.Meta, error) {
 
 // Connect reaches a listed host through its pod's exec.
 func (r *Runner) Connect(ctx context.Context, m host.Meta) (*host.Client, error) {
-	return r.connectJob(ctx, r.JobName(m.AgentID))
+	return r.connect(ctx, m.AgentID, r.Selector(m.AgentID), false)
 }
 
 // Stop asks the host to stop its agent (its work kept), then deletes the
-// Job and its pod.
+// agent's Jobs and their pods.
 func (r *Runner) Stop(ctx context.Context, m host.Meta) error {
-	name := r.JobName(m.AgentID)
-	if p, err := r.runningPod(ctx, name); err == nil {
-		var errb bytes.Buffer
-		_ = r.exec(ctx, p.Name, []string{r.exe(), "agent-host-bridge", "--stop", socket}, nil, io.Discard, &errb)
+	pods, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.Selector(m.AgentID)})
+	if err == nil {
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				_ = r.exec(ctx, p.Name, []string{r.exe(), "agent-host-bridge", "--stop", socket}, nil, io.Discard, io.Discard)
+			}
+		}
 	}
-	return r.deleteJob(ctx, name)
+	jobs, err := r.Client.BatchV1().Jobs(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.Selector(m.AgentID)})
+	if err != nil {
+		return fmt.Errorf("listing the agent's Jobs in %s: %w", r.Namespace, err)
+	}
+	for _, j := range jobs.Items {
+		if err := r.deleteJob(ctx, j.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *Runner) deleteJob(ctx context.Context, name string) error {
@@ -237,10 +255,10 @@ func (r *Runner) deleteJob(ctx context.Context, name string) error {
 	return nil
 }
 
-// runningPod waits for the Job's pod to run; a pod that ended, or a Job
-// that failed, is an error saying why.
-func (r *Runner) runningPod(ctx context.Context, job string) (*corev1.Pod, error) {
-	sel := labelJob + "=" + job
+// runningPod waits for a pod matching sel to run. With strict (the pods
+// of one Job), a pod that ended is an error saying why; otherwise ended
+// pods (of an agent's earlier Jobs) are passed over.
+func (r *Runner) runningPod(ctx context.Context, sel string, strict bool) (*corev1.Pod, error) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
@@ -262,30 +280,33 @@ func (r *Runner) runningPod(ctx context.Context, job string) (*corev1.Pod, error
 			pod = p
 			return true, nil
 		case corev1.PodFailed, corev1.PodSucceeded:
+			if !strict {
+				return false, nil
+			}
 			return false, fmt.Errorf("the agent's pod %s ended (%s): %s %s", p.Name, p.Status.Phase, p.Status.Reason, p.Status.Message)
 		}
 		return false, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the pod of Job %s in %s to run: %w", job, r.Namespace, err)
+		return nil, fmt.Errorf("waiting for a pod %s in %s to run: %w", sel, r.Namespace, err)
 	}
 	return pod, nil
 }
 
-// connectJob waits for the Job's pod, then retries exec until the host in
-// it answers: right after a pod starts, exec can fail (container not
-// found) and the host may not listen yet.
-func (r *Runner) connectJob(ctx context.Context, job string) (*host.Client, error) {
-	pod, err := r.runningPod(ctx, job)
+// connect waits for the pod, then retries exec until the host in it
+// answers: right after a pod starts, exec can fail (container not found)
+// and the host may not listen yet.
+func (r *Runner) connect(ctx context.Context, agentID, sel string, strict bool) (*host.Client, error) {
+	pod, err := r.runningPod(ctx, sel, strict)
 	if err != nil {
 		return nil, err
 	}
-	r.mark("pod Running")
+	r.mark(agentID, "pod Running")
 	wait := 50 * time.Millisecond
 	for {
 		cl, err := r.dial(ctx, pod.Name)
 		if err == nil {
-			r.mark("exec ready, host connected")
+			r.mark(agentID, "exec ready, host connected")
 			return cl, nil
 		}
 		if errors.As(err, new(host.ErrVersion)) {
@@ -326,11 +347,20 @@ func (r *Runner) dial(ctx context.Context, pod string) (*host.Client, error) {
 		}
 		return nil, err
 	}
-	// The stream lives as long as the connection.
+	// The stream lives as long as the connection. Once the client is done
+	// its last words (the bye after an exit) still travel: closing its
+	// end ends the bridge's stdin, and the bridge ends when the host
+	// closes; the stream is cut only if that takes too long.
 	go func() {
 		select {
 		case <-cl.Done():
 			engine.Close()
+			t := time.NewTimer(30 * time.Second)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-sctx.Done():
+			}
 		case <-sctx.Done():
 		}
 		cancel()

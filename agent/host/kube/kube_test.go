@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chorus-dev/chorus/agent/host"
@@ -43,7 +42,8 @@ func TestRunnerAgentInAPod(t *testing.T) {
 	start := time.Now()
 	mark := func(what string) { t.Logf("%8.3fs  %s", time.Since(start).Seconds(), what) }
 	r := &kube.Runner{Client: c.Client, Config: c.Config, Namespace: "default", Instance: t.TempDir(),
-		Image: "unused", Exe: chorus, Grace: 2 * time.Second, Binary: "test", Timeline: mark}
+		Image: "unused", Exe: chorus, Grace: 2 * time.Second, Binary: "test",
+		Timeline: func(id, step string) { mark(id + ": " + step) }}
 	other := *r
 	other.Instance = t.TempDir()
 
@@ -96,8 +96,8 @@ func TestRunnerAgentInAPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark("stopped")
-	if _, err := c.Client.BatchV1().Jobs("default").Get(ctx, r.JobName("agent/1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the Job after Stop: %v, want it deleted", err)
+	if jobs, err := c.Client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{LabelSelector: r.Selector("agent/1")}); err != nil || len(jobs.Items) != 0 {
+		t.Fatalf("Jobs after Stop: %v, %v; want none", jobs, err)
 	}
 	if ms, err := r.List(ctx); err != nil || len(ms) != 0 {
 		t.Fatalf("List after Stop: %+v, %v; want none", ms, err)
