@@ -232,6 +232,11 @@ func timeAttach(s side) (time.Duration, *ptyproc.Proc, error) {
 				return 0, nil, fmt.Errorf("%s's client ended before it showed the agents:\n%s", s.name, screen.Text())
 			}
 			screen.Write(chunk)
+			// Output already waiting is parsed before the screen is read:
+			// reading it after every chunk of a frame timed this driver.
+			if len(p.Output()) > 0 {
+				continue
+			}
 			if missing(screen.Text()) == "" {
 				return time.Since(start), p, nil
 			}
