@@ -167,6 +167,7 @@ func newAgentHostCmd(bi BuildInfo) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			longLived()
 			if err := host.Main(args, bi.String()); err != nil {
 				return withCode(ExitUsage, err)
 			}

@@ -43,6 +43,7 @@ func newEngineCmd(g *globals) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			longLived()
 			var ready io.WriteCloser
 			if readyFD > 0 {
 				ready = readyPipe(readyFD)
@@ -300,6 +301,7 @@ The prefix key (tui.prefixKey) then d detaches again; q asks whether to stop
 the engine too. Several terminals may attach at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			longLived()
 			ctx := cmd.Context()
 			p, err := g.loadProject(ctx, cmd.ErrOrStderr(), true)
 			if err != nil {

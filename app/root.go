@@ -62,6 +62,7 @@ func withCode(code int, err error) error {
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, bi BuildInfo) int {
+	inBinary = true
 	if code, ok := signalFast(args, os.Stderr); ok {
 		return code
 	}
