@@ -128,6 +128,36 @@ func (p *Proc) read(buf []byte) (n int, err error) {
 	return n, err
 }
 
+// readNow reads what the terminal has without waiting: 0 bytes and no
+// error when it has nothing. Only on a terminal read outside the
+// netpoller (raw).
+func (p *Proc) readNow(buf []byte) (n int, err error) {
+	rc, err := p.pty.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	cerr := rc.Read(func(fd uintptr) bool {
+		for {
+			n, err = unix.Read(int(fd), buf)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err == unix.EAGAIN:
+				n, err = 0, nil
+			case n < 0:
+				n = 0
+			case n == 0 && err == nil:
+				err = io.EOF // the other side is gone (EIO on Linux)
+			}
+			return true
+		}
+	})
+	if cerr != nil {
+		return 0, cerr
+	}
+	return n, err
+}
+
 // write writes all of b, waiting in poll(2) while the terminal's input
 // is full (the child is not reading). Under writeMu.
 func (p *Proc) write(b []byte) (int, error) {

@@ -33,6 +33,17 @@ type pacer struct {
 	winBytes, prevWinBytes int
 }
 
+// quietPoints is how many points of the grid in a row may find nothing
+// before the reader waits in the netpoller again. An agent that wrote in
+// the last quarter second is likely to write again (a status line, a
+// spinner, the next line of a reply): its terminal is looked at on the
+// grid, with every other such agent's, instead of each write waking the
+// process on its own. Idle agents cost nothing.
+const quietPoints = 8
+
+// next is the grid's first point after now.
+func (c *pacer) next(now time.Time) time.Time { return now.Truncate(c.window).Add(c.window) }
+
 // after takes a read of n > 0 bytes at now and says when to read next
 // (zero: at once).
 func (c *pacer) after(n int, now time.Time) time.Time {

@@ -89,6 +89,7 @@ type Proc struct {
 
 	readerDone chan struct{}
 	exited     chan struct{} // closed once the child is reaped: the reader stops pacing
+	typed      chan struct{} // input was written: the reader looks for its echo at once
 	done       chan struct{}
 	exitCode   int
 	waitErr    error
@@ -138,6 +139,7 @@ func Start(spec Spec) (*Proc, error) {
 		readerDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 		done:       make(chan struct{}),
+		typed:      make(chan struct{}, 1),
 	}
 	if p.stall <= 0 {
 		p.stall = 5 * time.Second
@@ -205,24 +207,43 @@ func (p *Proc) readLoop() {
 	stalled := false
 	pace := pacer{window: p.coalesce}
 	var next time.Time // when to read again; zero: at once
+	quiet := 0         // points of the grid in a row that found nothing
 	for {
 		// Busy: let the child's next writes gather in the terminal's
 		// buffer rather than wake for each (a full buffer only makes the
 		// child wait, as a slow reader would).
+		typed := false
 		if d := time.Until(next); !next.IsZero() && d > 0 {
 			// Once the child is gone nothing more gathers: what is left is
 			// read at once, so its exit is not a window late.
+			// Typing is answered at once, not at the grid's next point;
+			// its echo comes when the terminal has handled the input, so
+			// the reader waits for it.
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
 			case <-p.exited:
+			case <-p.typed:
+				typed = true
 			}
 			t.Stop()
 		}
-		n, err := p.read(buf)
+		var n int
+		var err error
+		if !next.IsZero() && p.raw && !typed {
+			n, err = p.readNow(buf)
+		} else {
+			n, err = p.read(buf)
+		}
 		next = time.Time{}
-		if n > 0 && pace.window > 0 {
+		switch {
+		case pace.window <= 0 || err != nil:
+		case n > 0:
+			quiet = 0
 			next = pace.after(n, time.Now())
+		case quiet < quietPoints:
+			quiet++
+			next = pace.next(time.Now())
 		}
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
@@ -351,7 +372,14 @@ func (p *Proc) Write(b []byte) (int, error) {
 		return 0, errExited
 	default:
 	}
-	return p.write(b)
+	n, err := p.write(b)
+	if n > 0 {
+		select {
+		case p.typed <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
 }
 
 // Resize changes the terminal size; the kernel sends SIGWINCH to the
