@@ -578,3 +578,21 @@ func TestExitEndsPacing(t *testing.T) {
 	}
 	c.waitFor(t, "hello")
 }
+
+// Typing is read at once, not at the grid's next point: after a child's
+// output the reader looks at the terminal on the grid (here an hour
+// apart), and the terminal's echo of what was typed still comes back
+// while the child sleeps.
+func TestTypingEndsPacing(t *testing.T) {
+	p, err := Start(Spec{Argv: []string{"sh", "-c", "echo ready; exec sleep 600"}, Coalesce: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	c := collect(p)
+	c.waitFor(t, "ready")
+	if _, err := p.Write([]byte("zq")); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "zq")
+}
