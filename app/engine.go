@@ -262,7 +262,7 @@ func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Clien
 		}
 	}()
 	// The TUI's task writes go through the engine, as the CLI's do.
-	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: remote.Store{Store: s, C: c}, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
+	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: remote.Store{Store: s, C: c}, Config: p.cfg, Version: buildVersion(), Dir: p.dir, FirstFrame: longLived})
 	if uerr != nil {
 		return withCode(ExitFailure, fmt.Errorf("%w (the engine, pid %d, keeps running: `chorus attach` to try again, `chorus stop` to end it)", uerr, c.PID()))
 	}
@@ -301,7 +301,6 @@ The prefix key (tui.prefixKey) then d detaches again; q asks whether to stop
 the engine too. Several terminals may attach at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			longLived()
 			ctx := cmd.Context()
 			p, err := g.loadProject(ctx, cmd.ErrOrStderr(), true)
 			if err != nil {

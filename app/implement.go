@@ -163,7 +163,7 @@ func runTUI(ctx context.Context, p *project, s beads.Store, stderr io.Writer) er
 	defer quitUI()
 	stopServing := serveInProcess(ctx, p, eng, quitUI, ss.log, stderr)
 	defer stopServing()
-	uerr := ui.Run(uctx, ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir})
+	uerr := ui.Run(uctx, ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir, FirstFrame: longLived})
 	running := eng.Snapshot().Running
 	stopAt := time.Now()
 	cancel()
@@ -217,6 +217,7 @@ func runHeadless(ctx context.Context, p *project, s beads.Store, o *runOptions, 
 
 // runHeadlessWith is runHeadless with a first step run once the engine is up.
 func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptions, out io.Writer, first func(*orchestrator.Engine) error) error {
+	longLived()
 	ss, release, err := startSession(ctx, p, s, out)
 	if err != nil {
 		return err

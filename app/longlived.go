@@ -11,8 +11,9 @@ import (
 var inBinary bool
 
 // longLived runs the Go code of a process that lives as long as its agents
-// (the engine, the full-screen interface, an agent host) on one processor
-// unless GOMAXPROCS says otherwise. Their work is many small wake-ups (a
+// (the engine, an agent host, the full-screen interface once its first
+// frame is drawn: until then it opens the terminal and reads the engine's
+// state at once) on one processor unless GOMAXPROCS says otherwise. Their work is many small wake-ups (a
 // few hundred bytes from an agent, a frame, a socket write), each handed
 // between goroutines: with a second processor idle, every hand-off woke
 // and parked another thread, and that scheduling cost more than the work.

@@ -99,7 +99,7 @@ func runPlanScreen(ctx context.Context, p *project, s beads.Store, st planStart,
 		defer close(driverDone)
 		d.run(runCtx)
 	}()
-	o := ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir, Planner: d}
+	o := ui.Options{Engine: eng, Store: s, Config: p.cfg, Version: buildVersion(), Dir: p.dir, Planner: d, FirstFrame: longLived}
 	if st.uiOptions != nil {
 		st.uiOptions(&o)
 	}

@@ -132,7 +132,6 @@ func (o *runOptions) effectiveMode(cfg config.Config, chosen string) (string, er
 }
 
 func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
-	longLived()
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	if o.maxAgents < 0 || o.maxAgents > 32 {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
 )
 
@@ -35,5 +36,19 @@ func TestPauseGCRestores(t *testing.T) {
 	b()
 	if p := gcPercent(); p != 150 {
 		t.Fatalf("GOGC %d after both resumed, want 150 as before", p)
+	}
+}
+
+// FirstFrame runs once, after the first frame is on the screen, however
+// many frames follow.
+func TestFirstFrameRunsOnce(t *testing.T) {
+	_, _, o := fixture()
+	var calls atomic.Int32
+	o.FirstFrame = func() { calls.Add(1) }
+	d := startUI(t, o, 150, 40)
+	d.press("<Tab>")
+	d.sync()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("FirstFrame ran %d times, want once", n)
 	}
 }

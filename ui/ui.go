@@ -67,6 +67,8 @@ type Options struct {
 	Version string
 	// Dir locates the session log and learnings shown by `l` and `L`.
 	Dir chorusdir.Dir
+	// FirstFrame, if set, runs once the first frame is on the screen.
+	FirstFrame func()
 	// Screen replaces the terminal (tests use a tcell simulation screen).
 	Screen tcell.Screen
 	// Terminfo is the description tcell drives Screen with; with it, busy
@@ -314,6 +316,10 @@ func (u *UI) run(ctx context.Context) error {
 	u.app.SetInputCapture(u.capture)
 	u.app.SetAfterDrawFunc(func(tcell.Screen) {
 		resumeGC()
+		if f := u.o.FirstFrame; f != nil {
+			u.o.FirstFrame = nil
+			f()
+		}
 		if u.afterFn != nil {
 			u.afterFn()
 		}
