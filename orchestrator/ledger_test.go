@@ -52,6 +52,9 @@ exit 0
 	h.start() // a new engine on the same repository
 	h.do(Command{Kind: CmdAssign, TaskID: id})
 	h.waitFor(kind("merge_landed", id))
+	// The branch can land before its supervisor closed the iteration's
+	// section; the run's end comes after.
+	h.waitFor(func(ev Event) bool { return ev.Kind == EvFinished && ev.Task == id && ev.Text == string(outCompleted) })
 	after, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
