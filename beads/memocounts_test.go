@@ -248,3 +248,48 @@ func TestCountsAfterRandomEditsMatchFullRecount(t *testing.T) {
 		t.Errorf("the memo's counts were taken %d times in 400 edits", fast)
 	}
 }
+
+// A memo whose counts are damaged, cut short, from another format or
+// another build is not taken; the intact one is.
+func TestMemoCountsDamagedAreNotTaken(t *testing.T) {
+	data := join(memoLines(50))
+	sn := parseSnapshot(data, "f")
+	clock := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	mc := &memoCounts{Variant: "v", Counts: indexCounts(sn, ReadyOptions{}, clock)}
+	mc.Lo, mc.Hi = deferWindow(sn.recs, clock)
+	b := encodeMemo(sn, mc)
+	path := filepath.Join(t.TempDir(), indexMemoFile)
+	other := slices.Clone(b)
+	other[len(indexMemoMagic)] ^= 1 // another build's id
+	for _, c := range []struct {
+		name string
+		data []byte
+		take bool
+	}{
+		{"intact", b, true},
+		{"flipped in the counts", func() []byte {
+			c := slices.Clone(b)
+			c[bytes.Index(c, []byte(`"Total"`))+2] ^= 1
+			return c
+		}(), false},
+		{"flipped in the sums", func() []byte { c := slices.Clone(b); c[len(c)-30] ^= 1; return c }(), false},
+		{"short", b[:len(b)-9], false},
+		{"empty", nil, false},
+		{"format 1", append([]byte("chorus-index-memo 1\n"), b[len(indexMemoMagic):]...), false},
+		{"another build", other, false},
+	} {
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := countsFromMemo(data, path, "v", clock)
+		if (got != nil) != c.take {
+			t.Errorf("%s: taken %v, want %v", c.name, got != nil, c.take)
+		}
+		if got != nil && !sameCounts(got.Counts, mc.Counts) {
+			t.Errorf("%s: counts %+v, want %+v", c.name, got.Counts, mc.Counts)
+		}
+	}
+	if got, _ := countsFromMemo(data, path+"-missing", "v", clock); got != nil {
+		t.Error("a missing memo answered")
+	}
+}
