@@ -47,10 +47,13 @@ type snapshot struct {
 	byID   map[string]int
 	bad    error // first unreadable line; set means no writes
 	path   string
-	// Counting only: each record's line sum (index memo), and the counts
-	// when they came from the memo whole (then recs is empty).
-	sums []lineSum
-	memo *memoCounts
+	// Counting only: each record's line sum (index memo), the memo read
+	// and which of its records each record came from (-1: decoded), and
+	// the counts when they came from the memo whole (then recs is empty).
+	sums     []lineSum
+	memoRead *indexMemo
+	memoFrom []int32
+	memo     *memoCounts
 }
 
 // OpenBuiltin opens the built-in store in beadsDir (normally from

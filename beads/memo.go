@@ -50,31 +50,60 @@ type memoRec struct {
 	deps                    []Dependency
 }
 
-// indexMemo is a read memo; at maps a line's sum to its record, built on
-// the first line that is not where it was.
+// indexMemo is a read memo: its view, the record each line's sum names
+// (at, built on the first line that is not where it was), and the arrays
+// its records' labels and dependencies are decoded into.
 type indexMemo struct {
-	recs []memoRec
-	at   map[lineSum]int
+	v      *memoView
+	at     map[lineSum]int
+	labels []string
+	deps   []Dependency
 }
 
-func (m *indexMemo) find(i int, sum lineSum) (*memoRec, bool) {
+// find returns the memo's record for line i with sum, if it has one.
+func (m *indexMemo) find(i int, sum lineSum) (int, bool) {
 	if m == nil {
-		return nil, false
+		return 0, false
 	}
-	if i < len(m.recs) && m.recs[i].sum == sum {
-		return &m.recs[i], true
+	if i < m.v.n && m.v.sum(i) == sum {
+		return i, true
 	}
 	if m.at == nil {
-		m.at = make(map[lineSum]int, len(m.recs))
-		for j := range m.recs {
-			m.at[m.recs[j].sum] = j
+		m.at = make(map[lineSum]int, m.v.n)
+		for j := range m.v.n {
+			m.at[m.v.sum(j)] = j
 		}
 	}
 	j, ok := m.at[sum]
-	if !ok {
-		return nil, false
+	return j, ok
+}
+
+// fill sets r's index fields from memo record j.
+func (m *indexMemo) fill(j int, r *record) error {
+	var mr memoRec
+	off := int(binary.LittleEndian.Uint32(m.v.offs[4*j:]))
+	if off > len(m.v.recs) {
+		return errMemo
 	}
-	return &m.recs[j], true
+	if _, err := decodeMemoRec(m.v.recs, off, &mr, &m.labels, &m.deps); err != nil {
+		return err
+	}
+	r.kind, r.id, r.status, r.itype = mr.kind, mr.id, mr.status, mr.itype
+	r.ephemeral, r.deferUntil, r.labels, r.deps = mr.ephemeral, mr.deferUntil, mr.labels, mr.deps
+	return nil
+}
+
+// recBytes is memo record j as encoded.
+func (m *indexMemo) recBytes(j int) (string, bool) {
+	lo := int(binary.LittleEndian.Uint32(m.v.offs[4*j:]))
+	hi := len(m.v.recs)
+	if j+1 < m.v.n {
+		hi = int(binary.LittleEndian.Uint32(m.v.offs[4*j+4:]))
+	}
+	if lo > hi || hi > len(m.v.recs) {
+		return "", false
+	}
+	return m.v.recs[lo:hi], true
 }
 
 // loadCounting is load for counting the variant of the ready options:
@@ -152,24 +181,26 @@ func (s *builtinStore) renewMemo(sn *snapshot, variant string, c Counts, now tim
 func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum, serial bool) (*snapshot, int) {
 	decoded := 0
 	var lineSums []lineSum
+	var from []int32
 	sn := parseSnapshotWith(data, path, func(store []record, errs []error) {
 		taken := len(sums) == len(store)
 		if !taken {
 			sums = make([]lineSum, len(store))
 		}
 		var miss []int
+		from = make([]int32, len(store))
 		for i := range store {
 			r := &store[i]
 			if !taken {
 				sums[i] = sumLine(r.raw)
 			}
-			m, ok := memo.find(i, sums[i])
-			if !ok {
-				miss = append(miss, i)
+			j, ok := memo.find(i, sums[i])
+			if ok && memo.fill(j, r) == nil {
+				from[i] = int32(j)
 				continue
 			}
-			r.kind, r.id, r.status, r.itype = m.kind, m.id, m.status, m.itype
-			r.ephemeral, r.deferUntil, r.labels, r.deps = m.ephemeral, m.deferUntil, m.labels, m.deps
+			from[i] = -1
+			miss = append(miss, i)
 		}
 		decoded = len(miss)
 		lineSums = sums
@@ -182,6 +213,9 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum
 		}
 	})
 	sn.sums = lineSums
+	if memo != nil {
+		sn.memoFrom, sn.memoRead = from, memo
+	}
 	return sn, decoded
 }
 
@@ -245,11 +279,19 @@ func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
+	reuse := sn.memoRead != nil && len(sn.memoFrom) == n
 	for k, r := range sn.recs {
 		if len(b)-recs > math.MaxUint32 {
 			return nil
 		}
 		binary.LittleEndian.PutUint32(b[offs+4*k:], uint32(len(b)-recs))
+		// A record taken from the memo read is copied as it was encoded.
+		if reuse && sn.memoFrom[k] >= 0 {
+			if enc, ok := sn.memoRead.recBytes(int(sn.memoFrom[k])); ok {
+				b = append(b, enc...)
+				continue
+			}
+		}
 		str(r.kind)
 		str(r.id)
 		str(r.status)
@@ -342,7 +384,7 @@ func (v *memoView) rec(i int) (memoRec, error) {
 }
 
 // readMemo reads the memo at path; nil when it is missing, damaged, or
-// from another build.
+// from another build. Records are decoded as lines ask for them.
 func readMemo(path string) *indexMemo {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -352,41 +394,15 @@ func readMemo(path string) *indexMemo {
 	if !ok {
 		return nil
 	}
-	// raw is held or written by nothing else: every field is a slice of
-	// it, with no second copy of the memo.
+	// raw is held or written by nothing else: every field decoded is a
+	// slice of it, with no second copy of the memo.
 	v, ok := viewMemo(body)
 	if !ok {
 		return nil
 	}
-	m, err := decodeMemo(v)
-	if err != nil {
-		return nil
-	}
-	return m
-}
-
-func decodeMemo(v *memoView) (*indexMemo, error) {
-	m := &indexMemo{recs: make([]memoRec, v.n)}
 	// Labels and dependencies of all records share two arrays: one
 	// allocation each rather than two per record.
-	labels := make([]string, 0, 2*v.n)
-	deps := make([]Dependency, 0, 2*v.n)
-	i := 0
-	for k := range m.recs {
-		r := &m.recs[k]
-		if int(binary.LittleEndian.Uint32(v.offs[4*k:])) != i {
-			return nil, errMemo
-		}
-		var err error
-		if i, err = decodeMemoRec(v.recs, i, r, &labels, &deps); err != nil {
-			return nil, err
-		}
-		r.sum = v.sum(k)
-	}
-	if i != len(v.recs) {
-		return nil, errMemo
-	}
-	return m, nil
+	return &indexMemo{v: v, labels: make([]string, 0, 2*v.n), deps: make([]Dependency, 0, 2*v.n)}
 }
 
 // decodeMemoRec decodes the record at b[i:] into r and returns where it
