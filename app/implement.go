@@ -73,7 +73,11 @@ func startSession(ctx context.Context, p *project, s beads.Store, stderr io.Writ
 	logSessionStart(log, p, target)
 	// Where the morning report of this run starts.
 	_ = p.dir.AppendLog("implementation", report.SessionStarted, map[string]any{"target": target, "mode": p.cfg.Mode})
-	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: selfExe()})
+	runner, err := hostRunner(p.cfg, p.dir)
+	if err != nil {
+		return fail(withCode(ExitSetup, err))
+	}
+	eng, err := orchestrator.New(orchestrator.Options{Dir: p.dir, Config: p.cfg, Store: s, Target: target, ChorusExe: selfExe(), Runner: runner})
 	if err != nil {
 		return fail(err)
 	}

@@ -43,6 +43,7 @@ type Config struct {
 	Hooks           Hooks            `json:"hooks"`
 	Notify          Notify           `json:"notify"`
 	Team            Team             `json:"team"`
+	Runner          Runner           `json:"runner,omitzero"`
 	CreatedAt       string           `json:"createdAt,omitempty"`
 	UpdatedAt       string           `json:"updatedAt,omitempty"`
 }
@@ -594,6 +595,7 @@ func (c Config) Validate() error {
 	if c.Hooks.TimeoutSeconds < 1 || c.Hooks.TimeoutSeconds > 3600 {
 		add("hooks.timeoutSeconds", c.Hooks.TimeoutSeconds, "seconds, from 1 to 3600 (a hook past it is killed and counts as continue)")
 	}
+	c.Runner.validate(add)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -70,7 +70,7 @@ signal COMPLETE
 		mu.Unlock()
 	}
 	dir := chorusdir.At(root)
-	r := &kube.Runner{Client: c.Client, Config: c.Config, Namespace: "default", Instance: dir.Path,
+	r := &kube.Runner{Config: c.Config, Namespace: "default", Instance: dir.Path,
 		Image: "unused", Exe: chorusBin, Grace: 2 * time.Second, Binary: "test",
 		Timeline: func(agent, what string) { step(agent, what) }}
 	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: cfg, Store: st, Target: "main",

@@ -25,8 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/remotecommand"
@@ -52,8 +50,7 @@ const (
 
 // Runner starts each agent host as a Job in Namespace.
 type Runner struct {
-	Client     kubernetes.Interface
-	Config     *rest.Config
+	Config     *rest.Config // the cluster and credentials
 	Namespace  string
 	Instance   string // the engine instance (its .chorus dir): List returns only its hosts
 	Image      string
@@ -70,6 +67,19 @@ type Runner struct {
 	// Timeline, when set, hears when a Start or Connect reached each
 	// step.
 	Timeline func(agentID, step string)
+
+	once    sync.Once
+	c       *clients
+	initErr error
+}
+
+// api is the runner's connection to the API server, made on first use.
+func (r *Runner) api() (*clients, error) {
+	r.once.Do(func() {
+		quiet.Do(func() { klog.SetLogger(logr.Discard()) })
+		r.c, r.initErr = newClients(r.Config)
+	})
+	return r.c, r.initErr
 }
 
 var _ host.Runner = (*Runner)(nil)
@@ -80,7 +90,6 @@ var _ host.Runner = (*Runner)(nil)
 var quiet sync.Once
 
 func (r *Runner) exe() string {
-	quiet.Do(func() { klog.SetLogger(logr.Discard()) })
 	if r.Exe == "" {
 		return "chorus"
 	}
@@ -182,7 +191,11 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 			},
 		},
 	}
-	created, err := r.Client.BatchV1().Jobs(r.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	api, err := r.api()
+	if err != nil {
+		return nil, err
+	}
+	created, err := api.createJob(ctx, r.Namespace, job)
 	if err != nil {
 		return nil, fmt.Errorf("creating the agent's Job in namespace %s: %w", r.Namespace, err)
 	}
@@ -200,7 +213,11 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 
 // List returns the hosts of this instance whose pods live.
 func (r *Runner) List(ctx context.Context) ([]host.Meta, error) {
-	pods, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelInstance + "=" + hash(r.Instance, 16)})
+	api, err := r.api()
+	if err != nil {
+		return nil, err
+	}
+	pods, err := api.listPods(ctx, r.Namespace, metav1.ListOptions{LabelSelector: LabelInstance + "=" + hash(r.Instance, 16)})
 	if err != nil {
 		return nil, fmt.Errorf("listing the agent pods in namespace %s: %w", r.Namespace, err)
 	}
@@ -226,7 +243,11 @@ func (r *Runner) Connect(ctx context.Context, m host.Meta) (*host.Client, error)
 // Stop asks the host to stop its agent (its work kept), then deletes the
 // agent's Jobs and their pods.
 func (r *Runner) Stop(ctx context.Context, m host.Meta) error {
-	pods, err := r.Client.CoreV1().Pods(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.Selector(m.AgentID)})
+	api, err := r.api()
+	if err != nil {
+		return err
+	}
+	pods, err := api.listPods(ctx, r.Namespace, metav1.ListOptions{LabelSelector: r.Selector(m.AgentID)})
 	if err == nil {
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
@@ -234,7 +255,7 @@ func (r *Runner) Stop(ctx context.Context, m host.Meta) error {
 			}
 		}
 	}
-	jobs, err := r.Client.BatchV1().Jobs(r.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.Selector(m.AgentID)})
+	jobs, err := api.listJobs(ctx, r.Namespace, r.Selector(m.AgentID))
 	if err != nil {
 		return fmt.Errorf("listing the agent's Jobs in %s: %w", r.Namespace, err)
 	}
@@ -247,8 +268,11 @@ func (r *Runner) Stop(ctx context.Context, m host.Meta) error {
 }
 
 func (r *Runner) deleteJob(ctx context.Context, name string) error {
-	bg := metav1.DeletePropagationBackground
-	err := r.Client.BatchV1().Jobs(r.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	api, err := r.api()
+	if err != nil {
+		return err
+	}
+	err = api.deleteJob(ctx, r.Namespace, name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the agent's Job %s: %w", name, err)
 	}
@@ -259,18 +283,22 @@ func (r *Runner) deleteJob(ctx context.Context, name string) error {
 // of one Job), a pod that ended is an error saying why; otherwise ended
 // pods (of an agent's earlier Jobs) are passed over.
 func (r *Runner) runningPod(ctx context.Context, sel string, strict bool) (*corev1.Pod, error) {
+	api, err := r.api()
+	if err != nil {
+		return nil, err
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
-			return r.Client.CoreV1().Pods(r.Namespace).List(ctx, o)
+			return api.listPods(ctx, r.Namespace, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = sel
-			return r.Client.CoreV1().Pods(r.Namespace).Watch(ctx, o)
+			return api.watchPods(ctx, r.Namespace, o)
 		},
 	}
 	var pod *corev1.Pod
-	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+	_, err = watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
 		p, ok := ev.Object.(*corev1.Pod)
 		if !ok || ev.Type == watch.Deleted || p.DeletionTimestamp != nil {
 			return false, nil
@@ -320,7 +348,7 @@ func (r *Runner) connect(ctx context.Context, agentID, sel string, strict bool) 
 		case <-t.C:
 		}
 		wait = min(2*wait, 2*time.Second)
-		if p, gerr := r.Client.CoreV1().Pods(r.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); gerr == nil &&
+		if p, gerr := r.c.getPod(ctx, r.Namespace, pod.Name); gerr == nil &&
 			(p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || p.DeletionTimestamp != nil) {
 			return nil, fmt.Errorf("the agent's pod %s ended (%s) before its host answered: %v", pod.Name, p.Status.Phase, err)
 		}
@@ -371,9 +399,13 @@ func (r *Runner) dial(ctx context.Context, pod string) (*host.Client, error) {
 // exec runs cmd in the pod's host container, WebSocket first, SPDY when
 // the server cannot upgrade to it.
 func (r *Runner) exec(ctx context.Context, pod string, cmd []string, in io.Reader, out, errw io.Writer) error {
-	req := r.Client.CoreV1().RESTClient().Post().Namespace(r.Namespace).Resource("pods").Name(pod).SubResource("exec").
+	api, err := r.api()
+	if err != nil {
+		return err
+	}
+	req := api.core.Post().Namespace(r.Namespace).Resource("pods").Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: cmd, Stdin: in != nil, Stdout: true, Stderr: true},
-			scheme.ParameterCodec)
+			api.params)
 	ws, err := remotecommand.NewWebSocketExecutor(r.Config, "GET", req.URL().String())
 	if err != nil {
 		return err

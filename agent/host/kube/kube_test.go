@@ -41,11 +41,10 @@ func TestRunnerAgentInAPod(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	mark := func(what string) { t.Logf("%8.3fs  %s", time.Since(start).Seconds(), what) }
-	r := &kube.Runner{Client: c.Client, Config: c.Config, Namespace: "default", Instance: t.TempDir(),
+	r := &kube.Runner{Config: c.Config, Namespace: "default", Instance: t.TempDir(),
 		Image: "unused", Exe: chorus, Grace: 2 * time.Second, Binary: "test",
 		Timeline: func(id, step string) { mark(id + ": " + step) }}
-	other := *r
-	other.Instance = t.TempDir()
+	other := &kube.Runner{Config: c.Config, Namespace: "default", Instance: t.TempDir(), Image: "unused", Exe: chorus}
 
 	cl, err := r.Start(ctx, host.Meta{AgentID: "agent/1", TaskID: "task-1"})
 	if err != nil {

@@ -1,0 +1,207 @@
+package kube_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/chorus-dev/chorus/agent/host/kube"
+	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/internal/kubetest"
+	"github.com/chorus-dev/chorus/internal/testkit"
+)
+
+type binEvent struct {
+	Kind   string         `json:"kind"`
+	Task   string         `json:"task"`
+	Text   string         `json:"text"`
+	Fields map[string]any `json:"fields"`
+}
+
+// engineProc is `chorus --autopilot --headless --json` in a process of its
+// own, its events read from its output.
+type engineProc struct {
+	cmd    *exec.Cmd
+	events chan binEvent
+}
+
+func startEngine(t *testing.T, chorusBin, root string) *engineProc {
+	t.Helper()
+	cmd := exec.Command(chorusBin, "-C", root, "--autopilot", "--headless", "--json")
+	// What the engine says on stderr is shown only if the test fails.
+	errf, err := os.CreateTemp(t.TempDir(), "engine-stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = errf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e := &engineProc{cmd: cmd, events: make(chan binEvent, 4096)}
+	go func() {
+		defer close(e.events)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var ev binEvent
+			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				e.events <- ev
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(errf.Name())
+			t.Logf("engine stderr:\n%s", b)
+		}
+		errf.Close()
+	})
+	return e
+}
+
+func (e *engineProc) waitFor(t *testing.T, what string, pred func(binEvent) bool) binEvent {
+	t.Helper()
+	limit := time.After(3 * time.Minute)
+	for {
+		select {
+		case ev, ok := <-e.events:
+			if !ok {
+				t.Fatalf("the engine ended before %s", what)
+			}
+			if pred(ev) {
+				return ev
+			}
+		case <-limit:
+			t.Fatalf("no %s", what)
+		}
+	}
+}
+
+// With runner.kind kubernetes in the config, the chorus binary runs a
+// task's agent in a pod; the engine is killed (SIGKILL) mid-task; a new
+// engine re-adopts the agent in its pod through exec, the same agent
+// process finishes the same iteration and the task lands: one iteration,
+// one Job.
+func TestEngineKilledReadoptsThePod(t *testing.T) {
+	c := kubetest.Start(t, testkit.Root())
+	chorusBin := testkit.Chorus(t)
+	root := testkit.Repo(t)
+	flag := filepath.Join(t.TempDir(), "go-on")
+	cfg := config.Default()
+	cfg.Project.TaskIDPrefix = "t"
+	cfg.Agents.Available["script"] = config.AgentProfile{Command: chorusBin, Args: []string{"scripted-agent", "--script", "agent.script"}, Prompt: config.PromptArg}
+	cfg.Agents.Default = "script"
+	cfg.Mode = config.ModeAutopilot
+	cfg.Completion.StopGraceSeconds = 2
+	cfg.Runner = config.Runner{Kind: config.RunnerKubernetes, Kubeconfig: c.Kubeconfig, Namespace: "default",
+		Image: "unused", ChorusPath: chorusBin}
+	if _, err := config.Install(root, cfg); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`
+print "waiting in the pod"
+run "while [ ! -f %s ]; do sleep 0.1; done"
+run "echo work > out.txt"
+commit "feat: work"
+signal COMPLETE
+`, flag)
+	os.WriteFile(filepath.Join(root, "agent.script"), []byte(script), 0o644)
+	st, err := beads.Open(context.Background(), beads.OpenOptions{RepoDir: root, Prefix: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := st.Create(context.Background(), "one task", beads.CreateOptions{Priority: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.ID
+
+	first := startEngine(t, chorusBin, root)
+	ev := first.waitFor(t, "the agent's start", func(e binEvent) bool { return e.Kind == "agent_started" && e.Task == id })
+	pid := int(ev.Fields["pid"].(float64))
+	pstart, err := ptyproc.StartTimeOf(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Process.Signal(syscall.SIGKILL)
+	_ = first.cmd.Wait()
+	if !ptyproc.Alive(pid, pstart) {
+		t.Fatal("the agent died with its engine")
+	}
+
+	started := time.Now()
+	second := startEngine(t, chorusBin, root)
+	ev = second.waitFor(t, "re-adoption", func(e binEvent) bool {
+		return e.Task == id && e.Kind == "recovered" && strings.Contains(e.Text, "re-adopted")
+	})
+	t.Logf("engine start to the agent in its pod re-adopted: %v", time.Since(started).Round(time.Millisecond))
+	if got := int(ev.Fields["pid"].(float64)); got != pid {
+		t.Fatalf("re-adopted pid %d, want %d", got, pid)
+	}
+	if err := os.WriteFile(flag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second.waitFor(t, "the merge", func(e binEvent) bool {
+		if e.Task == id && (e.Kind == "agent_started" || e.Kind == "iteration_started") {
+			t.Errorf("the second engine began a new iteration: %+v", e)
+		}
+		return e.Task == id && e.Kind == "merge_landed"
+	})
+	t.Logf("engine start to the task landed: %v", time.Since(started).Round(time.Millisecond))
+	if got := testkit.Git(t, root, "show", "main:out.txt"); got != "work" {
+		t.Fatalf("main:out.txt = %q", got)
+	}
+	log, err := os.ReadFile(filepath.Join(root, ".chorus", "session-log.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	iterations := 0
+	for _, l := range strings.Split(string(log), "\n") {
+		var e chorusdir.Entry
+		if json.Unmarshal([]byte(l), &e) == nil && e.Details["taskId"] == id && e.Event == "iteration_started" {
+			iterations++
+		}
+	}
+	if iterations != 1 {
+		t.Fatalf("%d iterations started, want 1", iterations)
+	}
+	in, err := chorusdir.At(root).Instance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &kube.Runner{Config: c.Config, Namespace: "default", Instance: in.ID}
+	jobs, err := c.Client.BatchV1().Jobs("default").List(context.Background(), metav1ListOptions(r.Selector("script-"+id)))
+	if err != nil || len(jobs.Items) != 1 {
+		t.Fatalf("the task's Jobs: %v, %v; want exactly one", jobs, err)
+	}
+}
+
+func metav1ListOptions(selector string) metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: selector}
+}

@@ -1,0 +1,82 @@
+package app
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/agent/host/kube"
+	"github.com/chorus-dev/chorus/chorusdir"
+	"github.com/chorus-dev/chorus/config"
+)
+
+// hostRunner is the runner `runner` in the config names: nil for local
+// (then agents.host decides whether agents run in hosts), a Kubernetes
+// runner for "kubernetes".
+func hostRunner(cfg config.Config, dir chorusdir.Dir) (host.Runner, error) {
+	rc := cfg.Runner
+	if rc.Kind != config.RunnerKubernetes {
+		return nil, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if rc.Kubeconfig != "" {
+		rules.ExplicitPath = rc.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: rc.Context})
+	rest, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("runner.kind is kubernetes, but its cluster is not configured: %w (set runner.kubeconfig and runner.context in .chorus/config.json)", err)
+	}
+	ns := rc.Namespace
+	if ns == "" {
+		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
+			ns = "default"
+		}
+	}
+	in, err := dir.Instance()
+	if err != nil {
+		return nil, err
+	}
+	r := &kube.Runner{Config: rest, Namespace: ns, Instance: in.ID, Image: rc.Image,
+		Exe: rc.ChorusPath, WorkingDir: rc.WorkingDir,
+		Orphan: time.Duration(cfg.Agents.HostOrphanSeconds) * time.Second}
+	for _, k := range sortedKeys(rc.Env) {
+		r.Env = append(r.Env, corev1.EnvVar{Name: k, Value: rc.Env[k]})
+	}
+	for _, k := range sortedKeys(rc.EnvFromSecrets) {
+		secret, key, _ := strings.Cut(rc.EnvFromSecrets[k], "/")
+		r.Env = append(r.Env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}})
+	}
+	for _, k := range sortedKeys(rc.Resources) {
+		q, err := resource.ParseQuantity(rc.Resources[k])
+		if err != nil {
+			return nil, fmt.Errorf("runner.resources %q: %q is not a quantity such as 500m, 2 or 4Gi", k, rc.Resources[k])
+		}
+		kind, name, _ := strings.Cut(k, ".")
+		list := &r.Resources.Requests
+		if kind == "limits" {
+			list = &r.Resources.Limits
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[corev1.ResourceName(name)] = q
+	}
+	return r, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
