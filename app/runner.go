@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -70,6 +71,29 @@ func hostRunner(cfg config.Config, dir chorusdir.Dir) (host.Runner, error) {
 		(*list)[corev1.ResourceName(name)] = q
 	}
 	return r, nil
+}
+
+// checkRunner is doctor's look at the cluster a Kubernetes runner uses:
+// it answers, and these credentials may do what the runner does.
+func checkRunner(ctx context.Context, r *doctorReport, cfg config.Config, d chorusdir.Dir) {
+	rn, err := hostRunner(cfg, d)
+	if err != nil {
+		r.add("cluster", levelFail, "%s", oneLine(err))
+		return
+	}
+	kr, ok := rn.(*kube.Runner)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for _, f := range kr.Check(ctx) {
+		level := levelOK
+		if !f.OK {
+			level = levelFail
+		}
+		r.add(f.Check, level, "%s", f.Detail)
+	}
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -45,6 +45,8 @@ type Cluster struct {
 	Dir        string // certificates, logs, etcd's data and the pods' directories
 	Ready      time.Duration
 	procs      []*proc
+	certs      *certs
+	server     string
 }
 
 // Binaries the tools directory must hold.
@@ -141,6 +143,7 @@ func (c *Cluster) start(t testing.TB, tools string) error {
 	if err != nil {
 		return err
 	}
+	c.certs = ct
 	lo := []net.IP{net.ParseIP("127.0.0.1")}
 	for _, is := range []struct {
 		name, cn string
@@ -189,14 +192,8 @@ func (c *Cluster) start(t testing.TB, tools string) error {
 		"--enable-priority-and-fairness=false", "--profiling=false", "--endpoint-reconciler-type=none"); err != nil {
 		return err
 	}
-	host := "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: host, CertificateAuthority: p("ca.crt")}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificate: p("admin.crt"), ClientKey: p("admin.key")}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin", Namespace: "default"}
-	kc.CurrentContext = "test"
-	if err := clientcmd.WriteToFile(*kc, c.Kubeconfig); err != nil {
+	c.server = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	if c.Kubeconfig, err = c.writeKubeconfig("admin"); err != nil {
 		return err
 	}
 	c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
@@ -239,6 +236,32 @@ func (c *Cluster) start(t testing.TB, tools string) error {
 	sas := cache.NewListWatchFromClient(c.Client.CoreV1().RESTClient(), "serviceaccounts", "default",
 		fields.OneTermEqualSelector("metadata.name", "default"))
 	return c.Until(ctx, "the default service account", sas, &corev1.ServiceAccount{}, func(runtime.Object) bool { return true })
+}
+
+// writeKubeconfig writes <name>.kubeconfig for the client certificate
+// <name>.crt.
+func (c *Cluster) writeKubeconfig(name string) (string, error) {
+	path := filepath.Join(c.Dir, name+".kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: c.server, CertificateAuthority: c.certs.path("ca.crt")}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificate: c.certs.path(name + ".crt"), ClientKey: c.certs.path(name + ".key")}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: name, Namespace: "default"}
+	kc.CurrentContext = "test"
+	return path, clientcmd.WriteToFile(*kc, path)
+}
+
+// UserKubeconfig is a kubeconfig for a user of the cluster other than
+// the administrator, who may do only what RBAC grants it.
+func (c *Cluster) UserKubeconfig(t testing.TB, user string) string {
+	t.Helper()
+	if err := c.certs.issue("user-"+user, user, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	path, err := c.writeKubeconfig("user-" + user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // waitHealthy polls the API server's /readyz (nothing to watch before it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,8 +20,8 @@ import (
 // clientset, whose scheme of every API group would add tens of MB to
 // chorus and time to each of its starts.
 type clients struct {
-	core, batch *rest.RESTClient
-	params      runtime.ParameterCodec
+	core, batch, authz *rest.RESTClient
+	params             runtime.ParameterCodec
 }
 
 var (
@@ -34,6 +35,7 @@ func newClients(cfg *rest.Config) (*clients, error) {
 		scheme = runtime.NewScheme()
 		_ = corev1.AddToScheme(scheme)
 		_ = batchv1.AddToScheme(scheme)
+		_ = authorizationv1.AddToScheme(scheme)
 		metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 		codecs = serializer.NewCodecFactory(scheme)
 	})
@@ -54,7 +56,11 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{core: core, batch: batch, params: runtime.NewParameterCodec(scheme)}, nil
+	authz, err := mk("/apis", authorizationv1.SchemeGroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{core: core, batch: batch, authz: authz, params: runtime.NewParameterCodec(scheme)}, nil
 }
 
 func (c *clients) createJob(ctx context.Context, ns string, j *batchv1.Job) (*batchv1.Job, error) {
@@ -91,4 +97,16 @@ func (c *clients) getPod(ctx context.Context, ns, name string) (*corev1.Pod, err
 	out := &corev1.Pod{}
 	err := c.core.Get().Namespace(ns).Resource("pods").Name(name).Do(ctx).Into(out)
 	return out, err
+}
+
+// allowed asks the API server whether these credentials may do verb on
+// resource (group "" is core) in ns.
+func (c *clients) allowed(ctx context.Context, ns, verb, group, resource, sub string) (bool, error) {
+	in := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub}}}
+	out := &authorizationv1.SelfSubjectAccessReview{}
+	if err := c.authz.Post().Resource("selfsubjectaccessreviews").Body(in).Do(ctx).Into(out); err != nil {
+		return false, err
+	}
+	return out.Status.Allowed, nil
 }
