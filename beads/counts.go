@@ -110,6 +110,6 @@ func indexCounts(sn *snapshot, opt ReadyOptions, now time.Time) Counts {
 			c.add(r.status, r.labels)
 		}
 	}
-	c.Ready = len(readyIndex(sn.recs, sn.byID, opt, now))
+	c.Ready = len(readyUnordered(sn.recs, sn.byID, opt, now))
 	return c
 }

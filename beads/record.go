@@ -94,8 +94,18 @@ var readyExcludedTypes = map[string]bool{
 }
 
 // readyIndex computes ready work over recs the way bd does (§3 of the CLI
-// contract) in a few linear passes over records and edges.
+// contract) in a few linear passes over records and edges, in bd's order.
 func readyIndex(recs []*record, byID map[string]int, opt ReadyOptions, now time.Time) []int {
+	out := readyUnordered(recs, byID, opt, now)
+	sort.Slice(out, func(a, b int) bool {
+		ra, rb := recs[out[a]], recs[out[b]]
+		return readyLess(ra.priority, rb.priority, ra.created, rb.created, ra.id, rb.id)
+	})
+	return out
+}
+
+// readyUnordered is readyIndex in file order: counting needs no more.
+func readyUnordered(recs []*record, byID map[string]int, opt ReadyOptions, now time.Time) []int {
 	n := len(recs)
 	blocked := make([]bool, n)
 	for i, r := range recs {
@@ -148,10 +158,6 @@ func readyIndex(recs []*record, byID map[string]int, opt ReadyOptions, now time.
 			out = append(out, i)
 		}
 	}
-	sort.Slice(out, func(a, b int) bool {
-		ra, rb := recs[out[a]], recs[out[b]]
-		return readyLess(ra.priority, rb.priority, ra.created, rb.created, ra.id, rb.id)
-	})
 	return out
 }
 
