@@ -21,86 +21,106 @@ import (
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
-// The engine in autopilot runs six tasks with the scripted agent, each
-// agent in a Job's pod on a real API server, reached only through exec;
-// every task completes and lands on main, and no agent Job is left
-// running. (The node shares this machine's files, so the pods work in the
-// hub's worktrees.)
-func TestEngineSixTasksThroughTheCluster(t *testing.T) {
-	c := kubetest.Start(t, testkit.Root())
+// kengine is the engine in this process with agents on the test cluster.
+type kengine struct {
+	c        *kubetest.Cluster
+	eng      *orchestrator.Engine
+	events   *testkit.Events[orchestrator.Event]
+	r        *kube.Runner
+	root     string
+	ids      []string
+	start    time.Time
+	mu       sync.Mutex
+	timeline map[string][]string
+}
+
+func (k *kengine) step(agent, what string) {
+	k.mu.Lock()
+	k.timeline[agent] = append(k.timeline[agent], fmt.Sprintf("%.3fs %s", time.Since(k.start).Seconds(), what))
+	k.mu.Unlock()
+}
+
+// startKubeEngine makes a repository with tasks run by the scripted agent
+// (script), and starts the engine on it with the cluster runner.
+func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, parallel int) *kengine {
+	t.Helper()
 	chorusBin := testkit.Chorus(t)
 	root := testkit.Repo(t)
 	cfg := config.Default()
 	cfg.Project.TaskIDPrefix = "t"
 	cfg.Agents.Available["script"] = config.AgentProfile{Command: chorusBin, Args: []string{"scripted-agent", "--script", "agent.script"}, Prompt: config.PromptArg}
 	cfg.Agents.Default = "script"
-	cfg.Agents.MaxParallel = 3
+	cfg.Agents.MaxParallel = parallel
 	cfg.Mode = config.ModeAutopilot
 	cfg.Completion.StopGraceSeconds = 2
 	cfg.QualityCommands = []config.QualityCommand{{Name: "file", Command: "test -f out-$CHORUS_TASK_ID.txt", Required: true, Order: 1}}
 	if _, err := config.Install(root, cfg); err != nil {
 		t.Fatal(err)
 	}
-	script := `
-print "in the pod: $CHORUS_TASK_ID"
-run "echo work done > out-$CHORUS_TASK_ID.txt"
-commit "feat: work"
-signal COMPLETE
-`
 	os.WriteFile(filepath.Join(root, "agent.script"), []byte(script), 0o644)
 	st, err := beads.Open(context.Background(), beads.OpenOptions{RepoDir: root, Prefix: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for i := range 6 {
+	k := &kengine{c: c, root: root, timeline: map[string][]string{}}
+	for i := range tasks {
 		tk, err := st.Create(context.Background(), fmt.Sprintf("task %d", i), beads.CreateOptions{Priority: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, tk.ID)
+		k.ids = append(k.ids, tk.ID)
 	}
-
-	start := time.Now()
-	var mu sync.Mutex
-	timeline := map[string][]string{}
-	step := func(task, what string) {
-		mu.Lock()
-		timeline[task] = append(timeline[task], fmt.Sprintf("%.3fs %s", time.Since(start).Seconds(), what))
-		mu.Unlock()
-	}
+	k.start = time.Now()
 	dir := chorusdir.At(root)
-	r := &kube.Runner{Config: c.Config, Namespace: "default", Instance: dir.Path,
-		Image: "unused", Exe: chorusBin, Grace: 2 * time.Second, Binary: "test",
-		Timeline: func(agent, what string) { step(agent, what) }}
+	k.r = &kube.Runner{Config: c.Config, Namespace: "default", Instance: dir.Path,
+		Image: "unused", Exe: chorusBin, Grace: 2 * time.Second, Binary: "test", Timeline: k.step}
 	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: cfg, Store: st, Target: "main",
-		ChorusExe: chorusBin, Cols: 100, Rows: 30, Runner: r})
+		ChorusExe: chorusBin, Cols: 100, Rows: 30, Runner: k.r})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := eng.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	k.eng = eng
 	// A second subscription records each agent's timeline as it happens.
 	watch := eng.Subscribe()
 	go func() {
 		for e := range watch {
 			switch e.Kind {
 			case orchestrator.EvStarted, orchestrator.EvSignal, orchestrator.EvCompleted, orchestrator.EvMergeQueued:
-				step(e.Agent, string(e.Kind)+" "+e.Text)
+				k.step(e.Agent, string(e.Kind)+" "+e.Text)
 			}
 		}
 	}()
-	events := &testkit.Events[orchestrator.Event]{TB: t, C: eng.Subscribe(), Limit: 3 * time.Minute, Report: func() string {
+	k.events = &testkit.Events[orchestrator.Event]{TB: t, C: eng.Subscribe(), Limit: 3 * time.Minute, Report: func() string {
 		return fmt.Sprintf("node log:\n%s", tail(c.Log("kube-node"), 3000))
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
 	if err := eng.RouteSignals(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return k
+}
+
+// The engine in autopilot runs six tasks with the scripted agent, each
+// agent in a Job's pod on a real API server, reached only through exec;
+// every task completes and lands on main, and every pod ends with its
+// agent. (The node shares this machine's files, so the pods work in the
+// hub's worktrees.)
+func TestEngineSixTasksThroughTheCluster(t *testing.T) {
+	c := kubetest.Start(t, testkit.Root())
+	k := startKubeEngine(t, c, `
+print "in the pod: $CHORUS_TASK_ID"
+run "echo work done > out-$CHORUS_TASK_ID.txt"
+commit "feat: work"
+signal COMPLETE
+`, 6, 3)
+	eng, events, ids, root, r, start := k.eng, k.events, k.ids, k.root, k.r, k.start
+	ctx := context.Background()
 	closed := map[string]bool{}
 	for len(closed) < len(ids) {
 		ev := events.Wait(func(e orchestrator.Event) bool {
@@ -138,11 +158,11 @@ signal COMPLETE
 			t.Errorf("main:out-%s.txt = %q", id, got)
 		}
 	}
-	mu.Lock()
-	for agent, steps := range timeline {
+	k.mu.Lock()
+	for agent, steps := range k.timeline {
 		t.Logf("%s: %s", agent, strings.Join(steps, " | "))
 	}
-	mu.Unlock()
+	k.mu.Unlock()
 	t.Logf("all %d tasks landed %.3fs after the engine started", len(ids), landed.Seconds())
 	// Each host ends with its agent, and its pod with it.
 	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
@@ -166,4 +186,32 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// Text typed into an agent through the engine (the TUI's chat line,
+// CmdType) reaches the agent in its pod, through exec.
+func TestTypingReachesTheAgentInItsPod(t *testing.T) {
+	c := kubetest.Start(t, testkit.Root())
+	k := startKubeEngine(t, c, `
+print "waiting for a word"
+wait-input
+run "echo work done > out-$CHORUS_TASK_ID.txt"
+commit "feat: work"
+signal COMPLETE
+`, 1, 1)
+	ev := k.events.Wait(func(e orchestrator.Event) bool { return e.Kind == orchestrator.EvStarted })
+	sent := time.Now()
+	if err := k.eng.Do(context.Background(), orchestrator.Command{Kind: orchestrator.CmdType, AgentID: ev.Agent, Text: "go on"}); err != nil {
+		t.Fatal(err)
+	}
+	done := k.events.Wait(func(e orchestrator.Event) bool {
+		return e.Kind == orchestrator.EvCompleted || e.Kind == orchestrator.EvFailed
+	})
+	if done.Kind != orchestrator.EvCompleted {
+		t.Fatalf("the task did not complete: %+v", done)
+	}
+	t.Logf("typed into the agent in its pod; COMPLETE %v later", time.Since(sent).Round(time.Millisecond))
+	if emu := k.eng.Screen(ev.Agent); emu != nil && !strings.Contains(emu.Text(), "received: go on") {
+		t.Errorf("the agent's screen does not show the typed text:\n%s", emu.Text())
+	}
 }

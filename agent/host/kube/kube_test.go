@@ -3,6 +3,7 @@ package kube_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +103,60 @@ func TestRunnerAgentInAPod(t *testing.T) {
 		t.Fatalf("List after Stop: %+v, %v; want none", ms, err)
 	}
 	cl2.Close()
+}
+
+// How long reaching a running agent's host takes (connect, hello, the
+// screen back) in a pod through the API server, against a local host on
+// this machine: the wait before a re-attached tile shows the agent. It
+// reports figures; it asserts only that every connect worked.
+func TestAttachLatencyPodAgainstLocal(t *testing.T) {
+	c := kubetest.Start(t, testkit.Root())
+	chorus := testkit.Chorus(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	spec := host.Spec{Argv: []string{"sh", "-c", "echo ready-to-attach; read x"}, Dir: t.TempDir(), Cols: 80, Rows: 24}
+	local := &host.Local{Dir: t.TempDir(), Instance: "latency", Exe: chorus, Args: []string{"agent-host"}, Binary: "test"}
+	pod := &kube.Runner{Config: c.Config, Namespace: "default", Instance: t.TempDir(), Image: "unused", Exe: chorus,
+		Grace: 2 * time.Second, Binary: "test"}
+	for _, rn := range []struct {
+		name string
+		r    host.Runner
+	}{{"local host", local}, {"host in a pod", pod}} {
+		cl, err := rn.r.Start(ctx, host.Meta{AgentID: "latency", TaskID: "t-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Start(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		var seen bytes.Buffer
+		waitOut(ctx, t, cl, &seen, "ready-to-attach")
+		cl.Close()
+		ms, err := rn.r.List(ctx)
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("%s: List: %v, %v", rn.name, ms, err)
+		}
+		var ds []time.Duration
+		for range 7 {
+			t0 := time.Now()
+			cl, err := rn.r.Connect(ctx, ms[0])
+			if err == nil {
+				err = cl.Wait4Info(ctx)
+			}
+			if err != nil {
+				t.Fatalf("%s: connect: %v", rn.name, err)
+			}
+			if _, _, screen := cl.Screen(); !bytes.Contains(screen, []byte("ready-to-attach")) {
+				t.Fatalf("%s: the screen on connect lacks the agent's output: %q", rn.name, screen)
+			}
+			ds = append(ds, time.Since(t0))
+			cl.Close()
+		}
+		slices.Sort(ds)
+		t.Logf("%s: connect to screen, 7 times: median %v, min %v, max %v", rn.name,
+			ds[3].Round(time.Microsecond), ds[0].Round(time.Microsecond), ds[6].Round(time.Microsecond))
+		if err := rn.r.Stop(ctx, ms[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
