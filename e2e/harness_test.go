@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -61,6 +62,9 @@ type harness struct {
 	cancel context.CancelFunc
 	done   chan error
 	log    []orchestrator.Event
+
+	// runner, when set, runs the agents' hosts (on a cluster, say).
+	runner host.Runner
 
 	// untrusted: tasks' worktrees are not marked trusted for interactive
 	// Claude Code ahead of time (they are by default, exactly each path),
@@ -160,7 +164,7 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 func (h *harness) start() {
 	h.t.Helper()
 	eng, err := orchestrator.New(orchestrator.Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main",
-		ChorusExe: chorusBin, Cols: 120, Rows: 40})
+		ChorusExe: chorusBin, Cols: 120, Rows: 40, Runner: h.runner})
 	if err != nil {
 		h.t.Fatal(err)
 	}
