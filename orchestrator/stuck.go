@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/claudetrust"
+	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/stuck"
 	"github.com/chorus-dev/chorus/config"
 )
@@ -59,7 +60,7 @@ func (r *agentRun) watchStuck(p agentProc) {
 			due = last.Add(stuckLookGap)
 		}
 		if !due.IsZero() {
-			timer.Reset(time.Until(due))
+			timer.Reset(time.Until(ptyproc.OnGrid(due)))
 		}
 	}
 	for {

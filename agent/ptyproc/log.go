@@ -45,7 +45,7 @@ func (p *Proc) writeLog(b []byte) {
 	case len(p.logBuf) >= logFlushBytes:
 		p.flushLogLocked()
 	case p.logTimer == nil:
-		p.logTimer = time.AfterFunc(logFlushEvery, p.flushLog)
+		p.logTimer = time.AfterFunc(time.Until(OnGrid(time.Now().Add(logFlushEvery))), p.flushLog)
 	}
 }
 

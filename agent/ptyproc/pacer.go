@@ -41,6 +41,16 @@ type pacer struct {
 // process on its own. Idle agents cost nothing.
 const quietPoints = 8
 
+// OnGrid is the first point of the readers' default grid at or after t.
+// A timer of the same process due there fires with the readers' wake-up
+// instead of waking the process once more.
+func OnGrid(t time.Time) time.Time {
+	if g := t.Truncate(DefaultCoalesce); !g.Equal(t) {
+		return g.Add(DefaultCoalesce)
+	}
+	return t
+}
+
 // next is the grid's first point after now.
 func (c *pacer) next(now time.Time) time.Time { return now.Truncate(c.window).Add(c.window) }
 

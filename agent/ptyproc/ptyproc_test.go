@@ -596,3 +596,18 @@ func TestTypingEndsPacing(t *testing.T) {
 	}
 	c.waitFor(t, "zq")
 }
+
+// OnGrid moves a time up to the readers' grid, and leaves one on it.
+func TestOnGrid(t *testing.T) {
+	base := time.Unix(1_800_000_000, 0).Truncate(DefaultCoalesce)
+	for _, c := range []struct{ in, want time.Time }{
+		{base, base},
+		{base.Add(time.Nanosecond), base.Add(DefaultCoalesce)},
+		{base.Add(DefaultCoalesce - time.Nanosecond), base.Add(DefaultCoalesce)},
+		{base.Add(DefaultCoalesce), base.Add(DefaultCoalesce)},
+	} {
+		if got := OnGrid(c.in); !got.Equal(c.want) {
+			t.Errorf("OnGrid(base+%v) = base+%v, want base+%v", c.in.Sub(base), got.Sub(base), c.want.Sub(base))
+		}
+	}
+}
