@@ -75,7 +75,7 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 	}
 	release := func() {}
 	load := func() (*snapshot, error) {
-		sn, rel, err := s.loadCounting(variant)
+		sn, rel, err := s.loadCounting(variant, opt)
 		release = rel
 		return sn, err
 	}
@@ -86,8 +86,12 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 			c := sn.memo.Counts
 			return func() ([]byte, error) { return json.Marshal(c) }
 		}
-		c := indexCounts(sn, opt, now)
-		s.renewMemo(sn, variant, c, now)
+		var bits []byte
+		if sn.sums != nil {
+			bits = make([]byte, len(sn.recs))
+		}
+		c := countRecords(sn, opt, now, bits)
+		s.renewMemo(sn, variant, c, bits, now)
 		return func() ([]byte, error) { return json.Marshal(c) }
 	})
 	release() // nothing kept refers to the file's bytes: counts were copied out
@@ -103,6 +107,12 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 }
 
 func indexCounts(sn *snapshot, opt ReadyOptions, now time.Time) Counts {
+	return countRecords(sn, opt, now, nil)
+}
+
+// countRecords counts sn's records; with bits (one per record) it also
+// marks each record's state for the index memo.
+func countRecords(sn *snapshot, opt ReadyOptions, now time.Time, bits []byte) Counts {
 	c := Counts{ByStatus: map[string]int{}}
 	for _, r := range sn.recs {
 		if r.kind == "issue" {
@@ -110,6 +120,6 @@ func indexCounts(sn *snapshot, opt ReadyOptions, now time.Time) Counts {
 			c.add(r.status, r.labels)
 		}
 	}
-	c.Ready = len(readyUnordered(sn.recs, sn.byID, opt, now))
+	c.Ready = len(readyPass(sn.recs, sn.byID, opt, now, bits))
 	return c
 }

@@ -65,13 +65,14 @@ func TestCountsMappedMatchFullParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Another variant than the memo's counts: always the slow way.
-		sn, release, err := s.loadCounting("other")
+		sn, release, err := s.loadCounting("other", ReadyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
 			now := time.Now()
-			s.renewMemo(sn, "counted", indexCounts(sn, ReadyOptions{}, now), now)
+			bits := make([]byte, len(sn.recs))
+			s.renewMemo(sn, "counted", countRecords(sn, ReadyOptions{}, now, bits), bits, now)
 		}
 		if i > 0 && !sn.mapped {
 			t.Errorf("change %d: counted without the mapping though a memo exists", i)

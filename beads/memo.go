@@ -23,7 +23,7 @@ import (
 // its records lack the fields a list, a full decode or a write needs.
 const (
 	indexMemoFile  = "index-memo"
-	indexMemoMagic = "chorus-index-memo 2\n" // bump when the format or what decoding yields changes
+	indexMemoMagic = "chorus-index-memo 3\n" // bump when the format or what decoding yields changes
 )
 
 // castagnoli is made on first use: its tables take about 0.2 ms, which
@@ -112,7 +112,7 @@ func (m *indexMemo) recBytes(j int) (string, bool) {
 // parsed with the memo's help (the store's own snapshot when it is
 // current). The snapshot it returns is not kept; release (never nil) ends
 // it, after which its records' raw bytes are gone.
-func (s *builtinStore) loadCounting(variant string) (sn *snapshot, release func(), err error) {
+func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snapshot, release func(), err error) {
 	release = func() {}
 	f, err := os.Open(s.path)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *builtinStore) loadCounting(variant string) (sn *snapshot, release func(
 	if data, unmap, ok := mapFile(f, st.Size()); ok {
 		var mc *memoCounts
 		var sums []lineSum
-		if guard(true, func() { mc, sums = countsFromMemo(data, path, variant, s.now()) }) && mc != nil {
+		if guard(true, func() { mc, sums = countsFromMemo(data, path, variant, opt, s.now()) }) && mc != nil {
 			return &snapshot{key: key, data: data, mapped: true, path: s.path, memo: mc}, unmap, nil
 		}
 		if memo := readMemo(path); memo != nil {
@@ -163,11 +163,11 @@ func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, 
 // variant, so that the next count after a change that leaves what counting
 // reads as it is takes c again. Counting renews it whenever it had to
 // count: writing it costs about what decoding a hundred lines does.
-func (s *builtinStore) renewMemo(sn *snapshot, variant string, c Counts, now time.Time) {
-	if sn.sums == nil || sn.bad != nil || !sn.key.ok {
+func (s *builtinStore) renewMemo(sn *snapshot, variant string, c Counts, bits []byte, now time.Time) {
+	if sn.sums == nil || sn.bad != nil || !sn.key.ok || len(bits) != len(sn.recs) {
 		return
 	}
-	mc := &memoCounts{Variant: variant, Counts: c}
+	mc := &memoCounts{Variant: variant, Counts: c, bits: bits}
 	mc.Lo, mc.Hi = deferWindow(sn.recs, now)
 	if b := encodeMemo(sn, mc); b != nil {
 		_ = atomicReplace(filepath.Join(s.dir, readyCacheDir, indexMemoFile), b) // a memo not written is only slower next time
@@ -226,7 +226,9 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum
 // The body is laid out for reading a few records without decoding the
 // rest: the record count, the counts (JSON, possibly empty), each line's
 // sum (three uint32s: CRC-32C, CRC-32 IEEE, length), each record's offset
-// in the records part, then the records; a CRC-32C of all of it ends it.
+// in the records part, each record's state for the counts (a byte of
+// memoReady, memoBlocked, memoHeld), then the records; a CRC-32C of all of
+// it ends it.
 func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 	exe := exeID()
 	if exe == "" {
@@ -240,7 +242,7 @@ func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 		}
 	}
 	n := len(sn.recs)
-	size := len(indexMemoMagic) + len(exe) + 13 + len(cj) + 16*n
+	size := len(indexMemoMagic) + len(exe) + 13 + len(cj) + 17*n
 	for _, r := range sn.recs {
 		size += len(r.kind) + len(r.id) + len(r.status) + len(r.itype) + 15
 		for _, l := range r.labels {
@@ -274,6 +276,11 @@ func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 	}
 	offs := len(b)
 	b = append(b, make([]byte, 4*n)...)
+	if mc != nil && len(mc.bits) == n {
+		b = append(b, mc.bits...)
+	} else {
+		b = append(b, make([]byte, n)...)
+	}
 	recs := len(b)
 	str := func(s string) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -340,10 +347,10 @@ func memoBody(raw []byte) ([]byte, bool) {
 // memoView reads a memo's body in place: sums and records by number,
 // nothing decoded until asked for.
 type memoView struct {
-	n          int
-	counts     []byte // JSON of memoCounts, or empty
-	sums, offs []byte
-	recs       string
+	n                int
+	counts           []byte // JSON of memoCounts, or empty
+	sums, offs, bits []byte
+	recs             string
 }
 
 func viewMemo(body []byte) (*memoView, bool) {
@@ -352,7 +359,7 @@ func viewMemo(body []byte) (*memoView, bool) {
 	}
 	n := uint64(binary.LittleEndian.Uint32(body))
 	cl := uint64(binary.LittleEndian.Uint32(body[4:]))
-	if 8+cl+16*n > uint64(len(body)) {
+	if 8+cl+17*n > uint64(len(body)) {
 		return nil, false
 	}
 	v := &memoView{n: int(n)}
@@ -360,6 +367,7 @@ func viewMemo(body []byte) (*memoView, bool) {
 	v.counts = body[8:at]
 	v.sums, at = body[at:at+12*v.n], at+12*v.n
 	v.offs, at = body[at:at+4*v.n], at+4*v.n
+	v.bits, at = body[at:at+v.n], at+v.n
 	v.recs = unsafe.String(unsafe.SliceData(body[at:]), len(body)-at)
 	return v, true
 }

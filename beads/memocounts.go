@@ -3,8 +3,10 @@ package beads
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -15,21 +17,31 @@ type memoCounts struct {
 	Variant string
 	Lo, Hi  int64
 	Counts  Counts
+	bits    []byte // when written: each record's state (memoReady…)
 }
 
-// countsFromMemo returns the memo's counts when data (the task file) holds
-// the same records, line for line, as far as counting reads them: a line
-// whose bytes changed is decoded and compared with the memo's record at
-// its place, and none of the others is decoded. Most edits (a title, a
-// description, a note, a claim's assignee) leave the counts as they were,
-// and this spares the memo's full decode and Ready's pass, most of what
-// `chorus status` after such a change cost. nil when anything else
-// changed (a task added, removed, moved, closed or blocked, a label or a
-// dependency), the memo is missing or damaged, or counts another variant
-// or another span of the clock: the caller counts the slow way, given the
-// lines' sums when they were taken. Run under guard: data and the memo
-// are mappings.
-func countsFromMemo(data []byte, path, variant string, now time.Time) (*memoCounts, []lineSum) {
+// A record's state for the memo's counts, as Ready computed it.
+const (
+	memoReady   = 1 << iota // counted ready
+	memoBlocked             // a blocker holds it back (blocked[i])
+	memoHeld                // a task whose parent holds it back
+)
+
+// countsFromMemo returns the counts from the memo when data (the task
+// file) holds the same records, line for line, as the memo but for the
+// status and labels of a few: a line whose bytes changed is decoded and
+// compared with the memo's record at its place, and none of the others is.
+// Most edits (a title, a description, a note) leave the counts as they
+// were; a task claimed, closed, reopened, blocked or labelled moves them,
+// and countsAfter carries them over from the state the memo keeps. Both
+// spare building a snapshot and Ready's pass, and the first spares
+// decoding the memo: most of what `chorus status` after such a change
+// cost. nil when anything else changed (a task added, removed or moved, a
+// dependency, a defer date, a type), the memo is missing or damaged, or
+// counts another variant or another span of the clock: the caller counts
+// the slow way, given the lines' sums when they were taken. Run under
+// guard: data and the memo are mappings.
+func countsFromMemo(data []byte, path, variant string, opt ReadyOptions, now time.Time) (*memoCounts, []lineSum) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil
@@ -82,10 +94,18 @@ func countsFromMemo(data []byte, path, variant string, now time.Time) (*memoCoun
 		}
 		sums = append(sums, v.sum(len(sums)))
 	}
-	same := len(sums) == v.n
-	// As many changed lines as renewing the memo is worth: past that the
-	// slow way decodes them once and writes a memo that has them.
-	same = same && len(lines) <= max(100, v.n/50)
+	if len(sums) != v.n || len(lines) > max(100, v.n/50) {
+		// As many changed lines as renewing the memo is worth: past that
+		// the slow way decodes them once and writes a memo that has them.
+		for i := range sums {
+			if sums[i].n < 0 {
+				sums[i].n = -1 - sums[i].n
+			}
+		}
+		return nil, sums
+	}
+	var moved []movedRec
+	ok = true
 	k := 0
 	strs := make(map[string]string, 8)
 	for i := range sums {
@@ -93,34 +113,194 @@ func countsFromMemo(data []byte, path, variant string, now time.Time) (*memoCoun
 			continue
 		}
 		sums[i].n = -1 - sums[i].n
-		same = same && sameForCounting(lines[k], v, i, strs)
+		if ok {
+			var m movedRec
+			var same bool
+			if m, same, ok = compareForCounting(lines[k], v, i, strs); ok && !same {
+				moved = append(moved, m)
+			}
+		}
 		k++
 	}
-	if !same {
+	if !ok {
 		return nil, sums
+	}
+	if len(moved) > 0 {
+		c, ok := countsAfter(v, mc.Counts, moved, opt, now)
+		if !ok {
+			return nil, sums
+		}
+		mc.Counts = c
 	}
 	return &mc, sums
 }
 
-// sameForCounting reports whether line decodes without error to the index
-// fields memo record i has.
-func sameForCounting(line []byte, v *memoView, i int, strs map[string]string) bool {
+// movedRec is a line whose status or labels differ from the memo's record
+// at its place (at), all else counting reads being the same.
+type movedRec struct {
+	at       int
+	now, was memoRec
+}
+
+// compareForCounting decodes line and compares it with memo record i: same
+// when counting reads them alike, else the difference when only status or
+// labels moved; ok false when the line does not decode or anything else
+// differs.
+func compareForCounting(line []byte, v *memoView, i int, strs map[string]string) (m movedRec, same, ok bool) {
 	r := record{raw: line}
-	if decodeWith(&scanner{b: line, strs: strs}, &r) != nil {
-		return false // the slow way decodes it again, and reports it
+	if decodeWith(&scanner{b: line, strs: strs}, &r) != nil || (r.kind == "issue" && r.id == "") {
+		return m, false, false // the slow way decodes it again, and reports it
 	}
-	m, err := v.rec(i)
+	was, err := v.rec(i)
 	if err != nil {
-		return false
+		return m, false, false
 	}
-	if r.kind != m.kind || r.id != m.id || r.status != m.status || r.itype != m.itype || r.ephemeral != m.ephemeral ||
-		!r.deferUntil.Equal(m.deferUntil) || !slices.Equal(r.labels, m.labels) || len(r.deps) != len(m.deps) {
-		return false
+	if r.kind != was.kind || r.id != was.id || r.itype != was.itype || r.ephemeral != was.ephemeral ||
+		!r.deferUntil.Equal(was.deferUntil) || len(r.deps) != len(was.deps) {
+		return m, false, false
 	}
 	for k, d := range r.deps {
-		if e := m.deps[k]; d.IssueID != e.IssueID || d.DependsOnID != e.DependsOnID || d.Type != e.Type {
-			return false
+		if e := was.deps[k]; d.IssueID != e.IssueID || d.DependsOnID != e.DependsOnID || d.Type != e.Type {
+			return m, false, false
 		}
 	}
-	return r.kind != "issue" || r.id != ""
+	if r.status == was.status && slices.Equal(r.labels, was.labels) {
+		return m, true, true
+	}
+	now := was
+	now.status, now.labels = r.status, r.labels
+	return movedRec{at: i, now: now, was: was}, false, true
+}
+
+// countsAfter moves the memo's counts c on by records whose status or
+// labels changed, the rest as the memo has it: the counts by status at
+// once; Ready for the records whose readiness can have changed (those
+// moved, those their blockers' going or coming back unblocks or blocks,
+// and the children of either), from the state the memo keeps for the
+// others. It decodes every memo record (their edges say who depends on
+// whom) but builds no snapshot and computes no Ready pass.
+func countsAfter(v *memoView, c Counts, moved []movedRec, opt ReadyOptions, now time.Time) (Counts, bool) {
+	recs := make([]memoRec, v.n)
+	labels := make([]string, 0, 2*v.n)
+	deps := make([]Dependency, 0, 2*v.n)
+	at := 0
+	for i := range recs {
+		var err error
+		if at, err = decodeMemoRec(v.recs, at, &recs[i], &labels, &deps); err != nil {
+			return c, false
+		}
+	}
+	byID := make(map[string]int, v.n)
+	for i := range recs {
+		if recs[i].kind == "issue" {
+			byID[recs[i].id] = i
+		}
+	}
+	byStatus := maps.Clone(c.ByStatus)
+	flipped := map[int]bool{} // moved between active and not: blockers that start or stop blocking
+	for _, m := range moved {
+		recs[m.at] = m.now
+		if m.now.kind != "issue" {
+			continue
+		}
+		// A map assignment stores the key it is given: the memo's
+		// strings are gone once it is unmapped.
+		was := strings.Clone(m.was.status)
+		if byStatus[was]--; byStatus[was] == 0 {
+			delete(byStatus, was)
+		}
+		byStatus[m.now.status]++
+		if m.was.status == StatusBlocked && hasLabel(m.was.labels, LabelFailed) {
+			c.Failed--
+		}
+		if m.now.status == StatusBlocked && hasLabel(m.now.labels, LabelFailed) {
+			c.Failed++
+		}
+		if activeStatus(m.was.status) != activeStatus(m.now.status) {
+			flipped[m.at] = true
+		}
+	}
+	c.ByStatus = byStatus
+	wasBlocked := func(i int) bool { return v.bits[i]&memoBlocked != 0 }
+	// Who is blocked now, for the records an edge ties to a flipped one.
+	blocked := map[int]bool{}
+	if len(flipped) > 0 {
+		for i := range recs {
+			if recs[i].kind != "issue" {
+				continue
+			}
+			for _, d := range recs[i].deps {
+				if from, to, ok := blockEdge(i, recs[i].id, d, byID); ok && flipped[to] {
+					blocked[from] = false
+				}
+			}
+		}
+		for i := range recs {
+			if recs[i].kind != "issue" {
+				continue
+			}
+			for _, d := range recs[i].deps {
+				if from, to, ok := blockEdge(i, recs[i].id, d, byID); ok && activeStatus(recs[to].status) {
+					if _, asked := blocked[from]; asked {
+						blocked[from] = true
+					}
+				}
+			}
+		}
+	}
+	isBlocked := func(i int) bool {
+		if b, ok := blocked[i]; ok {
+			return b
+		}
+		return wasBlocked(i)
+	}
+	// Parents whose hold on their children changed, and those children.
+	holdMoved := map[int]bool{}
+	for i := range flipped {
+		holdMoved[i] = true
+	}
+	for i, b := range blocked {
+		if b != wasBlocked(i) {
+			holdMoved[i] = true
+		}
+	}
+	holds := func(j int) bool { return parentHolds(recs[j].status, recs[j].deferUntil, isBlocked(j), now) }
+	touched := map[int]bool{}
+	for _, m := range moved {
+		touched[m.at] = true
+	}
+	for i, b := range blocked {
+		if b != wasBlocked(i) {
+			touched[i] = true
+		}
+	}
+	children := map[int]bool{}
+	if len(holdMoved) > 0 {
+		for i := range recs {
+			if recs[i].kind != "issue" {
+				continue
+			}
+			if heldBack(recs[i].id, recs[i].deps, byID, func(j int) bool { return holdMoved[j] }) {
+				children[i] = true
+				touched[i] = true
+			}
+		}
+	}
+	for i := range touched {
+		r := &recs[i]
+		held := v.bits[i]&memoHeld != 0
+		if children[i] {
+			held = heldBack(r.id, r.deps, byID, holds)
+		}
+		rec := record{kind: r.kind, id: r.id, status: r.status, itype: r.itype, ephemeral: r.ephemeral, deferUntil: r.deferUntil, labels: r.labels}
+		ready := ownReady(&rec, opt, now) && !isBlocked(i) && !held
+		if wasReady := v.bits[i]&memoReady != 0; ready != wasReady {
+			if ready {
+				c.Ready++
+			} else {
+				c.Ready--
+			}
+		}
+	}
+	return c, true
 }

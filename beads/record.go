@@ -106,59 +106,88 @@ func readyIndex(recs []*record, byID map[string]int, opt ReadyOptions, now time.
 
 // readyUnordered is readyIndex in file order: counting needs no more.
 func readyUnordered(recs []*record, byID map[string]int, opt ReadyOptions, now time.Time) []int {
-	n := len(recs)
-	blocked := make([]bool, n)
+	return readyPass(recs, byID, opt, now, nil)
+}
+
+// readyPass is readyUnordered; with bits (one per record) it also marks
+// each record's state as the index memo keeps it (memocounts.go).
+func readyPass(recs []*record, byID map[string]int, opt ReadyOptions, now time.Time, bits []byte) []int {
+	blocked := make([]bool, len(recs))
 	for i, r := range recs {
 		if r.kind != "issue" {
 			continue
 		}
 		for _, d := range r.deps {
-			if !blockingType(d.Type) {
-				continue
-			}
-			from := i
-			if d.IssueID != "" && d.IssueID != r.id {
-				j, ok := byID[d.IssueID]
-				if !ok {
-					continue
-				}
-				from = j
-			}
-			if j, ok := byID[d.DependsOnID]; ok && activeStatus(recs[j].status) {
+			if from, to, ok := blockEdge(i, r.id, d, byID); ok && activeStatus(recs[to].status) {
 				blocked[from] = true
 			}
 		}
 	}
+	holds := func(j int) bool { return parentHolds(recs[j].status, recs[j].deferUntil, blocked[j], now) }
 	var out []int
 	for i, r := range recs {
-		if r.kind != "issue" || r.status != StatusOpen || blocked[i] || r.ephemeral || readyExcludedTypes[r.itype] {
-			continue
-		}
-		if !r.deferUntil.IsZero() && r.deferUntil.After(now) {
-			continue
-		}
-		if !labelsPass(r.labels, opt) {
-			continue
-		}
-		// Children of a blocked or deferred parent wait too (one level).
-		held := false
-		for _, d := range r.deps {
-			if d.Type != "parent-child" || (d.IssueID != "" && d.IssueID != r.id) {
-				continue
+		if bits != nil {
+			if blocked[i] {
+				bits[i] |= memoBlocked
 			}
-			if j, ok := byID[d.DependsOnID]; ok {
-				p := recs[j]
-				if (blocked[j] && activeStatus(p.status)) || (!p.deferUntil.IsZero() && p.deferUntil.After(now)) {
-					held = true
-					break
-				}
+			if r.kind == "issue" && heldBack(r.id, r.deps, byID, holds) {
+				bits[i] |= memoHeld
 			}
 		}
-		if !held {
-			out = append(out, i)
+		if !ownReady(r, opt, now) || blocked[i] || heldBack(r.id, r.deps, byID, holds) {
+			continue
+		}
+		out = append(out, i)
+		if bits != nil {
+			bits[i] |= memoReady
 		}
 	}
 	return out
+}
+
+// blockEdge resolves dependency d of record self (id) when it holds back
+// work: the record it holds back and its blocker, both tasks.
+func blockEdge(self int, id string, d Dependency, byID map[string]int) (from, to int, ok bool) {
+	if !blockingType(d.Type) {
+		return 0, 0, false
+	}
+	from = self
+	if d.IssueID != "" && d.IssueID != id {
+		if from, ok = byID[d.IssueID]; !ok {
+			return 0, 0, false
+		}
+	}
+	to, ok = byID[d.DependsOnID]
+	return from, to, ok
+}
+
+// ownReady is what makes a task ready by its own fields: open, not
+// ephemeral, of a type bd offers, not deferred, its labels let through.
+func ownReady(r *record, opt ReadyOptions, now time.Time) bool {
+	return r.kind == "issue" && r.status == StatusOpen && !r.ephemeral && !readyExcludedTypes[r.itype] &&
+		!deferredAt(r.deferUntil, now) && labelsPass(r.labels, opt)
+}
+
+func deferredAt(t, now time.Time) bool { return !t.IsZero() && t.After(now) }
+
+// parentHolds: a parent blocked while still active, or deferred, keeps
+// its children waiting.
+func parentHolds(status string, deferUntil time.Time, blocked bool, now time.Time) bool {
+	return (blocked && activeStatus(status)) || deferredAt(deferUntil, now)
+}
+
+// heldBack reports whether a parent of the task (id, deps) holds it
+// (one level): holds says it of the parent's record number.
+func heldBack(id string, deps []Dependency, byID map[string]int, holds func(j int) bool) bool {
+	for _, d := range deps {
+		if d.Type != "parent-child" || (d.IssueID != "" && d.IssueID != id) {
+			continue
+		}
+		if j, ok := byID[d.DependsOnID]; ok && holds(j) {
+			return true
+		}
+	}
+	return false
 }
 
 func readyLess(pa, pb int, ca, cb time.Time, ia, ib string) bool {
