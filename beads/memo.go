@@ -23,7 +23,7 @@ import (
 // its records lack the fields a list, a full decode or a write needs.
 const (
 	indexMemoFile  = "index-memo"
-	indexMemoMagic = "chorus-index-memo 3\n" // bump when the format or what decoding yields changes
+	indexMemoMagic = "chorus-index-memo 4\n" // bump when the format or what decoding yields changes
 )
 
 // castagnoli is made on first use: its tables take about 0.2 ms, which
@@ -227,8 +227,10 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum
 // rest: the record count, the counts (JSON, possibly empty), each line's
 // sum (three uint32s: CRC-32C, CRC-32 IEEE, length), each record's offset
 // in the records part, each record's state for the counts (a byte of
-// memoReady, memoBlocked, memoHeld), then the records; a CRC-32C of all of
-// it ends it.
+// memoReady, memoBlocked, memoHeld), the number of blocks and each block's
+// sum (the bytes from the first to the last of each memoBlock lines; none
+// when the lines' bytes are not at hand), then the records; a CRC-32C of
+// all of it ends it.
 func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 	exe := exeID()
 	if exe == "" {
@@ -242,7 +244,7 @@ func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 		}
 	}
 	n := len(sn.recs)
-	size := len(indexMemoMagic) + len(exe) + 13 + len(cj) + 17*n
+	size := len(indexMemoMagic) + len(exe) + 17 + len(cj) + 17*n + 12*(n/memoBlock+1)
 	for _, r := range sn.recs {
 		size += len(r.kind) + len(r.id) + len(r.status) + len(r.itype) + 15
 		for _, l := range r.labels {
@@ -280,6 +282,19 @@ func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
 		b = append(b, mc.bits...)
 	} else {
 		b = append(b, make([]byte, n)...)
+	}
+	var blocks [][]byte
+	if !guard(sn.mapped, func() {
+		blocks = blockSpans(sn.data, sn.recs)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(blocks)))
+		for _, bl := range blocks {
+			sum := sumLine(bl)
+			b = binary.LittleEndian.AppendUint32(b, sum.c)
+			b = binary.LittleEndian.AppendUint32(b, sum.i)
+			b = binary.LittleEndian.AppendUint32(b, uint32(sum.n))
+		}
+	}) {
+		return nil // the file was cut short under the mapping
 	}
 	recs := len(b)
 	str := func(s string) {
@@ -347,10 +362,52 @@ func memoBody(raw []byte) ([]byte, bool) {
 // memoView reads a memo's body in place: sums and records by number,
 // nothing decoded until asked for.
 type memoView struct {
-	n                int
-	counts           []byte // JSON of memoCounts, or empty
-	sums, offs, bits []byte
-	recs             string
+	n                        int
+	counts                   []byte // JSON of memoCounts, or empty
+	sums, offs, bits, blocks []byte
+	recs                     string
+}
+
+// memoBlock lines make a block: a block whose bytes are as they were
+// has its lines' sums taken from the memo, without hashing each line.
+const memoBlock = 64
+
+// block is block k's sum, if the memo has one.
+func (v *memoView) block(k int) (lineSum, bool) {
+	if 12*k+12 > len(v.blocks) {
+		return lineSum{}, false
+	}
+	b := v.blocks[12*k:]
+	return lineSum{binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), int(binary.LittleEndian.Uint32(b[8:]))}, true
+}
+
+// blockSpans returns, for each run of memoBlock records, the bytes of
+// data from its first line's start to its last line's end; nil when the
+// records are not lines of data (a snapshot read without its bytes).
+func blockSpans(data []byte, recs []*record) [][]byte {
+	if len(data) == 0 || len(recs) == 0 {
+		return nil
+	}
+	var out [][]byte
+	for k := 0; k < len(recs); k += memoBlock {
+		last := recs[min(k+memoBlock, len(recs))-1].raw
+		lo, ok1 := offsetIn(data, recs[k].raw)
+		hi, ok2 := offsetIn(data, last)
+		if !ok1 || !ok2 || hi < lo || hi+len(last) > math.MaxUint32 {
+			return nil
+		}
+		out = append(out, data[lo:hi+len(last)])
+	}
+	return out
+}
+
+// offsetIn is where b starts in data, when b is part of it.
+func offsetIn(data, b []byte) (int, bool) {
+	base, p := uintptr(unsafe.Pointer(unsafe.SliceData(data))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if p < base || p-base > uintptr(len(data)) || uintptr(len(b)) > uintptr(len(data))-(p-base) {
+		return 0, false
+	}
+	return int(p - base), true
 }
 
 func viewMemo(body []byte) (*memoView, bool) {
@@ -359,7 +416,7 @@ func viewMemo(body []byte) (*memoView, bool) {
 	}
 	n := uint64(binary.LittleEndian.Uint32(body))
 	cl := uint64(binary.LittleEndian.Uint32(body[4:]))
-	if 8+cl+17*n > uint64(len(body)) {
+	if 8+cl+17*n+4 > uint64(len(body)) {
 		return nil, false
 	}
 	v := &memoView{n: int(n)}
@@ -368,6 +425,15 @@ func viewMemo(body []byte) (*memoView, bool) {
 	v.sums, at = body[at:at+12*v.n], at+12*v.n
 	v.offs, at = body[at:at+4*v.n], at+4*v.n
 	v.bits, at = body[at:at+v.n], at+v.n
+	if len(body)-at < 4 {
+		return nil, false
+	}
+	nb := int(binary.LittleEndian.Uint32(body[at:]))
+	at += 4
+	if nb > (len(body)-at)/12 || nb > v.n/memoBlock+1 {
+		return nil, false
+	}
+	v.blocks, at = body[at:at+12*nb], at+12*nb
 	v.recs = unsafe.String(unsafe.SliceData(body[at:]), len(body)-at)
 	return v, true
 }

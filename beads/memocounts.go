@@ -73,9 +73,41 @@ func countsFromMemo(data []byte, path, variant string, opt ReadyOptions, now tim
 		return nil, nil
 	}
 	// Every line's sum first (the slow way needs them all), the lines
-	// split as parseSnapshotWith splits them.
+	// split as parseSnapshotWith splits them. A block of lines whose bytes
+	// are as the memo has them takes its lines' sums from the memo: one
+	// hash over the block costs a fraction of one per line.
 	sums := make([]lineSum, 0, v.n)
 	var lines [][]byte
+	all := data
+	block := make([][]byte, 0, memoBlock)
+	flush := func() {
+		if len(block) == 0 {
+			return
+		}
+		at := len(sums)
+		if want, ok := v.block(at / memoBlock); ok && at%memoBlock == 0 && at+len(block) <= v.n &&
+			(len(block) == memoBlock || at+len(block) == v.n) {
+			lo, _ := offsetIn(all, block[0])
+			hi, _ := offsetIn(all, block[len(block)-1])
+			if sumLine(all[lo:hi+len(block[len(block)-1])]) == want {
+				for i := range block {
+					sums = append(sums, v.sum(at+i))
+				}
+				block = block[:0]
+				return
+			}
+		}
+		for _, line := range block {
+			if sum := sumLine(line); len(sums) >= v.n || sum != v.sum(len(sums)) {
+				lines = append(lines, line)
+				sum.n = -1 - sum.n // marked changed for now
+				sums = append(sums, sum)
+				continue
+			}
+			sums = append(sums, v.sum(len(sums)))
+		}
+		block = block[:0]
+	}
 	for len(data) > 0 {
 		var line []byte
 		if j := bytes.IndexByte(data, '\n'); j >= 0 {
@@ -86,14 +118,11 @@ func countsFromMemo(data []byte, path, variant string, opt ReadyOptions, now tim
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if sum := sumLine(line); len(sums) >= v.n || sum != v.sum(len(sums)) {
-			lines = append(lines, line)
-			sum.n = -1 - sum.n // marked changed for now
-			sums = append(sums, sum)
-			continue
+		if block = append(block, line); len(block) == memoBlock {
+			flush()
 		}
-		sums = append(sums, v.sum(len(sums)))
 	}
+	flush()
 	if len(sums) != v.n || len(lines) > max(100, v.n/50) {
 		// As many changed lines as renewing the memo is worth: past that
 		// the slow way decodes them once and writes a memo that has them.
