@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"golang.org/x/sys/unix"
 )
 
 // Client is an engine's connection to one host. It has the methods of a
@@ -40,33 +42,58 @@ type Client struct {
 	closeOnce      sync.Once
 
 	tr atomic.Pointer[tracker] // the engine's emulator, once Track ran
+
+	// pty is the agent's terminal when the host handed it over (fMaster):
+	// this process reads and writes it, as ptyproc.Start's own.
+	pty atomic.Pointer[ptyproc.Proc]
+	fds *fdConn
 }
 
 // Dial connects to the host listening at path and says hello. A host of
 // another protocol version gives an ErrVersion.
 func Dial(ctx context.Context, path, binary string) (*Client, error) {
+	return dial(ctx, path, binary, false)
+}
+
+// dial is Dial; relay asks the host to keep reading the terminal itself
+// and send the output.
+func dial(ctx context.Context, path, binary string, relay bool) (*Client, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		return nil, err
 	}
-	return Handshake(ctx, c, path, binary)
+	return handshake(ctx, c, path, binary, relay)
 }
 
 // Handshake says hello to a host over c, however the connection is
 // carried (a Unix socket, or a pod exec's stream to one), and returns the
 // engine's client on it. It takes c over, closing it on failure.
+// An engine on the host's machine (c a Unix socket) takes the agent's
+// terminal itself; elsewhere the host relays the output.
 func Handshake(ctx context.Context, c net.Conn, path, binary string) (*Client, error) {
+	return handshake(ctx, c, path, binary, false)
+}
+
+func handshake(ctx context.Context, c net.Conn, path, binary string, relay bool) (*Client, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	} else {
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	}
-	if err := writeJSON(c, fHello, hello{Version: Version, Role: "engine", Binary: binary}); err != nil {
+	uc, ok := c.(*net.UnixConn)
+	relay = relay || !ok
+	if err := writeJSON(c, fHello, hello{Version: Version, Role: "engine", Binary: binary, Relay: relay}); err != nil {
 		c.Close()
 		return nil, err
 	}
-	br := bufio.NewReaderSize(c, 64<<10)
+	var fds *fdConn
+	var r io.Reader = c
+	if !relay {
+		fds = &fdConn{c: uc, oob: make([]byte, unix.CmsgSpace(4*4))}
+		r = fds
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
 	typ, b, err := readFrame(br, nil)
 	if err != nil || typ != fHello {
 		c.Close()
@@ -83,7 +110,7 @@ func Handshake(ctx context.Context, c net.Conn, path, binary string) (*Client, e
 	}
 	_ = c.SetDeadline(time.Time{})
 	cl := &Client{c: c, out: make(chan []byte, 256), done: make(chan struct{}),
-		started: make(chan struct{}), errs: make(chan string, 4), states: make(chan []byte, 4)}
+		started: make(chan struct{}), errs: make(chan string, 4), states: make(chan []byte, 4), fds: fds}
 	go cl.read(br)
 	return cl, nil
 }
@@ -146,6 +173,11 @@ func (cl *Client) read(br *bufio.Reader) {
 		// A fresh payload each time: output is handed on without a copy.
 		typ, b, err := readFrame(br, nil)
 		if err != nil {
+			if p := cl.pty.Load(); p != nil {
+				// The host is gone: its terminal is let go of.
+				p.Release()
+				<-p.Done()
+			}
 			cl.lost = fmt.Errorf("connection to the agent host lost: %w", err)
 			cl.exit = Exit{Code: -1}
 			cl.finish()
@@ -154,6 +186,11 @@ func (cl *Client) read(br *bufio.Reader) {
 		switch typ {
 		case fInfo:
 			_ = json.Unmarshal(b, &cl.info)
+		case fMaster:
+			if err := cl.takeTerminal(); err != nil {
+				cl.lost = err
+				cl.c.Close()
+			}
 		case fState:
 			w, h, off, st, ok := parseState(b)
 			if !ok {
@@ -170,10 +207,18 @@ func (cl *Client) read(br *bufio.Reader) {
 			default:
 			}
 		case fOutput:
+			if cl.pty.Load() != nil {
+				continue // none comes to an engine holding the terminal
+			}
 			cl.recent.Add(b)
 			cl.out <- b
 		case fExit:
 			_ = json.Unmarshal(b, &cl.exit)
+			if p := cl.pty.Load(); p != nil {
+				// What the agent wrote last is read here first.
+				p.Exited(cl.exit.Code)
+				<-p.Done()
+			}
 			_ = cl.send(fBye, nil)
 			cl.finish()
 			cl.c.Close()
@@ -185,6 +230,66 @@ func (cl *Client) read(br *bufio.Reader) {
 			}
 		}
 	}
+}
+
+// takeTerminal takes the terminal the host passed with fMaster.
+func (cl *Client) takeTerminal() error {
+	if cl.fds == nil {
+		return errors.New("agent host: a terminal came over a connection that cannot carry it")
+	}
+	fd, ok := cl.fds.take()
+	if !ok {
+		return errors.New("agent host: the terminal's descriptor did not arrive")
+	}
+	in := cl.info
+	p, err := ptyproc.Adopt(fd, ptyproc.Spec{LogPath: in.Spec.LogPath}, in.Pid, in.StartTime, in.Started)
+	if err != nil {
+		return fmt.Errorf("agent host: taking the terminal: %w", err)
+	}
+	cl.pty.Store(p)
+	return nil
+}
+
+// fdConn reads a Unix connection keeping the descriptors that come with
+// its bytes (SCM_RIGHTS), in order.
+type fdConn struct {
+	c   *net.UnixConn
+	oob []byte
+	mu  sync.Mutex
+	fds []int
+}
+
+func (f *fdConn) Read(b []byte) (int, error) {
+	n, oobn, _, _, err := f.c.ReadMsgUnix(b, f.oob)
+	if oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(f.oob[:oobn]); perr == nil {
+			for i := range msgs {
+				if fds, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+					f.mu.Lock()
+					f.fds = append(f.fds, fds...)
+					f.mu.Unlock()
+				}
+			}
+		}
+	}
+	if n < 0 {
+		n = 0
+	}
+	if n == 0 && err == nil && len(b) > 0 {
+		err = io.EOF // ReadMsgUnix says nothing of the end of a stream
+	}
+	return n, err
+}
+
+func (f *fdConn) take() (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.fds) == 0 {
+		return -1, false
+	}
+	fd := f.fds[0]
+	f.fds = f.fds[1:]
+	return fd, true
 }
 
 func (cl *Client) finish() { cl.closeOnce.Do(func() { close(cl.done) }) }
@@ -209,6 +314,9 @@ func (cl *Client) Write(b []byte) (int, error) {
 		return 0, errors.New("agent host: the agent has exited")
 	default:
 	}
+	if p := cl.pty.Load(); p != nil {
+		return p.Write(b)
+	}
 	if err := cl.send(fInput, b); err != nil {
 		return 0, err
 	}
@@ -223,12 +331,25 @@ func (cl *Client) Resize(cols, rows uint16) error {
 	if t := cl.tr.Load(); t != nil {
 		z.At, z.Seq = t.resized(int(cols), int(rows))
 	}
+	if p := cl.pty.Load(); p != nil {
+		// Set here; the host places it among the output for its screen.
+		if err := p.Resize(cols, rows); err != nil {
+			return err
+		}
+		z.Applied = true
+	}
 	return cl.send(fResize, mustJSON(z))
 }
 
 // Output delivers the agent's output from the moment of connecting; it is
-// closed after the exit (or the connection's loss).
-func (cl *Client) Output() <-chan []byte { return cl.out }
+// closed after the exit (or the connection's loss). Valid once the agent
+// started (Start, Wait4Info).
+func (cl *Client) Output() <-chan []byte {
+	if p := cl.pty.Load(); p != nil {
+		return p.Output()
+	}
+	return cl.out
+}
 
 // Done is closed once the exit arrived, after the last output.
 func (cl *Client) Done() <-chan struct{} { return cl.done }
@@ -254,6 +375,9 @@ func (cl *Client) StartTime() uint64 { return cl.info.StartTime }
 
 // Type types text into the agent and confirms it (ptyproc.Type).
 func (cl *Client) Type(ctx context.Context, text string, opts ptyproc.TypeOptions) error {
+	if p := cl.pty.Load(); p != nil {
+		return p.Type(ctx, text, opts)
+	}
 	return ptyproc.Type(ctx, cl, &cl.recent, cl.done, text, opts)
 }
 
@@ -290,5 +414,18 @@ func (cl *Client) Snapshot(ctx context.Context) (w, h int, state []byte, err err
 }
 
 // Close drops the connection without stopping the agent: the host waits
-// for an engine to connect again (as when the engine dies).
-func (cl *Client) Close() error { return cl.c.Close() }
+// for an engine to connect again (as when the engine dies). A terminal
+// this client reads is let go of first: the host reads it once the
+// connection is closed, and the two must not both read.
+func (cl *Client) Close() error {
+	if p := cl.pty.Load(); p != nil {
+		p.Release()
+		<-p.Done()
+	}
+	return cl.c.Close()
+}
+
+// Direct reports whether this client reads the agent's terminal itself
+// (the host handed it over) rather than receiving its output from the
+// host.
+func (cl *Client) Direct() bool { return cl.pty.Load() != nil }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"os"
 	"sync/atomic"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
@@ -44,6 +45,14 @@ type mirror struct {
 	safeAt   int64  // the engine had read to here …
 	safeSeq  uint64 // … after this many resizes
 	live     bool   // no engine: output is parsed as it comes
+	// remote: the engine reads the terminal itself (it holds its
+	// descriptor); the output reaches the host only through the log,
+	// which from byte logOff on holds the stream from offset logAt
+	// (logOff -1: no log to read).
+	remote  bool
+	logPath string
+	logOff  int64
+	logAt   int64
 }
 
 // mark is a resize at a stream offset; seq numbers one engine's resizes,
@@ -102,6 +111,61 @@ func (m *mirror) write(p []byte) {
 		m.parseTo(m.off(), ^uint64(0))
 	case m.safeAt > m.base && m.maxSeq >= m.safeSeq:
 		m.parseTo(m.safeAt, m.safeSeq)
+	}
+}
+
+// handOff says the engine reads the terminal itself from the output's
+// end on, appending what it reads to the log at logPath from byte logOff
+// (-1: there is none to read).
+func (m *mirror) handOff(logPath string, logOff int64) {
+	m.remote, m.logPath, m.logOff, m.logAt = true, logPath, logOff, m.off()
+}
+
+// catchUp takes what the engine read and logged after the output's end
+// (as the host knows it) into the tail, once the engine is gone: while it
+// reads, its emulator may be behind its log, and a resize it takes after
+// must not find the host's screen past it (so a snapshot meanwhile is the
+// engine's last checkpoint). The log is read up to its cap only: past it
+// the engine logs nothing, and the cap's note is not output.
+func (m *mirror) catchUp() {
+	if !m.remote || m.logOff < 0 {
+		return
+	}
+	from := m.logOff + m.off() - m.logAt
+	f, err := os.Open(m.logPath)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return
+	}
+	end := min(st.Size(), ptyproc.DefaultLogCap)
+	if end <= from {
+		return
+	}
+	b := make([]byte, end-from)
+	n, _ := f.ReadAt(b, from)
+	if n > 0 {
+		m.write(b[:n])
+	}
+}
+
+// takeBack ends the engine's reading (handOff): what it logged is taken
+// in, and resizes it took after that apply at the end.
+func (m *mirror) takeBack() {
+	if !m.remote {
+		return
+	}
+	m.catchUp()
+	m.remote = false
+	if len(m.marks) > 0 {
+		e := m.screen()
+		for _, mk := range m.marks {
+			e.Resize(mk.w, mk.h)
+		}
+		m.marks = nil
 	}
 }
 
@@ -180,7 +244,8 @@ func (m *mirror) resize(w, h int, at int64, seq uint64) {
 	if seq > 0 && seq <= m.ckSeq {
 		return // a checkpoint sent before this frame holds it already
 	}
-	if at < 0 || at > m.off() {
+	if at < 0 || at > m.off() && !m.remote {
+		// Beyond what the host has seen is where a remote engine is.
 		at = m.off()
 	}
 	if n := len(m.marks); n > 0 && at < m.marks[n-1].at {
@@ -199,7 +264,7 @@ func (m *mirror) resize(w, h int, at int64, seq uint64) {
 // holding the engine's resizes up to seq. One the host has parsed past,
 // or from beyond the output's end, is ignored.
 func (m *mirror) checkpoint(at int64, seq uint64, p term.Parts, hist []byte) bool {
-	if m.live || at < m.base || at > m.off() || p.W < 2 || p.H < 2 {
+	if m.live || at < m.base || at > m.off() && !m.remote || p.W < 2 || p.H < 2 {
 		return false
 	}
 	keep := m.marks[:0]
@@ -210,6 +275,10 @@ func (m *mirror) checkpoint(at int64, seq uint64, p term.Parts, hist []byte) boo
 	}
 	m.marks = keep
 	m.consume(at, nil)
+	if at > m.base {
+		// A remote engine read past what the host caught up with.
+		m.tail, m.tailLen, m.base = nil, 0, at
+	}
 	m.ckSeq = seq
 	m.position(at, seq)
 	m.emu, m.ck, m.ckHist = nil, &p, hist

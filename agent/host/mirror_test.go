@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -104,7 +105,14 @@ func writerMain(file string) {
 		}
 	}
 	// It waits for a key before it exits, so an engine can still be
-	// killed after the last byte.
+	// killed after the last byte; a test that cannot count the bytes to
+	// know it is done learns it from the FIFO named by
+	// CHORUS_HOST_TEST_DONE, opened once all is written.
+	if fifo := os.Getenv("CHORUS_HOST_TEST_DONE"); fifo != "" {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+	}
 	var k [1]byte
 	_, _ = os.Stdin.Read(k[:])
 }
@@ -146,6 +154,40 @@ func writerSpec(file string) Spec {
 		Cols: 40, Rows: 12, Scrollback: 300}
 }
 
+// modes are the two ways an engine reads the agent: the host hands it
+// the terminal (the agent has a log), or relays the output.
+var modes = []struct {
+	name  string
+	relay bool
+}{{"terminal", false}, {"relay", true}}
+
+// modeSpec is writerSpec for a mode: with a log when the engine is to
+// hold the terminal.
+func modeSpec(t *testing.T, file string, relay bool) Spec {
+	sp := writerSpec(file)
+	if !relay {
+		sp.LogPath = filepath.Join(shortDir(t), "agent.log")
+	}
+	return sp
+}
+
+// direct fails unless cl reads the terminal itself exactly when it
+// should: held by the engine unless relayed, or the agent has ended (then
+// its exit follows the screen).
+func direct(t *testing.T, cl *Client, relay bool) {
+	t.Helper()
+	switch {
+	case cl.Direct() && relay:
+		t.Fatal("an engine asking for the output relayed holds the terminal")
+	case !cl.Direct() && !relay:
+		select {
+		case <-cl.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the engine does not hold the terminal of a running agent")
+		}
+	}
+}
+
 // An engine that goes away at random points of random output, having
 // resized its emulator at random points too, and engines that connect
 // again: each sees, on connecting, the screen of an emulator that saw the
@@ -153,6 +195,12 @@ func writerSpec(file string) Spec {
 // rest, is that of an emulator that saw it all. Checkpoints come often
 // and the host's tail is small in some rounds, so every path is taken.
 func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { readoptedScreen(t, m.relay) })
+	}
+}
+
+func readoptedScreen(t *testing.T, relay bool) {
 	defer func(b, pb int, p time.Duration, c int) { ckBytes, posBytes, ckPoll, tailCap = b, pb, p, c }(ckBytes, posBytes, ckPoll, tailCap)
 	for seed := int64(1); seed <= 12; seed++ {
 		r := rand.New(rand.NewSource(seed))
@@ -167,18 +215,19 @@ func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
 		w, h := 40, 12
 		started := false
 		for round := 0; ; round++ {
-			cl, err := Dial(ctx(t), sock, "")
+			cl, err := dial(ctx(t), sock, "", relay)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !started {
-				if err := cl.Start(ctx(t), writerSpec(file)); err != nil {
+				if err := cl.Start(ctx(t), modeSpec(t, file, relay)); err != nil {
 					t.Fatal(err)
 				}
 				started = true
 			} else if err := cl.Wait4Info(ctx(t)); err != nil {
 				t.Fatal(err)
 			}
+			direct(t, cl, relay)
 			sw, sh, st := cl.Screen()
 			emu := term.New(sw, sh, term.WithScrollback(300))
 			emu.Write(st)
@@ -189,7 +238,7 @@ func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
 				_, _ = cl.Write([]byte("q")) // the writer exits on a key
 			}
 			quit := 1 + r.Intn(40) // chunks this engine reads before it goes
-			resized := false
+			resized, ended := false, true
 			for chunk := range cl.Output() {
 				emu.Write(chunk)
 				if off += int64(len(chunk)); off == int64(len(stream)) {
@@ -205,7 +254,17 @@ func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
 					resized = true
 				}
 				if quit--; quit == 0 {
+					ended = false
 					break
+				}
+			}
+			if ended {
+				// The output ended: the exit comes (an engine holding
+				// the terminal may see its end first).
+				select {
+				case <-cl.Done():
+				case <-time.After(30 * time.Second):
+					t.Fatalf("seed %d: no exit after the output's end", seed)
 				}
 			}
 			select {
@@ -241,7 +300,7 @@ func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
 // output and prints the offset it read to after each chunk, until killed.
 func engineMain(sock string) {
 	ckBytes, ckPoll = 5000, time.Millisecond
-	cl, err := Dial(context.Background(), sock, "")
+	cl, err := dial(context.Background(), sock, "", os.Getenv("CHORUS_HOST_TEST_RELAY") == "1")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -267,27 +326,55 @@ func engineMain(sock string) {
 // Engines in processes of their own killed with SIGKILL at random points
 // of random output: the next engine connecting sees the screen of an
 // emulator that saw the whole stream up to there, and the last the
-// whole stream.
+// whole stream. Holding the terminal, an engine writes the log before it
+// uses what it read, and the host reads the log after it: a kill between
+// a read and its write to the log (microseconds) loses that read, from
+// the log as from the screen, so there the record is the log.
 func TestEngineKilledAnywhereLosesNothing(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { killedAnywhere(t, m.relay) })
+	}
+}
+
+func killedAnywhere(t *testing.T, relay bool) {
 	defer func(b int, p time.Duration) { ckBytes, ckPoll = b, p }(ckBytes, ckPoll)
 	ckBytes, ckPoll = 5000, time.Millisecond
+	const kills = 5
 	for seed := int64(1); seed <= 4; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		file, stream := writeNoise(t, 100+seed, 6000)
 		sock, ended := serve(t, time.Minute)
-		cl, err := Dial(ctx(t), sock, "")
+		cl, err := dial(ctx(t), sock, "", relay)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp := writerSpec(file)
-		sp.Env = []string{"CHORUS_HOST_TEST_SLOW=1"}
+		sp := modeSpec(t, file, relay)
+		fifo := filepath.Join(shortDir(t), "done")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		sp.Env = []string{"CHORUS_HOST_TEST_SLOW=1", "CHORUS_HOST_TEST_DONE=" + fifo}
 		if err := cl.Start(ctx(t), sp); err != nil {
 			t.Fatal(err)
 		}
+		direct(t, cl, relay)
 		cl.Close()
-		for kill := 0; kill < 5; kill++ {
+		// The writer says when it has written all: with a read lost to a
+		// kill, no engine reaches the stream's length.
+		written := make(chan struct{})
+		go func(written chan struct{}) {
+			defer close(written)
+			if f, err := os.Open(fifo); err == nil {
+				_, _ = io.Copy(io.Discard, f)
+				f.Close()
+			}
+		}(written)
+		for kill := 0; kill < kills; kill++ {
 			cmd := exec.Command(os.Args[0], sock)
 			cmd.Env = append(os.Environ(), "CHORUS_HOST_TEST_MAIN=engine")
+			if relay {
+				cmd.Env = append(cmd.Env, "CHORUS_HOST_TEST_RELAY=1")
+			}
 			cmd.Stderr = os.Stderr
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -307,10 +394,15 @@ func TestEngineKilledAnywhereLosesNothing(t *testing.T) {
 			}()
 			select {
 			case <-read:
+			case <-written: // nothing more to print, maybe
 			case <-time.After(30 * time.Second):
 				t.Error("the engine printed nothing")
 				_ = cmd.Process.Signal(syscall.SIGQUIT)
 				pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+				select { // its own goroutines, on its way out
+				case <-read:
+				case <-time.After(10 * time.Second):
+				}
 			}
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			t.Logf("seed %d: engine %d killed after %d lines", seed, kill, lines)
@@ -319,31 +411,62 @@ func TestEngineKilledAnywhereLosesNothing(t *testing.T) {
 				t.Fatal("the engine did not die")
 			}
 		}
-		cl, err = Dial(ctx(t), sock, "")
+		cl, err = dial(ctx(t), sock, "", relay)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := cl.Wait4Info(ctx(t)); err != nil {
 			t.Fatal(err)
 		}
-		w, h, st := cl.Screen()
-		t.Logf("seed %d: re-adopted at %d of %d bytes", seed, cl.firstOff, len(stream))
-		emu := term.New(w, h, term.WithScrollback(300))
-		emu.Write(st)
-		same(t, fmt.Sprintf("seed %d, after the kills at %d", seed, cl.firstOff), reference(stream, 40, 12, nil, cl.firstOff), emu)
-		stop := cl.Track(emu)
-		off := cl.firstOff
-		if off == int64(len(stream)) {
-			_, _ = cl.Write([]byte("q")) // the writer exits on a key
-		}
-		for chunk := range cl.Output() {
-			emu.Write(chunk)
-			if off += int64(len(chunk)); off == int64(len(stream)) {
-				_, _ = cl.Write([]byte("q"))
+		direct(t, cl, relay)
+		record := stream
+		if !relay {
+			// The host has written its log and reads nothing now.
+			if record, err = os.ReadFile(sp.LogPath); err != nil {
+				t.Fatal(err)
 			}
 		}
+		w, h, st := cl.Screen()
+		t.Logf("seed %d: re-adopted at %d of %d bytes", seed, cl.firstOff, len(record))
+		if cl.firstOff > int64(len(record)) {
+			t.Fatalf("seed %d: re-adopted at %d, past the %d bytes recorded", seed, cl.firstOff, len(record))
+		}
+		emu := term.New(w, h, term.WithScrollback(300))
+		emu.Write(st)
+		same(t, fmt.Sprintf("seed %d, after the kills at %d", seed, cl.firstOff), reference(record, 40, 12, nil, cl.firstOff), emu)
+		stop := cl.Track(emu)
+		out := cl.Output()
+		deadline := time.After(60 * time.Second)
+		for out != nil {
+			select {
+			case chunk, ok := <-out:
+				if !ok {
+					out = nil
+					continue
+				}
+				emu.Write(chunk)
+			case <-written:
+				written = nil
+				_, _ = cl.Write([]byte("q")) // the writer exits on a key
+			case <-deadline:
+				t.Fatalf("seed %d: the agent's output did not end", seed)
+			}
+		}
+		<-cl.Done()
 		stop()
-		same(t, fmt.Sprintf("seed %d at the end", seed), reference(stream, 40, 12, nil, int64(len(stream))), emu)
+		if !relay {
+			if record, err = os.ReadFile(sp.LogPath); err != nil {
+				t.Fatal(err)
+			}
+			lost := len(stream) - len(record)
+			if lost == 0 && string(record) != string(stream) || lost < 0 || lost > kills*32<<10 {
+				t.Fatalf("seed %d: the log holds %d bytes of the %d written, and not the same", seed, len(record), len(stream))
+			}
+			if lost > 0 {
+				t.Logf("seed %d: %d bytes lost to a kill between a read and its log", seed, lost)
+			}
+		}
+		same(t, fmt.Sprintf("seed %d at the end", seed), reference(record, 40, 12, nil, int64(len(record))), emu)
 		select {
 		case <-ended:
 		case <-time.After(30 * time.Second):

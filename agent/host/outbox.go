@@ -2,9 +2,12 @@ package host
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // outboxCap bounds what a host holds for a slow engine; past it output is
@@ -22,6 +25,7 @@ type frame struct {
 	typ   byte
 	parts [][]byte
 	n     int
+	fd    int // a descriptor passed with the frame (fMaster), else -1
 }
 
 // outbox queues frames for one connection; one goroutine writes them, so
@@ -59,8 +63,22 @@ func (o *outbox) put(typ byte, payload []byte) bool {
 			return true
 		}
 	}
-	o.frames = append(o.frames, frame{typ, [][]byte{payload}, len(payload)})
+	o.frames = append(o.frames, frame{typ, [][]byte{payload}, len(payload), -1})
 	o.pending += len(payload)
+	o.signal()
+	return true
+}
+
+// putFD queues a frame passing descriptor fd, which the outbox closes
+// once sent (or dropped).
+func (o *outbox) putFD(typ byte, payload []byte, fd int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		unix.Close(fd)
+		return false
+	}
+	o.frames = append(o.frames, frame{typ, [][]byte{payload}, len(payload), fd})
 	o.signal()
 	return true
 }
@@ -70,6 +88,31 @@ func (o *outbox) signal() {
 	case o.wake <- struct{}{}:
 	default:
 	}
+}
+
+// sendFD writes msg with descriptor fd to a Unix connection.
+func sendFD(c net.Conn, msg []byte, fd int) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("agent host: a descriptor cannot go over this connection")
+	}
+	n, _, err := uc.WriteMsgUnix(msg, unix.UnixRights(fd), nil)
+	if err == nil && n < len(msg) {
+		_, err = c.Write(msg[n:])
+	}
+	return err
+}
+
+// dropFDs closes the descriptors of frames that will not be sent.
+func (o *outbox) dropFDs() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, f := range o.frames {
+		if f.fd >= 0 {
+			unix.Close(f.fd)
+		}
+	}
+	o.frames = nil
 }
 
 func (o *outbox) close() {
@@ -102,12 +145,29 @@ func (o *outbox) run(c net.Conn) {
 			binary.BigEndian.PutUint32(hdrs[len(hdrs)-4:], uint32(f.n))
 		}
 		var bufs net.Buffers
+		var err error
 		for i, f := range fs {
+			if f.fd >= 0 {
+				// Its own message: the descriptor goes with its bytes.
+				if err == nil && len(bufs) > 0 {
+					_, err = bufs.WriteTo(c)
+					bufs = nil
+				}
+				if err == nil {
+					err = sendFD(c, append(append([]byte(nil), hdrs[5*i:5*i+5]...), f.parts[0]...), f.fd)
+				}
+				unix.Close(f.fd)
+				continue
+			}
 			bufs = append(bufs, hdrs[5*i:5*i+5])
 			bufs = append(bufs, f.parts...)
 		}
-		if _, err := bufs.WriteTo(c); err != nil {
+		if err == nil && len(bufs) > 0 {
+			_, err = bufs.WriteTo(c)
+		}
+		if err != nil {
 			o.close()
+			o.dropFDs()
 			return
 		}
 		last = time.Now()

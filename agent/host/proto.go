@@ -23,7 +23,10 @@ import (
 // Version is the protocol's version. The hello frame's layout never
 // changes, so two sides of different versions can always tell each other
 // apart, and an engine can always ask a host of another version to stop.
-const Version = 2
+//
+// 3: the host hands the terminal's master side to an engine on the same
+// machine (fMaster), which reads and writes it itself.
+const Version = 3
 
 // Frame types. A frame is its type byte, its payload's length (4 bytes,
 // big-endian) and the payload.
@@ -40,10 +43,14 @@ const (
 	fCheckpoint byte = 'C'
 	fPosition   byte = 'P' // engine → host: how far its emulator has read (positionFrame)
 	fInfo       byte = 'F' // host → engine: Info (JSON)
-	fState      byte = 'T' // host → engine: size, output offset (stateFrame) + emulator state bytes
-	fOutput     byte = 'O' // host → engine: terminal output
-	fExit       byte = 'E' // host → engine: Exit (JSON), after the last output
-	fError      byte = 'Z' // host → engine: a refusal (text)
+	// host → engine: the terminal's master side, passed with the frame
+	// (SCM_RIGHTS); the engine reads it from the offset of the fState
+	// that follows, and no fOutput comes
+	fMaster byte = 'M'
+	fState  byte = 'T' // host → engine: size, output offset (stateFrame) + emulator state bytes
+	fOutput byte = 'O' // host → engine: terminal output
+	fExit   byte = 'E' // host → engine: Exit (JSON), after the last output
+	fError  byte = 'Z' // host → engine: a refusal (text)
 )
 
 // maxFrame bounds one frame's payload: a reader never allocates more.
@@ -53,6 +60,9 @@ type hello struct {
 	Version int    `json:"version"`
 	Role    string `json:"role"` // "engine" or "stop"
 	Binary  string `json:"binary,omitempty"`
+	// Relay: the engine cannot take the terminal's descriptor (it is
+	// elsewhere): the host reads and sends the output.
+	Relay bool `json:"relay,omitempty"`
 }
 
 type size struct {
@@ -62,6 +72,9 @@ type size struct {
 	// size (-1: unknown, now), Seq its number among the engine's resizes.
 	At  int64  `json:"at"`
 	Seq uint64 `json:"seq,omitempty"`
+	// Applied: the engine set the terminal's size itself (it holds the
+	// descriptor); the host only records it.
+	Applied bool `json:"applied,omitempty"`
 }
 
 type stopReq struct {

@@ -39,6 +39,9 @@ type server struct {
 	opt Options
 
 	mu      sync.Mutex
+	cond    *sync.Cond // on mu: the pump took more output
+	hmu     sync.Mutex // one hand-over at a time
+	pumped  int64      // output bytes the pump took from the agent
 	proc    *ptyproc.Proc
 	mir     *mirror
 	info    Info
@@ -51,8 +54,10 @@ type server struct {
 }
 
 type session struct {
-	c   net.Conn
-	out *outbox
+	c     net.Conn
+	out   *outbox
+	relay bool // the engine cannot take the terminal: the host reads it
+	fd    bool // the engine holds the terminal and reads it (mirror.remote)
 }
 
 // Serve runs a host on the Unix socket at path until its agent has ended
@@ -69,6 +74,7 @@ func Serve(ctx context.Context, path string, opt Options) error {
 	}
 	defer ln.Close()
 	s := &server{opt: opt, ended: make(chan struct{})}
+	s.cond = sync.NewCond(&s.mu)
 	opt.Meta.Socket, opt.Meta.HostPID, opt.Meta.Version = path, os.Getpid(), Version
 	s.opt.Meta = opt.Meta
 	if opt.MetaPath != "" {
@@ -180,22 +186,10 @@ func (s *server) serveConn(c *net.UnixConn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	sess := &session{c: c, out: newOutbox()}
+	sess := &session{c: c, out: newOutbox(), relay: h.Relay}
 	go sess.out.run(c)
 	defer sess.out.close()
-	s.mu.Lock()
-	// The screen goes to the engine between two sequences, so what
-	// follows means to its copy what it meant here: a running agent's
-	// next output ends the one begun (waited for a second at most).
-	for i := 0; i < 200 && s.proc != nil && s.exit == nil && !s.mir.atRest(); i++ {
-		s.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-		s.mu.Lock()
-	}
-	if s.proc != nil {
-		s.adopt(sess)
-	}
-	s.mu.Unlock()
+	s.handOver(sess)
 	defer s.leave(sess)
 	var buf []byte
 	for {
@@ -236,7 +230,7 @@ func (s *server) serveConn(c *net.UnixConn) {
 					s.mir.resize(int(z.Cols), int(z.Rows), z.At, z.Seq)
 				}
 				s.mu.Unlock()
-				if p != nil {
+				if p != nil && !z.Applied {
 					_ = p.Resize(z.Cols, z.Rows)
 				}
 			}
@@ -262,7 +256,9 @@ func (s *server) serveConn(c *net.UnixConn) {
 				s.mu.Unlock()
 			}
 		case fCheckpoint:
-			// b is this frame's own: readFrame gets no buffer to reuse.
+			// The mirror keeps b: the next frame is read into a
+			// buffer of its own.
+			buf = nil
 			at, seq, p, hist, ok := parseCheckpoint(b)
 			s.mu.Lock()
 			if ok && s.mir != nil && s.cur == sess {
@@ -287,14 +283,64 @@ func (s *server) agent() *ptyproc.Proc {
 	return s.proc
 }
 
-// adopt makes sess the engine's connection: the agent's info, its screen
-// as it is (and the stream offset it is at), then its output from there
-// on, which the host no longer parses. Caller holds s.mu.
-func (s *server) adopt(sess *session) {
-	if old := s.cur; old != nil {
+// handOver makes sess the engine's connection (adopt), once an agent
+// runs. The screen goes to the engine between two sequences, so what
+// follows means to its copy what it meant here: a running agent's next
+// output ends the one begun (waited for a second at most). An engine
+// that can take the terminal (not relay, and the agent has a log for the
+// host to read after it) gets its descriptor: the host's reader is
+// paused first, and what it read is in the mirror.
+func (s *server) handOver(sess *session) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	s.mu.Lock()
+	if s.proc == nil {
+		s.mu.Unlock()
+		return
+	}
+	if old := s.cur; old != nil && old != sess {
 		// A newer engine wins: the old connection is dead or stale.
 		old.out.close()
 		old.c.Close()
+		s.giveBack(old)
+	}
+	p, fd := s.proc, !sess.relay && s.info.Spec.LogPath != ""
+	s.mu.Unlock()
+	for i := 0; ; i++ {
+		var pz ptyproc.Paused
+		if fd {
+			var err error
+			if pz, err = p.Pause(); err != nil {
+				fd = false
+			}
+		}
+		s.mu.Lock()
+		for fd && s.pumped < pz.Delivered {
+			s.cond.Wait()
+		}
+		if i >= 200 || s.exit != nil || s.mir.atRest() {
+			s.adopt(sess, fd, pz.LogSize)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if fd {
+			p.Resume()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// adopt makes sess the engine's connection: the agent's info, the
+// terminal's descriptor when fd (its reader paused), its screen as it is
+// (and the stream offset it is at), then its output from there on, which
+// the host no longer parses: sent by the host, or read by the engine.
+// Caller holds s.mu.
+func (s *server) adopt(sess *session, fd bool, logSize int64) {
+	if old := s.cur; old != nil && old != sess {
+		old.out.close()
+		old.c.Close()
+		s.giveBack(old)
 	}
 	s.cur = sess
 	if s.orphan != nil {
@@ -304,6 +350,18 @@ func (s *server) adopt(sess *session) {
 	sess.out.put(fInfo, b)
 	w, h, st := s.mir.state()
 	s.mir.setLive(false)
+	if fd {
+		mfd, err := -1, errors.New("the agent has exited")
+		if s.exit == nil {
+			mfd, err = s.proc.MasterFD()
+		}
+		if err == nil && sess.out.putFD(fMaster, nil, mfd) {
+			s.mir.handOff(s.info.Spec.LogPath, logSize)
+			sess.fd = true
+		} else {
+			s.proc.Resume()
+		}
+	}
 	sess.out.put(fState, stateFrame(w, h, s.mir.off(), st))
 	if s.exit != nil {
 		b, _ := json.Marshal(s.exit)
@@ -317,12 +375,7 @@ func (s *server) leave(sess *session) {
 	if s.cur != sess {
 		return
 	}
-	s.cur = nil
-	if s.mir != nil && s.exit == nil {
-		// No engine parses now: the host does, and answers the agent.
-		// (An ended agent's screen is parsed if an engine comes.)
-		s.mir.setLive(true)
-	}
+	s.giveBack(sess)
 	if s.exit != nil && s.byed {
 		s.end()
 		return
@@ -330,11 +383,38 @@ func (s *server) leave(sess *session) {
 	s.armOrphan()
 }
 
+// giveBack ends sess's part. The connection is closed (sess's process
+// ended, or a newer engine replaced it): one that held the terminal
+// reads it no more, so the host takes in what it logged and reads the
+// terminal again. Caller holds s.mu.
+func (s *server) giveBack(sess *session) {
+	s.cur = nil
+	if sess.fd {
+		s.mir.takeBack()
+	}
+	if s.mir != nil && s.exit == nil {
+		// No engine parses now: the host does, and answers the agent.
+		// (An ended agent's screen is parsed if an engine comes.)
+		s.mir.setLive(true)
+		s.proc.Resume()
+	}
+}
+
 func (s *server) start(sp Spec, sess *session) error {
+	p, err := s.startAgent(sp)
+	if err != nil {
+		return err
+	}
+	go s.pump(p)
+	s.handOver(sess)
+	return nil
+}
+
+func (s *server) startAgent(sp Spec) (*ptyproc.Proc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc != nil {
-		return errors.New("this agent host already runs an agent")
+		return nil, errors.New("this agent host already runs an agent")
 	}
 	if sp.Scrollback <= 0 {
 		sp.Scrollback = 5000
@@ -348,19 +428,12 @@ func (s *server) start(sp Spec, sess *session) error {
 	p, err := ptyproc.Start(ptyproc.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: sp.Env, Unset: sp.Unset,
 		Cols: uint16(cols), Rows: uint16(rows), LogPath: sp.LogPath})
 	if err != nil {
-		return fmt.Errorf("starting %s: %w", sp.Argv[0], err)
+		return nil, fmt.Errorf("starting %s: %w", sp.Argv[0], err)
 	}
 	go rep.run(p)
 	s.proc, s.mir = p, mir
 	s.info = Info{Meta: s.opt.Meta, Spec: sp, Pid: p.Pid(), StartTime: p.StartTime(), Started: p.Started(), Binary: s.opt.Binary}
-	if s.cur == sess {
-		s.cur = nil
-	}
-	if s.cur == nil {
-		s.adopt(sess) // before the pump: every byte reaches the engine as output
-	}
-	go s.pump(p)
-	return nil
+	return p, nil
 }
 
 // pump hands the agent's output to the engine and the mirror, then
@@ -369,15 +442,20 @@ func (s *server) start(sp Spec, sess *session) error {
 func (s *server) pump(p *ptyproc.Proc) {
 	for chunk := range p.Output() {
 		s.mu.Lock()
-		if s.cur == nil || s.cur.out.put(fOutput, chunk) {
+		s.pumped += int64(len(chunk))
+		// (An engine holding the terminal gets none: the reader is
+		// paused before it does.)
+		if s.cur == nil || s.cur.fd || s.cur.out.put(fOutput, chunk) {
 			s.mir.write(chunk)
 		}
+		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
 	code, _ := p.Wait()
 	ex := &Exit{Code: code, Dropped: p.Dropped(), HostCPU: selfCPU()}
 	s.mu.Lock()
 	s.exit = ex
+	s.cond.Broadcast()
 	if s.cur != nil {
 		b, _ := json.Marshal(ex)
 		s.cur.out.put(fExit, b)

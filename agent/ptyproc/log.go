@@ -39,8 +39,15 @@ func (p *Proc) writeLog(b []byte) {
 			b = b[:room]
 		}
 	}
-	p.logBuf = append(p.logBuf, b...)
 	p.logSize += int64(len(b))
+	if p.logSync && len(p.logBuf) == 0 {
+		// Straight to the file: nothing waits in this process.
+		if _, err := p.log.Write(b); err != nil {
+			p.logErr = err
+		}
+		return
+	}
+	p.logBuf = append(p.logBuf, b...)
 	switch {
 	case len(p.logBuf) >= logFlushBytes:
 		p.flushLogLocked()

@@ -1,9 +1,11 @@
 package ptyproc
 
 import (
+	"errors"
 	"io"
 	"os"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -82,7 +84,13 @@ func unwatched(master *os.File) (f *os.File, wakeR, wakeW int, err error) {
 // closePTY it returns os.ErrClosed.
 func (p *Proc) read(buf []byte) (n int, err error) {
 	if !p.raw {
-		return p.pty.Read(buf)
+		n, err = p.pty.Read(buf)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Pause cut the wait short (handoff.go).
+			_ = p.pty.SetReadDeadline(time.Time{})
+			return n, errPaused
+		}
+		return n, err
 	}
 	rc, err := p.pty.SyscallConn()
 	if err != nil {
@@ -108,17 +116,22 @@ func (p *Proc) read(buf []byte) (n int, err error) {
 			switch werr := p.waitReadable(fd); werr {
 			case nil:
 				continue
-			case os.ErrClosed:
+			case os.ErrClosed, errPaused:
 				n, err = 0, werr
 				return true
 			}
-			// The netpoller would not take it: wait in poll(2).
-			if _, perr := unix.Poll(fds, -1); perr != nil && perr != unix.EINTR {
+			// The netpoller would not take it: wait in poll(2), looking
+			// for a pause now and then.
+			if _, perr := unix.Poll(fds, 100); perr != nil && perr != unix.EINTR {
 				n, err = 0, perr
 				return true
 			}
 			if fds[1].Revents != 0 {
 				n, err = 0, os.ErrClosed
+				return true
+			}
+			if p.pause.req.Load() {
+				n, err = 0, errPaused
 				return true
 			}
 		}
@@ -238,6 +251,11 @@ func (p *Proc) waitReadable(fd uintptr) error {
 		p.waitMu.Unlock()
 		return os.ErrClosed
 	}
+	if p.pause.req.Load() {
+		// Checked under waitMu, where Pause looks for a wait to end.
+		p.waitMu.Unlock()
+		return errPaused
+	}
 	nfd, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		p.waitMu.Unlock()
@@ -267,6 +285,9 @@ func (p *Proc) waitReadable(fd uintptr) error {
 	p.waitMu.Unlock()
 	if closed {
 		return os.ErrClosed
+	}
+	if p.pause.req.Load() {
+		return errPaused
 	}
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -103,6 +104,12 @@ type Proc struct {
 	waitFile     *os.File   // the reader's netpoller wait (waitReadable), if one is on
 	waitClosed   bool
 	raw          bool // read and written with poll(2), not through the netpoller
+
+	readOnce  sync.Once
+	delivered atomic.Int64 // output bytes put on Output
+	pause     pauseState   // the reader stopped while another process reads (handoff.go)
+	adopted   *adoption    // a terminal whose process another process owns (Adopt)
+	logSync   bool         // every read reaches the log before it goes on (Adopt)
 }
 
 // Start runs spec.Argv under a new PTY. The child is a session leader, so
@@ -130,9 +137,42 @@ func Start(spec Spec) (*Proc, error) {
 	tag := newTag()
 	cmd.Env = buildEnv(os.Environ(), append(env, EnvTag+"="+tag), spec.Unset)
 
+	p, err := newProc(spec)
+	if err != nil {
+		return nil, err
+	}
+	p.cmd, p.tag = cmd, tag
+	p.created = readPidMark()
+	master, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
+	if err != nil {
+		if p.log != nil {
+			p.log.Close()
+		}
+		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
+	}
+	if err = p.setMaster(master); err != nil {
+		master.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if p.log != nil {
+			p.log.Close()
+		}
+		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
+	}
+	p.pid = cmd.Process.Pid
+	p.started = time.Now()
+	// The child cannot be reaped before our Wait, so its start time is
+	// there to read.
+	p.startTime, _ = StartTimeOf(p.pid)
+	p.beginReading()
+	go p.waitLoop()
+	return p, nil
+}
+
+// newProc is a Proc for spec without its process and terminal: its
+// output channel, its limits and its log opened.
+func newProc(spec Spec) (*Proc, error) {
 	p := &Proc{
-		cmd:        cmd,
-		tag:        tag,
 		stall:      spec.StallTimeout,
 		coalesce:   spec.Coalesce,
 		logCap:     spec.LogCap,
@@ -141,6 +181,7 @@ func Start(spec Spec) (*Proc, error) {
 		done:       make(chan struct{}),
 		typed:      make(chan struct{}, 1),
 	}
+	p.pause.poke = make(chan struct{}, 1)
 	if p.stall <= 0 {
 		p.stall = 5 * time.Second
 	}
@@ -165,40 +206,27 @@ func Start(spec Spec) (*Proc, error) {
 		}
 		p.log = f
 	}
-	p.created = readPidMark()
-	master, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
-	if err != nil {
-		if p.log != nil {
-			p.log.Close()
-		}
-		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
-	}
-	if runtime.GOOS == "linux" {
-		p.pty, p.wakeR, p.wakeW, err = unwatched(master)
-		p.raw = err == nil
-	} else {
-		// Elsewhere poll(2) may not take terminals (macOS): the
-		// netpoller reads them.
-		p.pty = pollable(master)
-	}
-	if err != nil {
-		master.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if p.log != nil {
-			p.log.Close()
-		}
-		return nil, fmt.Errorf("ptyproc: start %s: %w", spec.Argv[0], err)
-	}
-	p.pid = cmd.Process.Pid
-	p.started = time.Now()
-	// The child cannot be reaped before our Wait, so its start time is
-	// there to read.
-	p.startTime, _ = StartTimeOf(p.pid)
-	go p.readLoop()
-	go p.waitLoop()
 	return p, nil
 }
+
+// setMaster makes master the terminal's side this Proc reads and writes.
+func (p *Proc) setMaster(master *os.File) error {
+	if runtime.GOOS == "linux" {
+		f, r, w, err := unwatched(master)
+		if err != nil {
+			return err
+		}
+		p.pty, p.wakeR, p.wakeW, p.raw = f, r, w, true
+		return nil
+	}
+	// Elsewhere poll(2) may not take terminals (macOS): the netpoller
+	// reads them.
+	p.pty = pollable(master)
+	return nil
+}
+
+// beginReading starts the reader once.
+func (p *Proc) beginReading() { p.readOnce.Do(func() { go p.readLoop() }) }
 
 func (p *Proc) readLoop() {
 	defer close(p.readerDone)
@@ -209,6 +237,13 @@ func (p *Proc) readLoop() {
 	var next time.Time // when to read again; zero: at once
 	quiet := 0         // points of the grid in a row that found nothing
 	for {
+		if p.pause.req.Load() {
+			// Another process reads the terminal now (handoff.go).
+			if !p.park() {
+				return
+			}
+			next = time.Time{}
+		}
 		// Busy: let the child's next writes gather in the terminal's
 		// buffer rather than wake for each (a full buffer only makes the
 		// child wait, as a slow reader would).
@@ -225,6 +260,7 @@ func (p *Proc) readLoop() {
 			case <-p.exited:
 			case <-p.typed:
 				typed = true
+			case <-p.pause.poke:
 			}
 			t.Stop()
 		}
@@ -234,6 +270,9 @@ func (p *Proc) readLoop() {
 			n, err = p.readNow(buf)
 		} else {
 			n, err = p.read(buf)
+		}
+		if err == errPaused {
+			continue
 		}
 		next = time.Time{}
 		switch {
@@ -246,10 +285,14 @@ func (p *Proc) readLoop() {
 			next = pace.next(time.Now())
 		}
 		if n > 0 {
+			// Logged first: an adopted terminal's owner finds in the log
+			// all this process read (Adopt).
+			p.writeLog(buf[:n])
 			chunk := append([]byte(nil), buf[:n]...)
-			p.writeLog(chunk)
 			p.recent.Add(chunk)
-			stalled = p.deliver(chunk, stalled)
+			if stalled = p.deliver(chunk, stalled); !stalled {
+				p.delivered.Add(int64(n))
+			}
 		}
 		if err != nil {
 			// EIO once the last holder of the terminal's slave side is gone;
@@ -274,9 +317,18 @@ func (p *Proc) deliver(chunk []byte, stalled bool) bool {
 	}
 	t := time.NewTimer(p.stall)
 	defer t.Stop()
+	var released <-chan struct{} // a terminal given back: nothing waits for its consumer
+	if p.adopted != nil {
+		released = p.adopted.released
+	}
 	select {
 	case p.out <- chunk:
 		return false
+	case <-released:
+		p.mu.Lock()
+		p.dropped += int64(len(chunk))
+		p.mu.Unlock()
+		return true
 	case <-t.C:
 		p.mu.Lock()
 		p.dropped += int64(len(chunk))
@@ -323,7 +375,10 @@ func (p *Proc) waitLoop() {
 
 // Output delivers raw output chunks; it is closed after the process exited
 // and its output was read. Each chunk belongs to the receiver.
-func (p *Proc) Output() <-chan []byte { return p.out }
+func (p *Proc) Output() <-chan []byte {
+	p.beginReading() // an adopted terminal is read from its first consumer on
+	return p.out
+}
 
 // Dropped is the number of output bytes not delivered on Output because the
 // consumer did not keep up (they are still in the log).
