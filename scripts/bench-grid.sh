@@ -144,7 +144,7 @@ round() {
 	for h in $hosts; do h1=$((h1 + $(cpu "$h" "agent host"))); done
 	# Agent hosts (HOST=1) count with the engine.
 	local c=$((t1 - t0 + e1 - e0 + h1 - h0)) t=$((s1 - s0 + k1 - k0))
-	echo "$(echo "scale=3; $c/$t" | bc) $(secs $c) $(secs $t) $(secs $((e1 - e0 + h1 - h0))) $(secs $((t1 - t0)))"
+	echo "$(echo "scale=3; $c/$t" | bc) $(secs $c) $(secs $t) $(secs $((e1 - e0 + h1 - h0))) $(secs $((t1 - t0))) $(secs $((h1 - h0)))"
 	"${T[@]}" kill-server 2>/dev/null || true
 	kill -TERM "$eng" "$tui" $hosts 2>/dev/null || true
 	for _ in $(seq 100); do kill -0 "$eng" 2>/dev/null || kill -0 "$tui" 2>/dev/null || break; sleep 0.1; done
@@ -158,8 +158,10 @@ echo "8 tiles of $STREAM at $RATE B/s, profile $PROFILE, ${WINDOW} s window, $RO
 for wps in $WPS_LIST; do
 	rs=()
 	for n in $(seq "$ROUNDS"); do
-		read -r r c t e u < <(round "$wps" "$n")
-		printf '  %3d writes/s round %d: chorus %6s CPU s (engine %s + TUI %s)  tmux %6s CPU s  ratio %s\n' "$wps" "$n" "$c" "$e" "$u" "$t" "$r"
+		read -r r c t e u h < <(round "$wps" "$n")
+		hs=""
+		[[ -n ${HOST:-} ]] && hs=", hosts $h of it"
+		printf '  %3d writes/s round %d: chorus %6s CPU s (engine %s + TUI %s%s)  tmux %6s CPU s  ratio %s\n' "$wps" "$n" "$c" "$e" "$u" "$hs" "$t" "$r"
 		rs+=("$r")
 	done
 	sorted=$(printf '%s\n' "${rs[@]}" | sort -n)

@@ -8,9 +8,10 @@
 # its time runs until cat has written the last byte and tmux has answered a
 # wait-for sent after it, and its CPU is the server's over that span. Chorus
 # reads them as the engine reads an agent (ptyproc into one emulator with
-# tmux's scrollback), in `bench-tui ingest`; its CPU is that process's own.
-# Each side runs ROUNDS times, interleaved; medians are printed. HOST=1 adds
-# a third side: the same bytes through an agent host (agents.host), the
+# tmux's scrollback, and the agent's log), in `bench-tui ingest`; its CPU is
+# that process's own. Each side runs ROUNDS times, interleaved; medians are
+# printed. HOST=1 adds a third side: the same bytes through an agent host
+# (agents.host: the engine holds the terminal the host handed it), the
 # engine's CPU and the host's apart.
 #
 # Usage: scripts/bench-tmux-ingest.sh [MB]

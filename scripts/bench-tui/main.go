@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -318,7 +319,14 @@ func ingest(file string) error {
 			return err
 		}
 	} else {
-		f, err := ptyproc.Start(ptyproc.Spec{Argv: argv, Cols: 120, Rows: 40, LogCap: -1, Coalesce: coalesce})
+		dir, err := os.MkdirTemp("", "bench-direct")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		// A log, as the engine keeps for every agent.
+		f, err := ptyproc.Start(ptyproc.Spec{Argv: argv, Cols: 120, Rows: 40, LogCap: -1, Coalesce: coalesce,
+			LogPath: filepath.Join(dir, "agent.log")})
 		if err != nil {
 			return err
 		}
@@ -360,7 +368,10 @@ func ingestHosted(argv []string, emu *term.Emulator) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := cl.Start(ctx, host.Spec{Argv: argv, Cols: 120, Rows: 40, Scrollback: 10000}); err != nil {
+	// With a log, as the engine starts every agent: the host hands the
+	// terminal over only then (the log is how it catches up after).
+	if err := cl.Start(ctx, host.Spec{Argv: argv, Cols: 120, Rows: 40, Scrollback: 10000,
+		LogPath: filepath.Join(dir, "agent.log")}); err != nil {
 		return 0, err
 	}
 	stop := cl.Track(emu)
