@@ -174,6 +174,11 @@ type Engine struct {
 
 	subMu sync.Mutex
 	subs  []chan Event
+	// While the loop applies a batch, events wait in evHeld until the
+	// batch's snapshot is published: a front end acting on an event then
+	// reads a state that already shows it (status after "needs help").
+	evHold bool
+	evHeld []Event
 
 	wg sync.WaitGroup // supervisors and ready fetches: Run waits for them
 
@@ -382,6 +387,7 @@ func (e *Engine) serveUntil(done <-chan error) {
 
 // handle applies one message.
 func (e *Engine) handle(fn func()) {
+	e.hold()
 	e.dirty = true
 	fn()
 	e.after()
@@ -392,6 +398,7 @@ func (e *Engine) handle(fn func()) {
 // not per message. Anything that needs the file written before it acts
 // (the merge service's Persist) saves explicitly.
 func (e *Engine) handleBatch(fn func()) {
+	e.hold()
 	dirty := false
 	for i := 0; ; i++ {
 		e.dirty = true
@@ -426,6 +433,7 @@ func (e *Engine) after() {
 	}
 	e.dirty = false
 	e.publish()
+	e.release()
 	for _, f := range e.onPublish {
 		f()
 	}
@@ -499,12 +507,41 @@ func (e *Engine) emit(ev Event) {
 	}
 	_ = e.opt.Dir.AppendLog(logMode(ev), string(ev.Kind), details)
 	e.subMu.Lock()
+	if e.evHold {
+		e.evHeld = append(e.evHeld, ev)
+	} else {
+		e.deliver(ev)
+	}
+	e.subMu.Unlock()
+}
+
+// deliver hands ev to every subscriber that has room. Under subMu.
+func (e *Engine) deliver(ev Event) {
 	for _, ch := range e.subs {
 		select {
 		case ch <- ev:
 		default:
 		}
 	}
+}
+
+// hold keeps events back until release: the loop applies a batch.
+func (e *Engine) hold() {
+	e.subMu.Lock()
+	e.evHold = true
+	e.subMu.Unlock()
+}
+
+// release delivers the events held since hold, in order, once the
+// batch's snapshot is published.
+func (e *Engine) release() {
+	e.subMu.Lock()
+	e.evHold = false
+	for _, ev := range e.evHeld {
+		e.deliver(ev)
+	}
+	clear(e.evHeld)
+	e.evHeld = e.evHeld[:0]
 	e.subMu.Unlock()
 }
 
