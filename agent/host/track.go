@@ -15,7 +15,11 @@ import (
 var (
 	ckBytes = 4 << 20
 	ckEvery = 5 * time.Second
-	ckPoll  = 250 * time.Millisecond
+	// ckEveryDirect is ckEvery for an engine holding the terminal: the
+	// host takes what came after a checkpoint from the log, so time
+	// alone calls for one seldom.
+	ckEveryDirect = 30 * time.Second
+	ckPoll        = 250 * time.Millisecond
 	// posBytes of output read make the engine say where it has read to,
 	// so a host whose tail overflows can parse up to there.
 	posBytes = 1 << 20
@@ -108,7 +112,11 @@ func (t *tracker) loop(quit <-chan struct{}) {
 			t.posN = n
 		}
 		t.mu.Unlock()
-		if (grown >= int64(ckBytes) || grown > 0 && time.Since(last) >= ckEvery) && t.checkpoint() {
+		every := ckEvery
+		if t.cl.Direct() {
+			every = ckEveryDirect
+		}
+		if (grown >= int64(ckBytes) || grown > 0 && time.Since(last) >= every) && t.checkpoint() {
 			last = time.Now()
 		} else if moved {
 			var b [16]byte

@@ -42,7 +42,7 @@ func (p *Proc) writeLog(b []byte) {
 	p.logSize += int64(len(b))
 	if p.logSync && len(p.logBuf) == 0 {
 		// Straight to the file: nothing waits in this process.
-		if _, err := p.log.Write(b); err != nil {
+		if err := appendLog(p.log, b); err != nil {
 			p.logErr = err
 		}
 		return
