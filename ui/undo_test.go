@@ -40,8 +40,12 @@ func TestUndoNeverReachesPastAnotherAction(t *testing.T) {
 	d.waitShown("not undoing pause: autopilot has been resumed since")
 
 	// An undoable action right after is undone as before.
+	// Its confirmation may give way at once to autopilot's "nothing to
+	// do" (an event that follows the command's reply): wait on the
+	// engine, then for the UI to have taken the reply.
 	d.press("m")
-	d.waitShown("mode: autopilot")
+	s.waitSnap("autopilot", func(sn orchestrator.Snapshot) bool { return sn.Mode == "autopilot" })
+	d.sync()
 	d.press("<Space>") // pause it: nothing to run
 	d.waitShown("paused: no new agents start")
 	d.press("u")
