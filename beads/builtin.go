@@ -223,18 +223,30 @@ func parseSnapshotWith(data []byte, path string, decode func(store []record, err
 }
 
 // decodeAll is decodeRecords in parallel chunks on a big file.
-func decodeAll(store []record, errs []error) {
+func decodeAll(store []record, errs []error) { decodeParallel(store, errs, false) }
+
+// decodeParallel is decodeAll over lines that may lie in a mapping
+// (mapped): a worker's fault reading it (the file cut short meanwhile) is
+// caught there and raised again on the calling goroutine once all are
+// done, where the caller's guard turns it into reading the file instead.
+func decodeParallel(store []record, errs []error, mapped bool) {
 	workers := min(runtime.GOMAXPROCS(0), 4, len(store)/2000)
 	if workers <= 1 {
 		decodeRecords(store, errs)
 		return
 	}
 	var wg sync.WaitGroup
+	faults := make([]any, workers)
 	for w := range workers {
 		lo, hi := len(store)*w/workers, len(store)*(w+1)/workers
-		wg.Go(func() { decodeRecords(store[lo:hi], errs[lo:hi]) })
+		wg.Go(func() { faults[w] = caught(mapped, func() { decodeRecords(store[lo:hi], errs[lo:hi]) }) })
 	}
 	wg.Wait()
+	for _, f := range faults {
+		if f != nil {
+			panic(f)
+		}
+	}
 }
 
 // decodeRecords fills the index fields of recs (line and raw set) and

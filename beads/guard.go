@@ -23,3 +23,24 @@ func guard(mapped bool, f func()) (ok bool) {
 	f()
 	return true
 }
+
+// caught runs f like guard and returns the fault it caught, to be raised
+// again (panic) on a goroutine that runs under guard; nil if none.
+func caught(mapped bool, f func()) (fault any) {
+	if !mapped {
+		f()
+		return nil
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if e, isFault := r.(interface{ Addr() uintptr }); isFault && e != nil {
+				fault = r
+				return
+			}
+			panic(r)
+		}
+	}()
+	f()
+	return nil
+}

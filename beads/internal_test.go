@@ -232,3 +232,32 @@ func TestClassifyCorrupt(t *testing.T) {
 		t.Errorf("%v", e)
 	}
 }
+
+// Every field of a record is found in its table with its own bit and
+// checker, whatever slot it shares; other keys are not found.
+func TestFieldTablesFindEveryField(t *testing.T) {
+	for _, c := range []struct {
+		table  *fieldTable
+		keys   map[string]uint
+		checks map[string]checker
+	}{{topFields(), topKeys(), topChecks()}, {depFields(), depKeys(), depChecks()}} {
+		for name, bit := range c.keys {
+			f := c.table.find([]byte(name))
+			if f == nil || f.name != name || f.bit != bit || (f.check == nil) != (c.checks[name] == nil) {
+				t.Errorf("%q: found %+v, want bit %d", name, f, bit)
+			}
+		}
+		for _, k := range []string{"x", "titles", "titl", "statu", "unknown_field", "_typ"} {
+			if f := c.table.find([]byte(k)); f != nil {
+				t.Errorf("%q found as %q", k, f.name)
+			}
+		}
+	}
+	// A table where every key shares one slot still finds each.
+	tb := newFieldTable(map[string]uint{"ab": 0, "ba": 1, "aab": 2}, nil)
+	for name, bit := range map[string]uint{"ab": 0, "ba": 1, "aab": 2} {
+		if f := tb.find([]byte(name)); f == nil || f.bit != bit {
+			t.Errorf("%q: found %+v", name, f)
+		}
+	}
+}

@@ -62,27 +62,6 @@ func jsonName(f reflect.StructField) string {
 	return name
 }
 
-// fieldKey checks a key against the fields of keys. encoding/json matches
-// keys case-insensitively and, for a repeated key, merges maps and ignores
-// null for some types; rather than copy those rules, a key that is not
-// plain lowercase ASCII, or a field seen twice, sends the line to
-// encoding/json. (All field names are lowercase ASCII, so another key
-// cannot match one.)
-func fieldKey(keys map[string]uint, k []byte, seen *uint32) error {
-	for _, c := range k {
-		if c >= 0x80 || 'A' <= c && c <= 'Z' {
-			return errSlow
-		}
-	}
-	if i, ok := keys[string(k)]; ok {
-		if *seen&(1<<i) != 0 {
-			return errSlow
-		}
-		*seen |= 1 << i
-	}
-	return nil
-}
-
 // decodeWith is the index pass: the fields Ready needs, read in one pass
 // without reflection (several times faster than encoding/json on a large
 // task file; BenchmarkIndexPass10k), every other field checked so that the
@@ -90,11 +69,12 @@ func fieldKey(keys map[string]uint, k []byte, seen *uint32) error {
 func decodeWith(s *scanner, r *record) error {
 	r.kind = "issue"
 	var seen uint32
+	top := topFields()
 	err := s.object(func(k []byte) error {
-		if err := fieldKey(topKeys(), k, &seen); err != nil {
+		f, err := fieldOf(top, k, &seen)
+		if err != nil {
 			return err
 		}
-		var err error
 		switch string(k) {
 		case "_type":
 			// An empty type is a task, as the slow path reads it; taking
@@ -138,7 +118,7 @@ func decodeWith(s *scanner, r *record) error {
 				return err
 			})
 		default:
-			err = s.check(topChecks(), k)
+			err = s.checkField(f)
 		}
 		return err
 	})
@@ -156,11 +136,12 @@ func decodeWith(s *scanner, r *record) error {
 func (s *scanner) dependency(own string) (Dependency, error) {
 	var d Dependency
 	var seen uint32
+	dep := depFields()
 	err := s.object(func(k []byte) error {
-		if err := fieldKey(depKeys(), k, &seen); err != nil {
+		f, err := fieldOf(dep, k, &seen)
+		if err != nil {
 			return err
 		}
-		var err error
 		switch string(k) {
 		case "issue_id":
 			start := s.i
@@ -179,7 +160,7 @@ func (s *scanner) dependency(own string) (Dependency, error) {
 		case "created_at":
 			d.CreatedAt, err = s.time()
 		default:
-			err = s.check(depChecks(), k)
+			err = s.checkField(f)
 		}
 		return err
 	})
@@ -226,16 +207,6 @@ func checkers(t reflect.Type) map[string]checker {
 		}
 	}
 	return m
-}
-
-// check consumes the value of a field the index pass does not keep. A
-// title that is a number, or a time that does not parse, makes the line
-// bad even though this pass never looks at it again.
-func (s *scanner) check(checks map[string]checker, k []byte) error {
-	if c, ok := checks[string(k)]; ok {
-		return c(s)
-	}
-	return s.skip()
 }
 
 // checkText consumes a string (or null, which encoding/json ignores for a

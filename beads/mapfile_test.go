@@ -4,6 +4,7 @@ package beads
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,6 +44,44 @@ func TestGuardMappedFileCutShort(t *testing.T) {
 		}
 	}()
 	guard(true, func() { panic("other") })
+}
+
+// The index pass in parallel over a mapping cut short under it: a
+// worker's fault reaches the caller's guard (the count then reads the
+// file), not the process.
+func TestParallelDecodeMappedCutShort(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "issues.jsonl")
+	var data []byte
+	for i := range 8000 {
+		data = fmt.Appendf(data, `{"_type":"issue","id":"ch-%d","title":"Task %d","status":"open","priority":1,"issue_type":"task","created_at":"2026-01-01T00:00:00Z"}`+"\n", i, i)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, unmap, ok := mapFile(f, int64(len(data)))
+	if !ok {
+		t.Fatal("file not mapped")
+	}
+	defer unmap()
+	var sn *snapshot
+	if !guard(true, func() { sn, _ = parseSnapshotMemo(b, path, nil, nil, true) }) || len(sn.recs) != 8000 || sn.bad != nil {
+		t.Fatal("a whole mapped file did not decode")
+	}
+	recs := make([]record, len(sn.recs))
+	for i, r := range sn.recs {
+		recs[i] = record{line: r.line, raw: r.raw}
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if guard(true, func() { decodeParallel(recs, make([]error, len(recs)), true) }) {
+		t.Fatal("decoding a cut file in parallel did not fault")
+	}
 }
 
 // Counting through the mapping after each change matches a full recount.

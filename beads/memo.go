@@ -138,11 +138,12 @@ func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snaps
 		if guard(true, func() { mc, sums = countsFromMemo(data, path, variant, opt, s.now()) }) && mc != nil {
 			return &snapshot{key: key, data: data, mapped: true, path: s.path, memo: mc}, unmap, nil
 		}
-		if memo := readMemo(path); memo != nil {
-			if guard(true, func() { sn = s.parseCounting(data, key, memo, sums, true) }) {
-				sn.mapped = true
-				return sn, unmap, nil
-			}
+		// Without a memo (the first count after a clone or a new binary)
+		// every line is decoded, in parallel, still from the mapping.
+		memo := readMemo(path)
+		if guard(true, func() { sn = s.parseCounting(data, key, memo, sums, true) }) {
+			sn.mapped = true
+			return sn, unmap, nil
 		}
 		unmap()
 	}
@@ -153,8 +154,8 @@ func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snaps
 	return s.parseCounting(data, key, readMemo(path), nil, false), release, nil
 }
 
-func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, sums []lineSum, serial bool) *snapshot {
-	sn, _ := parseSnapshotMemo(data, s.path, memo, sums, serial)
+func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, sums []lineSum, mapped bool) *snapshot {
+	sn, _ := parseSnapshotMemo(data, s.path, memo, sums, mapped)
 	sn.path, sn.data, sn.key = s.path, data, key
 	return sn
 }
@@ -176,9 +177,9 @@ func (s *builtinStore) renewMemo(sn *snapshot, variant string, c Counts, bits []
 
 // parseSnapshotMemo is parseSnapshot taking each unchanged line's index
 // fields from memo; it returns how many lines it decoded. sums are the
-// lines' sums when already taken. serial keeps all decoding on the
-// calling goroutine.
-func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum, serial bool) (*snapshot, int) {
+// lines' sums when already taken. mapped: data is a mapping read under
+// guard, whose faults in parallel decoding reach the calling goroutine.
+func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum, mapped bool) (*snapshot, int) {
 	decoded := 0
 	var lineSums []lineSum
 	var from []int32
@@ -204,8 +205,8 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum
 		}
 		decoded = len(miss)
 		lineSums = sums
-		if len(miss) > len(store)/4 && !serial {
-			decodeAll(store, errs) // mostly new: in parallel, as without a memo
+		if len(miss) > len(store)/4 {
+			decodeParallel(store, errs, mapped) // mostly new: in parallel, as without a memo
 			return
 		}
 		for _, i := range miss {

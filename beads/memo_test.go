@@ -112,8 +112,8 @@ func TestMemoDecodesOnlyChangedLines(t *testing.T) {
 		{"a bad line", edit(func(l [][]byte) [][]byte { return slices.Insert(l, 5, line(`{"_type":"issue","id":`)) }), 1},
 	} {
 		data := join(c.lines)
-		for _, serial := range []bool{false, true} {
-			got, decoded := parseSnapshotMemo(data, "f", memo, nil, serial)
+		for _, mapped := range []bool{false, true} {
+			got, decoded := parseSnapshotMemo(data, "f", memo, nil, mapped)
 			full := parseSnapshot(data, "f")
 			sameIndex(t, c.name, got, full)
 			// Renewed from it (records taken from the memo copied as
