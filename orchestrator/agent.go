@@ -91,6 +91,9 @@ type turnEvent struct {
 	gen    int // process generation, so a stale exit is ignored
 	source string
 	reason string // with exited: the CLI's own failure report, if any
+	// lost, with exited: the agent's host went away before reporting the
+	// exit (what its runner saw); the turn ended with the machine.
+	lost string
 	// miss: the turn ended on a tag that did not count (a near miss).
 	miss *signal.Verdict
 	// turnEnded: the agent's record shows a turn ended (signal or not).
@@ -501,7 +504,7 @@ func (r *agentRun) loop(t beads.Task, wt worktree.Worktree, d dirs, prompt strin
 				})
 				return r.park(t, wt, p, "autopilot holds: "+h.Cause)
 			}
-		} else if res.end != EndRedo && res.end != EndUsageLimit {
+		} else if res.end != EndRedo && res.end != EndUsageLimit && res.end != EndHostLost {
 			r.worked()
 		}
 		run.apply(dec.Next)

@@ -358,7 +358,7 @@ func (e *Engine) finish(r *agentRun, o outcome) {
 	ev := Event{Agent: r.id, Task: r.taskID, Text: o.reason}
 	if tr := e.st.Tasks[r.taskID]; tr != nil {
 		// What the task cost so far, in the log for the morning report.
-		ev.Fields = map[string]any{"usage": tr.Usage, "runtime": tr.Runtime}
+		ev.Fields = map[string]any{"usage": tr.Usage, "runtime": tr.Runtime, "iterations": tr.Iterations}
 		if tr.LastFailure != "" && o.kind == "failed" {
 			ev.Fields["lastFailure"] = tr.LastFailure // the why behind "reached maxIterations"
 		}

@@ -193,3 +193,44 @@ func (e *Engine) adoptHosts(ctx context.Context, old *State) map[string]*host.Cl
 	}
 	return adopted
 }
+
+// hostEnded judges a host whose connection ended before it reported the
+// agent's exit, and says why for the task's record. The runner tells
+// (host.Ender) whether the host is gone (a pod deleted or evicted, a node
+// lost, a host process killed) or only the connection broke; a host that
+// still lives is stopped, so the task's next run is alone with its work.
+// Either way the agent did not fail: the turn is EndHostLost.
+func (r *agentRun) hostEnded(cl *host.Client) string {
+	rn := r.hostRunner
+	if rn == nil {
+		return "the connection to the agent host was lost"
+	}
+	in := cl.Info()
+	in.Meta.AgentID, in.Meta.TaskID = r.id, r.taskID
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var end host.Ending
+	if en, ok := rn.(host.Ender); ok {
+		end = en.Ended(ctx, in)
+	} else {
+		end = host.Ending{Gone: true, Why: "the connection to the agent host was lost and the host is no longer listed"}
+		if ms, err := rn.List(ctx); err != nil {
+			end = host.Ending{Why: "the connection to the agent host was lost; listing hosts: " + err.Error()}
+		} else {
+			for _, m := range ms {
+				if m.AgentID == r.id {
+					in.Meta = m
+					end = host.Ending{Why: "the connection to the agent host was lost; the host still runs"}
+				}
+			}
+		}
+	}
+	if !end.Gone {
+		if err := rn.Stop(ctx, in.Meta); err != nil {
+			end.Why += "; stopping it: " + err.Error()
+		} else {
+			end.Why += "; stopped it to run the task again"
+		}
+	}
+	return end.Why
+}

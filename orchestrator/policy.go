@@ -43,6 +43,11 @@ const (
 	EndEngineDied TurnEnd = "engine-died"
 	// EndUsageLimit: the agent's account hit its rate or plan limit.
 	EndUsageLimit TurnEnd = "usage-limit"
+	// EndHostLost: the agent's host went away without reporting the
+	// agent's exit (its pod deleted or evicted, its node lost, the host
+	// process killed): the machine failed, not the agent. The task runs
+	// again from its work, free, unless hosts keep being lost.
+	EndHostLost TurnEnd = "host-lost"
 )
 
 // Action is what the supervisor does next.
@@ -67,6 +72,7 @@ type Counters struct {
 	FailStreak     int // the same quality failure in a row (counted by the check)
 	Nudges         int // confirmations asked for this task
 	StartFails     int // start failures in a row
+	HostLosses     int // hosts lost in a row (EndHostLost)
 }
 
 // Limits are the configured bounds; 0 means none (MaxAgentErrors and
@@ -79,6 +85,7 @@ type Limits struct {
 	RepeatedFailures int
 	MaxNudges        int
 	MaxStartFails    int
+	MaxHostLosses    int // hosts lost in a row before the task fails (0: 3)
 }
 
 // limitsFrom reads the policy's bounds from the config.
@@ -146,6 +153,17 @@ func Decide(c Counters, l Limits, t Turn) Decision {
 			d.Action = ActFeedback
 		}
 		return d
+	case EndHostLost:
+		// Not counted, but bounded: a pod that is evicted again and again
+		// (a node short of memory, a quota) must not loop for ever.
+		d.Next.HostLosses++
+		if n := orN(l.MaxHostLosses, 3); d.Next.HostLosses >= n {
+			d.Action = ActFail
+			d.Reason = fmt.Sprintf("the agent's host was lost %d times in a row; last: %s", d.Next.HostLosses, strings.TrimSpace(t.Failure))
+			return d
+		}
+		d.Action = ActRespawn
+		return d
 	case EndTimeout:
 		d.Action, d.Reason = ActFail, orText(t.Failure, "task timeout reached")
 		return d
@@ -160,7 +178,7 @@ func Decide(c Counters, l Limits, t Turn) Decision {
 	}
 	d.Counted = true
 	d.Next.Iterations++
-	d.Next.StartFails = 0
+	d.Next.StartFails, d.Next.HostLosses = 0, 0
 	if t.End == EndCrashed {
 		d.Next.Errors++
 		if n := orN(l.MaxAgentErrors, 3); d.Next.Errors >= n {

@@ -404,12 +404,16 @@ func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-c
 	}
 	deliver(events.flush())
 	scan()
-	code, _ := p.Wait()
+	code, werr := p.Wait()
+	lost := ""
+	if cl, ok := p.(*host.Client); ok && werr != nil && r.ctx.Err() == nil {
+		lost = r.hostEnded(cl)
+	}
 	select {
 	case <-followed:
 	case <-time.After(10 * time.Second): // a transcript reader stuck on a slow disk must not hold the exit
 	}
-	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure})
+	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure, lost: lost})
 }
 
 // scanGap is the least time between two reads of an agent's screen text

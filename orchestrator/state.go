@@ -107,6 +107,9 @@ type TaskRun struct {
 	Open bool `json:"open,omitempty"`
 	// Nudges: the times the agent was asked to confirm its COMPLETE.
 	Nudges int `json:"nudges,omitempty"`
+	// HostLosses: the agent's hosts lost in a row (pods deleted or
+	// evicted, nodes lost), each run again without an iteration.
+	HostLosses int `json:"hostLosses,omitempty"`
 	// Failed is why the task is FAILED (empty unless it is), since when,
 	// and its evidence: the agent's last output lines. The task's ledger
 	// (LedgerPath) holds the rest. A retry clears it.
@@ -233,12 +236,13 @@ func (tr *TaskRun) setFailed(reason, output string) {
 // counters are what the supervisor's policy reads of a task run.
 func (tr *TaskRun) counters() Counters {
 	return Counters{Iterations: tr.Iterations, Errors: tr.Errors, NoCommitStreak: tr.NoCommitStreak,
-		FailStreak: tr.FailStreak, Nudges: tr.Nudges}
+		FailStreak: tr.FailStreak, Nudges: tr.Nudges, HostLosses: tr.HostLosses}
 }
 
 // apply records the policy's counters.
 func (tr *TaskRun) apply(c Counters) {
 	tr.Iterations, tr.Errors, tr.NoCommitStreak, tr.Nudges = c.Iterations, c.Errors, c.NoCommitStreak, c.Nudges
+	tr.HostLosses = c.HostLosses
 }
 
 func (s *State) run(taskID string) *TaskRun {

@@ -61,6 +61,10 @@ func (r *agentRun) turn(t beads.Task, wt worktree.Worktree, pp *agentProc, det *
 			r.dropQuestion()
 			*pp = nil
 			r.update(func(s *State, a *AgentState) { a.PID = 0 })
+			if ev.lost != "" {
+				r.event(EvAgentExit, "agent host lost: "+ev.lost, map[string]any{"exitCode": ev.code, "hostLost": true})
+				return turnResult{failure: "The agent's host was lost (" + ev.lost + "); the task runs again from its work.", end: EndHostLost, exitCode: ev.code}
+			}
 			r.event(EvAgentExit, ev.reason, map[string]any{"exitCode": ev.code})
 			if ev.code == 0 && ask != "" && ask != idleText {
 				// A headless run ends right after its final message: its

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/chorus-dev/chorus/agent/ptyproc"
 )
 
 // Runner starts agent hosts, finds the live ones of an instance and
@@ -34,6 +36,24 @@ type Runner interface {
 	// Stop asks a listed host, whatever its version, to stop its agent
 	// and end.
 	Stop(ctx context.Context, m Meta) error
+}
+
+// Ending is what became of a host whose connection ended before it
+// reported its agent's exit.
+type Ending struct {
+	// Gone: the host is gone (its pod deleted or evicted, its node lost,
+	// its process killed), so the agent's turn ended with the machine,
+	// not by the agent's doing. Otherwise the host still lives and only
+	// the connection to it broke.
+	Gone bool
+	Why  string // for the task's record: what the runner saw
+}
+
+// Ender is a Runner that can tell what became of a host whose connection
+// ended without the agent's exit, and clean up after a lost one (nothing
+// the agent started may outlive it). Runners without it are asked List.
+type Ender interface {
+	Ended(ctx context.Context, in Info) Ending
 }
 
 // Local runs each host as a process of this machine in a session of its
@@ -179,6 +199,22 @@ func (l *Local) Connect(ctx context.Context, m Meta) (*Client, error) {
 
 // Stop asks a listed host to stop its agent and end.
 func (l *Local) Stop(ctx context.Context, m Meta) error { return StopHost(ctx, m.Socket) }
+
+// Ended looks at the host's process. A host killed (kill -9, the OOM
+// killer) is gone: its agent, which lost its terminal with it, is killed
+// too if it still runs, so the task's next run is alone in the worktree.
+func (l *Local) Ended(ctx context.Context, in Info) Ending {
+	pid := in.Meta.HostPID
+	if st, err := ptyproc.StartTimeOf(pid); err == nil && pid > 0 && ptyproc.Alive(pid, st) {
+		return Ending{Why: fmt.Sprintf("the connection to the agent host (pid %d) broke; the host still runs", pid)}
+	}
+	why := fmt.Sprintf("the agent host (pid %d) ended without reporting its agent's exit (killed?)", pid)
+	if ptyproc.StopOrphan(in.Pid, in.StartTime, time.Second) {
+		why += fmt.Sprintf("; its agent (pid %d), left without a terminal, was stopped", in.Pid)
+	}
+	_ = os.Remove(l.metaPath(in.Meta.AgentID))
+	return Ending{Gone: true, Why: why}
+}
 
 // Main is `chorus agent-host`: it serves one agent on the socket named by
 // args until the host ends.
