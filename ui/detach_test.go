@@ -71,7 +71,7 @@ hang
 		other.cmd("new-session", "-d", "-s", name, "-x", "160", "-y", "40", "-e", env, bin+" -C "+s.root+" attach; sleep 600")
 	}
 	for _, name := range []string{"att1", "att2"} {
-		out := waitPane(other, name, "history of t-b line 50")
+		out := waitPane(other, name, "history of t-b line 50", "history of t-a line 50", "SCRIPT (t-a)")
 		if !strings.Contains(out, "history of t-a line 50") || !strings.Contains(out, "SCRIPT (t-a)") {
 			t.Fatalf("%s after attaching:\n%s", name, out)
 		}
@@ -140,13 +140,20 @@ hang
 	}
 }
 
-// waitPane is waitScreen for one session of a server.
-func waitPane(x *tmuxServer, target, want string) string {
+// waitPane is waitScreenAll for one session of a server: until one
+// screen shows every one of want. A frame may reach the terminal in two
+// writes (the tiles' cells, then the rest), so what a test checks on one
+// screen it waits for together.
+func waitPane(x *tmuxServer, target string, want ...string) string {
 	x.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
 		out := x.cmd("capture-pane", "-p", "-t", target)
-		if strings.Contains(out, want) {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(out, w)
+		}
+		if all {
 			return out
 		}
 		if time.Now().After(deadline) {

@@ -266,7 +266,7 @@ exit 0
 		t.Fatalf("the agent after the detach: %d %v", snap.Running, err)
 	}
 	x.cmd("new-session", "-d", "-s", "again", "-x", "160", "-y", "40", "-e", env, bin+" -C "+s.root+" attach; sleep 600")
-	out := waitPane(x, "again", "implementing-")
+	out := waitPane(x, "again", "implementing-", "│ autopilot │")
 	if !strings.Contains(out, "│ autopilot │") {
 		t.Fatalf("attached again:\n%s", out)
 	}

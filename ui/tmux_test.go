@@ -46,7 +46,7 @@ hang
 	tm("send-keys", "Enter")
 	waitScreen("output of t-a")
 	tm("send-keys", "j", "Enter")
-	out := waitScreen("output of t-b")
+	out := x.waitScreenAll("output of t-b", "output of t-a", "SCRIPT (t-a)", "2/3 agents")
 	if !strings.Contains(out, "output of t-a") || !strings.Contains(out, "SCRIPT (t-a)") || !strings.Contains(out, "2/3 agents") {
 		t.Fatalf("grid:\n%s", out)
 	}

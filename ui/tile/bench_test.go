@@ -1,6 +1,7 @@
 package tile
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -100,3 +101,78 @@ func benchFrame(b *testing.B, paint bool) {
 		frame()
 	}
 }
+
+// BenchmarkFirstFrame is an attach's first frame: 8 tiles of coloured
+// agent output in a 4x2 grid on a 200x60 xterm, drawn in full on a
+// terminal that shows nothing yet, as tview draws (Clear, every tile,
+// Show): through tcell, and through a Painter's screen.
+func BenchmarkFirstFrame(b *testing.B) {
+	b.Run("tcell", func(b *testing.B) { benchFirstFrame(b, false) })
+	b.Run("painter", func(b *testing.B) { benchFirstFrame(b, true) })
+}
+
+func benchFirstFrame(b *testing.B, paint bool) {
+	paintEnv(b)
+	ti, err := tcell.LookupTerminfo("xterm-256color")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tty := &countTty{}
+	screen, err := tcell.NewTerminfoScreenFromTtyTerminfo(tty, ti)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := screen.Init(); err != nil {
+		b.Fatal(err)
+	}
+	defer screen.Fini()
+	cells := screen.(interface{ GetCells() *tcell.CellBuffer }).GetCells()
+	if paint {
+		p := NewPainter(screen, ti)
+		if p == nil || !p.Start() {
+			b.Fatal("no painter")
+		}
+		screen = p.Screen()
+	}
+	const cols, rows = 4, 2
+	var tiles []*Tile
+	for i := range cols * rows {
+		emu := term.New(48, 28)
+		for n := range 40 {
+			fmt.Fprintf(emu, "\x1b[2m%5d\x1b[0m \x1b[32m✓\x1b[0m agent %d: edited the tests in package %d", n, i, n*7)
+			if n%10 == 0 {
+				fmt.Fprintf(emu, " \x1b[33mpkg/mod%03d/file.go\x1b[0m", n)
+			}
+			emu.Write([]byte("\r\n"))
+		}
+		tl := New(emu, nil)
+		tl.Box = tview.NewFlex().Box
+		tl.SetBorder(true)
+		tl.SetRect(i%cols*50, i/cols*30, 50, 30)
+		tiles = append(tiles, tl)
+	}
+	frame := func() {
+		cells.Invalidate()
+		screen.Clear()
+		for _, tl := range tiles {
+			tl.Draw(screen)
+		}
+		screen.Show()
+	}
+	frame()
+	b.ReportAllocs()
+	b.ResetTimer()
+	tty.n = 0
+	for range b.N {
+		frame()
+	}
+	b.ReportMetric(float64(tty.n)/float64(b.N), "B/frame")
+}
+
+// countTty is nullTty counting what is written.
+type countTty struct {
+	nullTty
+	n int
+}
+
+func (t *countTty) Write(p []byte) (int, error) { t.n += len(p); return len(p), nil }

@@ -37,7 +37,7 @@ type Painter struct {
 	truecolor bool
 	palette   []tcell.Color
 	colors    map[tcell.Color]tcell.Color
-	styles    map[tcell.Style]string
+	styles    map[tcell.Style]styleSeq
 	cup       bool // SetCursor is plain CUP: formatted here, not by terminfo
 
 	buf    bytes.Buffer
@@ -90,7 +90,7 @@ func NewPainter(screen tcell.Screen, ti *terminfo.Terminfo) *Painter {
 		return nil
 	}
 	return &Painter{screen: screen, cells: cs.GetCells(), lock: lockerOf{cs}, ti: ti,
-		styles: map[tcell.Style]string{}, cx: -1, cy: -1, tcellDirty: true,
+		styles: map[tcell.Style]styleSeq{}, cx: -1, cy: -1, tcellDirty: true,
 		cursor: cursorState{x: -1, y: -1}, shown: cursorState{x: -1, y: -1},
 		cup: ti.SetCursor == "\x1b[%i%p1%d;%p2%dH"}
 }
@@ -187,8 +187,15 @@ func (s *paintScreen) SetCursorStyle(cs tcell.CursorStyle, cc ...tcell.Color) {
 	s.Screen.SetCursorStyle(cs, cc...)
 }
 func (s *paintScreen) SetClipboard(b []byte) { s.p.touch(); s.Screen.SetClipboard(b) }
-func (s *paintScreen) Show()                 { s.p.showed(); s.Screen.Show() }
-func (s *paintScreen) Sync()                 { s.p.showed(); s.Screen.Sync() }
+
+// Show writes the cells painted since the last frame (a full draw of a
+// tile), then tcell's own: the agents' screens reach the terminal before
+// tcell has walked its buffer.
+func (s *paintScreen) Show() { s.p.writeQueued(); s.p.showed(); s.Screen.Show() }
+
+// Sync repaints everything from tcell's buffer, which holds every painted
+// cell once showed has run: what the painter queued is not needed.
+func (s *paintScreen) Sync() { s.p.buf.Reset(); s.p.showed(); s.Screen.Sync() }
 
 // touch notes that something draws through tcell: its buffer first takes
 // the painted cells it has not heard of, and the frame ends with its Show.
@@ -332,7 +339,14 @@ func (p *Painter) emit(x, y, w int, str string, style tcell.Style, width int) in
 		p.move(x, y)
 	}
 	if !p.curOK || style != p.cur {
-		p.buf.WriteString(p.style(style))
+		seq := p.style(style)
+		if p.curOK && plain(p.cur) {
+			// Nothing is set to turn off: a first frame of agents'
+			// output changes style every few cells.
+			p.buf.WriteString(seq.set)
+		} else {
+			p.buf.WriteString(seq.all)
+		}
 		p.cur, p.curOK = style, true
 	}
 	switch {
@@ -400,9 +414,21 @@ func (p *Painter) move(x, y int) {
 	p.cx, p.cy = x, y
 }
 
+// styleSeq is what sets a style: all of it (attributes off first, as
+// tcell sends), and set, the part after turning attributes off, which is
+// all a terminal showing the plain style needs.
+type styleSeq struct{ all, set string }
+
+// plain reports whether st is what turning attributes off leaves:
+// default colours, no attributes.
+func plain(st tcell.Style) bool {
+	fg, bg, attrs := st.Decompose()
+	return fg == tcell.ColorDefault && bg == tcell.ColorDefault && attrs == 0
+}
+
 // style returns the bytes that set st, built from the terminfo strings
 // exactly as tcell's draw does, once per style.
-func (p *Painter) style(st tcell.Style) string {
+func (p *Painter) style(st tcell.Style) styleSeq {
 	if s, ok := p.styles[st]; ok {
 		return s
 	}
@@ -410,6 +436,7 @@ func (p *Painter) style(st tcell.Style) string {
 	ti := p.ti
 	puts := func(s string) { ti.TPuts(&b, s) }
 	puts(ti.AttrOff)
+	off := b.Len()
 	fg, bg, attrs := st.Decompose()
 	if fg == tcell.ColorReset || bg == tcell.ColorReset {
 		puts(ti.ResetFgBg)
@@ -456,7 +483,8 @@ func (p *Painter) style(st tcell.Style) string {
 			puts(a.seq)
 		}
 	}
-	s := b.String()
+	all := b.String()
+	s := styleSeq{all: all, set: all[off:]}
 	p.styles[st] = s
 	return s
 }
@@ -471,6 +499,20 @@ func (p *Painter) mapColor(c tcell.Color) tcell.Color {
 	v := tcell.FindColor(c, p.palette)
 	p.colors[c] = v
 	return v
+}
+
+// writeQueued writes what Put queued before tcell shows its buffer, which
+// puts the cursor where it is wanted. The synchronized update begun with
+// the queued cells is left for tcell's Show to end: a terminal that keeps
+// to it shows both writes as one frame.
+func (p *Painter) writeQueued() {
+	if p.buf.Len() == 0 {
+		return
+	}
+	if _, err := p.tty.Write(p.buf.Bytes()); err != nil && p.err == nil {
+		p.err = err
+	}
+	p.buf.Reset()
 }
 
 // Flush writes what Put queued in one write. tcell's Show follows only

@@ -21,7 +21,10 @@ type recTty struct {
 	mu     sync.Mutex
 	out    []byte
 	writes int
+	each   [][]byte // every write since take, when keepEach
 	drain  chan struct{}
+
+	keepEach bool
 }
 
 func (t *recTty) Start() error        { t.drain = make(chan struct{}); return nil }
@@ -33,6 +36,9 @@ func (t *recTty) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	t.out = append(t.out, p...)
 	t.writes++
+	if t.keepEach {
+		t.each = append(t.each, append([]byte(nil), p...))
+	}
 	t.mu.Unlock()
 	return len(p), nil
 }
@@ -47,7 +53,7 @@ func (t *recTty) take() ([]byte, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b, n := t.out, t.writes
-	t.out, t.writes = nil, 0
+	t.out, t.writes, t.each = nil, 0, nil
 	return b, n
 }
 
@@ -335,5 +341,53 @@ func TestPainterThenFullDraw(t *testing.T) {
 	s.sync()
 	if got := s.text(1, 1, 4); got != "    " {
 		t.Errorf("after a full draw row = %q, want it blank", got)
+	}
+}
+
+// A full draw on the painter's screen, as tview's first frame, puts the
+// tiles' cells through the painter: they reach the terminal in a write of
+// their own before tcell's Show writes the rest, and the terminal then
+// shows what tcell alone would have drawn.
+func TestFullDrawThroughPainter(t *testing.T) {
+	paintEnv(t)
+	const out = "\x1b[2m    1\x1b[0m \x1b[32m✓\x1b[0m agent: ran the \x1b[1;33mtests\x1b[0m\r\nsecond \x1b[7mline\x1b[0m 界"
+	frame := func(s *termScreen, screen tcell.Screen) {
+		tl := New(term.New(30, 4), nil)
+		tl.Box = tview.NewFlex().Box
+		tl.SetBorder(true).SetTitle("agent")
+		tl.SetRect(0, 0, 32, 6)
+		tl.Emulator().Write([]byte(out))
+		screen.Clear()
+		tl.Draw(screen)
+		screen.Show()
+	}
+	plain := newTermScreen(t, 34, 8)
+	frame(plain, plain.Screen)
+	plain.sync()
+
+	s := newTermScreen(t, 34, 8)
+	_, ps := startPainter(t, s)
+	s.tty.take()
+	s.tty.keepEach = true
+	frame(s, ps)
+	s.tty.mu.Lock()
+	each := s.tty.each
+	s.tty.mu.Unlock()
+	// The box is tcell's to draw; the cells, the painter's.
+	ok := len(each) >= 2
+	if ok {
+		first := string(each[0])
+		ok = strings.Contains(first, "agent: ran the") && !strings.Contains(first, "┌")
+	}
+	if !ok {
+		t.Errorf("the tile's cells did not come first in a write of their own: %q", each)
+	}
+	s.sync()
+	diffRows(t, "painted full draw", s.dump(), plain.dump())
+	// tcell's buffer heard of every painted cell: its next Show sends no
+	// cell again.
+	ps.Show()
+	if b, _ := s.tty.take(); strings.Contains(string(b), "agent") {
+		t.Errorf("tcell's Show sent the tile again: %q", b)
 	}
 }

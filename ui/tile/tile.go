@@ -115,7 +115,15 @@ func (t *Tile) Draw(screen tcell.Screen) {
 		c.lastView = h
 		t.snap.CursorVisible = false
 	}
-	t.drawCells(screen, screen, x0, y0, w, h, nil)
+	// On the painter's screen the cells go through the painter, whose
+	// escape strings are formatted once per style: tcell's Show formats
+	// each through its terminfo interpreter, which made the first frame
+	// of an attach its slowest part.
+	var cv canvas = screen
+	if ps, ok := screen.(*paintScreen); ok {
+		cv = ps.p
+	}
+	t.drawCells(screen, cv, x0, y0, w, h, nil)
 	if t.copy != nil {
 		t.drawCopy(screen, x0, y0, min(w, t.snap.W), min(h, t.snap.H))
 	}
