@@ -245,12 +245,13 @@ func runEngineTUI(ctx context.Context, p *project, g *globals, s beads.Store, o 
 	if err != nil {
 		return err
 	}
-	return runAttached(ctx, p, s, c, stderr)
+	return runAttached(ctx, p, s, c, stderr, nil)
 }
 
 // runAttached shows the TUI on an engine's client until the user detaches
 // or stops the engine, or the engine ends.
-func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Client, stderr io.Writer) error {
+// A terminal opened ahead (nil: the UI opens it) is the UI's to end.
+func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Client, stderr io.Writer, term *ui.Terminal) error {
 	defer c.Close()
 	uctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -262,7 +263,7 @@ func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Clien
 		}
 	}()
 	// The TUI's task writes go through the engine, as the CLI's do.
-	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: remote.Store{Store: s, C: c}, Config: p.cfg, Version: buildVersion(), Dir: p.dir, FirstFrame: longLived})
+	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: remote.Store{Store: s, C: c}, Config: p.cfg, Version: buildVersion(), Dir: p.dir, FirstFrame: longLived, Terminal: term})
 	if uerr != nil {
 		return withCode(ExitFailure, fmt.Errorf("%w (the engine, pid %d, keeps running: `chorus attach` to try again, `chorus stop` to end it)", uerr, c.PID()))
 	}
@@ -309,6 +310,10 @@ the engine too. Several terminals may attach at once.`,
 			if !isTTY(cmd.InOrStdin()) || !isTTY(os.Stdout) {
 				return withCode(ExitUsage, errors.New("attach needs a terminal; `chorus events --json` follows the engine without one"))
 			}
+			// The terminal is set up while the engine is dialed; given
+			// back as it was if the attach goes no further.
+			term := ui.OpenTerminal()
+			defer term.Close()
 			c, err := runningEngine(ctx, p, remote.RoleTUI, "attach to")
 			if err != nil {
 				return err
@@ -318,7 +323,7 @@ the engine too. Several terminals may attach at once.`,
 				c.Close()
 				return err
 			}
-			return runAttached(ctx, p, s, c, cmd.ErrOrStderr())
+			return runAttached(ctx, p, s, c, cmd.ErrOrStderr(), term)
 		},
 	}
 }

@@ -23,7 +23,9 @@ if [[ -n ${BASE_REV:-} ]]; then
 	# The benchmark itself is today's, built against that revision.
 	rm -rf "$TMP/base-src/scripts/bench-attach"
 	cp -r "$ROOT/scripts/bench-attach" "$TMP/base-src/scripts/"
-	(cd "$TMP/base-src" && go build -o "$TMP/bench-attach-base" ./scripts/bench-attach)
+	# A revision before ui.OpenTerminal builds with the UI opening it.
+	(cd "$TMP/base-src" && { go build -o "$TMP/bench-attach-base" ./scripts/bench-attach 2>/dev/null ||
+		go build -tags oldui -o "$TMP/bench-attach-base" ./scripts/bench-attach; })
 	git -C "$ROOT" worktree remove --force "$TMP/base-src"
 	export BENCH_BASE=$TMP/bench-attach-base
 fi

@@ -178,3 +178,28 @@ func waitPaneGone(x *tmuxServer, target, text string) {
 		x.cmd("wait-for", "-S", "nothing")
 	}
 }
+
+// chorus attach opens the terminal while it dials the engine: with no
+// engine there, the terminal is given back as it was (the main screen,
+// line editing and echo on) and the error shows on it.
+func TestAttachWithoutEngineInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary in tmux")
+	}
+	x := newTmux(t, "chorus-attach-none")
+	s := newSession(t, "hang\n", nil)
+	t.Cleanup(func() { exec.Command(x.bin, "-L", x.sock, "kill-server").Run() })
+	x.cmd("new-session", "-d", "-x", "100", "-y", "30", "-e", "PATH="+os.Getenv("PATH"),
+		fmt.Sprintf("%s -C %s attach; echo attach-exited-$?; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e echo; %s -L %s wait-for -S exited; sleep 600",
+			testkit.Chorus(t), s.root, x.bin, x.sock))
+	x.waitFor("exited")
+	out := x.cmd("capture-pane", "-p")
+	for _, want := range []string{"no Chorus engine is running", "attach-exited-1", "\nicanon\n", "\necho\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the pane does not show %q:\n%s", want, out)
+		}
+	}
+	if alt := strings.TrimSpace(x.cmd("display", "-p", "#{alternate_on}")); alt != "0" {
+		t.Errorf("the terminal was left on the alternate screen (alternate_on %s)", alt)
+	}
+}

@@ -71,6 +71,9 @@ type Options struct {
 	FirstFrame func()
 	// Screen replaces the terminal (tests use a tcell simulation screen).
 	Screen tcell.Screen
+	// Terminal is the terminal opened ahead (OpenTerminal), used when
+	// Screen is nil.
+	Terminal *Terminal
 	// Terminfo is the description tcell drives Screen with; with it, busy
 	// tiles are painted by a tile.Painter (tests of that path set both).
 	Terminfo *terminfo.Terminfo
@@ -362,7 +365,16 @@ type openedScreen struct {
 // touches no other state of u, so it runs beside the first refresh.
 func (u *UI) openScreen() openedScreen {
 	screen, ti := u.o.Screen, u.o.Terminfo
-	if screen == nil {
+	started := false
+	switch {
+	case screen != nil:
+	case u.o.Terminal != nil:
+		s, t, err := u.o.Terminal.take()
+		if err != nil {
+			return openedScreen{err: err}
+		}
+		screen, ti, started = s, t, true
+	default:
 		s, t, err := openTerminal()
 		if err != nil {
 			return openedScreen{err: err}
@@ -370,8 +382,13 @@ func (u *UI) openScreen() openedScreen {
 		screen, ti = s, t
 	}
 	p := tile.NewPainter(screen, ti)
-	if p != nil {
+	switch {
+	case p != nil && started:
+		screen = p.StartedScreen()
+	case p != nil:
 		screen = p.Screen()
+	case started:
+		screen = startedScreen{screen}
 	}
 	u.app.SetScreen(screen)
 	// After SetScreen, which initialised the screen and its terminal.

@@ -194,6 +194,9 @@ func serve(sock string, lines int) error {
 
 // attach is the TUI side: the real ui package on a remote client.
 func attach(sock string) error {
+	// As chorus attach: the terminal set up while the engine is dialed.
+	withTerm, closeTerm := openTerminal()
+	defer closeTerm()
 	c, err := remote.Dial(root, sock, remote.RoleTUI)
 	if err != nil {
 		return err
@@ -205,7 +208,9 @@ func attach(sock string) error {
 	}
 	cfg := config.Default()
 	cfg.Agents.MaxParallel = agents
-	_, err = ui.RunAttached(root, ui.Options{Engine: c, Store: st, Config: cfg, Version: "bench"})
+	o := ui.Options{Engine: c, Store: st, Config: cfg, Version: "bench"}
+	withTerm(&o)
+	_, err = ui.RunAttached(root, o)
 	return err
 }
 

@@ -130,11 +130,26 @@ func (p *Painter) Start() bool {
 // painted tiles can leave tcell's Show (a walk of every cell) out.
 func (p *Painter) Screen() tcell.Screen { return &paintScreen{Screen: p.screen, p: p} }
 
+// StartedScreen is Screen for a screen its owner initialised already (a
+// terminal opened while the engine was dialed): its Init, which tview's
+// SetScreen calls, does nothing.
+func (p *Painter) StartedScreen() tcell.Screen {
+	return &paintScreen{Screen: p.screen, p: p, started: true}
+}
+
 // paintScreen is tcell's screen as the painter sees it: whatever draws on
 // it marks tcell's buffer as having something to show.
 type paintScreen struct {
 	tcell.Screen
-	p *Painter
+	p       *Painter
+	started bool
+}
+
+func (s *paintScreen) Init() error {
+	if s.started {
+		return nil
+	}
+	return s.Screen.Init()
 }
 
 func (s *paintScreen) Put(x, y int, str string, style tcell.Style) (string, int) {
