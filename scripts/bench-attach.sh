@@ -8,6 +8,8 @@
 # screen. See scripts/bench-attach/main.go.
 #
 # Usage: scripts/bench-attach.sh                 LINES=10000 ROUNDS=7
+#        BENCH_TRACE=1 scripts/bench-attach.sh   also each chunk a client
+#            writes, on stderr: when it arrives (µs) and its size
 #        BASE_REV=<revision> scripts/bench-attach.sh
 #            also measures Chorus built from that revision (its own engine
 #            and TUI) as a third side, in the same run.

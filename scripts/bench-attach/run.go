@@ -25,6 +25,10 @@ type side struct {
 	server int // pid of the server holding the agents' terminals
 }
 
+// trace ($BENCH_TRACE=1) prints when each chunk of a client's output
+// arrives and its size, on stderr.
+var trace = os.Getenv("BENCH_TRACE") != ""
+
 var clientEnv = []string{"TERM=xterm-256color", "COLORTERM=truecolor"}
 
 func run(lines, rounds int) error {
@@ -219,6 +223,9 @@ func startChorus(name, exe, sock string, lines int) (side, func(), error) {
 // terminal and returns how long until every agent's END line is on it.
 func timeAttach(s side) (time.Duration, *ptyproc.Proc, error) {
 	start := time.Now()
+	if trace {
+		fmt.Fprintf(os.Stderr, "%d start %s\n", start.UnixMicro(), s.name)
+	}
 	p, err := ptyproc.Start(ptyproc.Spec{Argv: s.argv, Env: s.env, Cols: cols, Rows: rows, Coalesce: -1, LogCap: -1})
 	if err != nil {
 		return 0, nil, err
@@ -232,12 +239,20 @@ func timeAttach(s side) (time.Duration, *ptyproc.Proc, error) {
 				return 0, nil, fmt.Errorf("%s's client ended before it showed the agents:\n%s", s.name, screen.Text())
 			}
 			screen.Write(chunk)
+			if trace {
+				fmt.Fprintf(os.Stderr, "%d out %d %s\n", time.Now().UnixMicro(), len(chunk), s.name)
+			}
 			// Output already waiting is parsed before the screen is read:
 			// reading it after every chunk of a frame timed this driver.
 			if len(p.Output()) > 0 {
 				continue
 			}
-			if missing(screen.Text()) == "" {
+			// Inside a synchronized update a terminal still shows the
+			// frame before it.
+			if missing(screen.Text()) == "" && !screen.SyncHeld(time.Now()) {
+				if trace {
+					fmt.Fprintf(os.Stderr, "%d shown %s\n", time.Now().UnixMicro(), s.name)
+				}
 				return time.Since(start), p, nil
 			}
 		case <-timeout:
