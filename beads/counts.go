@@ -63,7 +63,7 @@ func (c *Counts) add(status string, labels []string) {
 // that leaves what counting reads as it was the answer is taken again.
 func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, error) {
 	variant := variantOf(opt, "counts")
-	path := filepath.Join(s.dir, readyCacheDir, "counts-"+variant[:16])
+	path := s.countsPath(variant)
 	var c Counts
 	if f, e, ok := s.openCached(path, variant); ok {
 		var buf bytes.Buffer
@@ -104,6 +104,11 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 	}
 	c.Malformed = bad
 	return c, nil
+}
+
+// countsPath is where the counts of variant are kept.
+func (s *builtinStore) countsPath(variant string) string {
+	return filepath.Join(s.dir, readyCacheDir, "counts-"+variant[:min(16, len(variant))])
 }
 
 func indexCounts(sn *snapshot, opt ReadyOptions, now time.Time) Counts {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -141,7 +142,11 @@ func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snaps
 		// Without a memo (the first count after a clone or a new binary)
 		// every line is decoded, in parallel, still from the mapping.
 		memo := readMemo(path)
-		if guard(true, func() { sn = s.parseCounting(data, key, memo, sums, true) }) {
+		parse := func() { sn = s.parseCounting(data, key, memo, sums, true) }
+		if memo == nil && s.firstCount(variant) {
+			parse = func() { sn = s.parseFirst(data, key) }
+		}
+		if guard(true, parse) {
 			sn.mapped = true
 			return sn, unmap, nil
 		}
@@ -152,6 +157,24 @@ func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snaps
 		return nil, release, err
 	}
 	return s.parseCounting(data, key, readMemo(path), nil, false), release, nil
+}
+
+// firstCount reports that the store was never counted for variant here:
+// no answer is kept, not even one for an older version of the file (a
+// fresh clone, or a task file written by another tool).
+func (s *builtinStore) firstCount(variant string) bool {
+	_, err := os.Lstat(s.countsPath(variant))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// parseFirst is the first count's parse: no line sums, so no memo is
+// written. A memo pays off only once the file is edited, and taking the
+// sums and writing it was a seventh of the first `chorus status` on 10,000
+// tasks; the count after the first change writes it.
+func (s *builtinStore) parseFirst(data []byte, key fileKey) *snapshot {
+	sn := parseSnapshotWith(data, s.path, func(store []record, errs []error) { decodeParallel(store, errs, true) })
+	sn.path, sn.data, sn.key = s.path, data, key
+	return sn
 }
 
 func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, sums []lineSum, mapped bool) *snapshot {
