@@ -104,9 +104,13 @@ func newScriptedAgentCmd() *cobra.Command {
 				return withCode(ExitUsage, errors.New("--script is required"))
 			}
 			if !filepath.IsAbs(script) {
-				// Relative to the repository, whichever worktree the agent runs in.
+				// Relative to the repository, whichever worktree the agent
+				// runs in; an agent in a clone far from it (a pod) finds
+				// the script in its working directory.
 				if d := os.Getenv(signal.EnvDir); d != "" {
-					script = filepath.Join(filepath.Dir(d), script)
+					if p := filepath.Join(filepath.Dir(d), script); fileExists(p) {
+						script = p
+					}
 				}
 			}
 			prompt := ""
@@ -121,6 +125,11 @@ func newScriptedAgentCmd() *cobra.Command {
 	}
 	c.Flags().StringVar(&script, "script", "", "script file (relative paths are taken from the repository root)")
 	return c
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // newMergeDriverCmd is what git runs for Chorus's registered merge drivers

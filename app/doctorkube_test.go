@@ -31,7 +31,11 @@ func TestDoctorChecksTheClusterRunner(t *testing.T) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["runner"] = map[string]any{"kind": "kubernetes", "kubeconfig": c.UserKubeconfig(t, "bob"), "namespace": "default", "image": "agents:1"}
+	// The pods meet the hub on a git remote.
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	testkit.Git(t, dir, "init", "-q", "--bare", bare)
+	testkit.Git(t, dir, "remote", "add", "origin", "file://"+bare)
+	cfg["runner"] = map[string]any{"kind": "kubernetes", "remote": "origin", "kubeconfig": c.UserKubeconfig(t, "bob"), "namespace": "default", "image": "agents:1"}
 	b, _ = json.Marshal(cfg)
 	os.WriteFile(cfgPath, b, 0o600)
 

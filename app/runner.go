@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/host/kube"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
+	"github.com/chorus-dev/chorus/gitx"
 )
 
 // hostRunner is the runner `runner` in the config names: nil for local
@@ -44,7 +46,11 @@ func hostRunner(cfg config.Config, dir chorusdir.Dir) (host.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &kube.Runner{Config: rest, Namespace: ns, Instance: in.ID, Image: rc.Image,
+	url, err := podRemote(cfg, dir.Root)
+	if err != nil {
+		return nil, err
+	}
+	r := &kube.Runner{Config: rest, Namespace: ns, Instance: in.ID, Image: rc.Image, Remote: url,
 		Exe: rc.ChorusPath, WorkingDir: rc.WorkingDir,
 		Orphan: time.Duration(cfg.Agents.HostOrphanSeconds) * time.Second}
 	for _, k := range sortedKeys(rc.Env) {
@@ -71,6 +77,28 @@ func hostRunner(cfg config.Config, dir chorusdir.Dir) (host.Runner, error) {
 		(*list)[corev1.ResourceName(name)] = q
 	}
 	return r, nil
+}
+
+// podRemote is the URL the pods reach merge.remote at: runner.remoteURL,
+// else the URL the repository has for merge.remote, if a pod can use it.
+func podRemote(cfg config.Config, root string) (string, error) {
+	if u := cfg.Runner.RemoteURL; u != "" {
+		return u, nil
+	}
+	name := cfg.Runner.PodRemote(cfg.Merge.Remote)
+	if name == "" {
+		return "", errors.New("runner.kind is kubernetes, but no git remote is set for the pods: they clone each task from one and push their work back there; set runner.remote (e.g. \"origin\")")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	u, err := gitx.Git(ctx, root, "remote", "get-url", name)
+	if err != nil {
+		return "", fmt.Errorf("runner.remote %q: %w (add it with `git remote add %s URL`)", name, err, name)
+	}
+	if !config.PodURL(u) {
+		return "", fmt.Errorf("the pods' remote %q is %s, which they cannot reach: set runner.remoteURL to a URL they can (https://…, ssh://…, or file://… for a path every node mounts)", name, u)
+	}
+	return u, nil
 }
 
 // checkRunner is doctor's look at the cluster a Kubernetes runner uses:

@@ -595,7 +595,7 @@ func (c Config) Validate() error {
 	if c.Hooks.TimeoutSeconds < 1 || c.Hooks.TimeoutSeconds > 3600 {
 		add("hooks.timeoutSeconds", c.Hooks.TimeoutSeconds, "seconds, from 1 to 3600 (a hook past it is killed and counts as continue)")
 	}
-	c.Runner.validate(add)
+	c.Runner.validate(add, c.Merge.Remote)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -32,6 +32,15 @@ type Runner struct {
 	// "secret/key" in the namespace (an API key, say).
 	Env            map[string]string `json:"env,omitempty"`
 	EnvFromSecrets map[string]string `json:"envFromSecrets,omitempty"`
+	// Remote is the git remote (a name this repository has, e.g.
+	// "origin") where the hub puts each task's branch, the task's pod
+	// clones it from and pushes its work back to ("": merge.remote). The
+	// pods never see this machine's files.
+	Remote string `json:"remote,omitempty"`
+	// RemoteURL is that remote as the pods reach it ("": the URL this
+	// repository has for it). Credentials come from the image or
+	// EnvFromSecrets (a token for a credential helper, an SSH key).
+	RemoteURL string `json:"remoteURL,omitempty"`
 	// Resources of each agent's container: "requests.cpu": "1",
 	// "limits.memory": "4Gi", ...
 	Resources map[string]string `json:"resources,omitempty"`
@@ -43,7 +52,25 @@ var (
 	dnsRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) })
 )
 
-func (r Runner) validate(add func(field string, v any, allowed string)) {
+// remoteURLRE is a URL a pod can clone from: a scheme git speaks over a
+// network (or file:// for a path every node mounts), or scp-like
+// user@host:path.
+var remoteURLRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^((https?|ssh|git|file)://\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+)$`)
+})
+
+// PodRemote is the git remote the pods meet the hub at.
+func (r Runner) PodRemote(mergeRemote string) string {
+	if r.Remote != "" {
+		return r.Remote
+	}
+	return mergeRemote
+}
+
+// PodURL reports whether url is one a pod can reach the remote at.
+func PodURL(url string) bool { return remoteURLRE().MatchString(url) }
+
+func (r Runner) validate(add func(field string, v any, allowed string), mergeRemote string) {
 	switch r.Kind {
 	case "", RunnerLocal:
 		return
@@ -54,6 +81,15 @@ func (r Runner) validate(add func(field string, v any, allowed string)) {
 	}
 	if r.Image == "" {
 		add("runner.image", r.Image, "the image each agent's pod runs: it holds chorus, git and the agent's CLI")
+	}
+	if r.Remote == "" && mergeRemote == "" {
+		add("runner.remote", r.Remote, "the git remote the agents' pods clone their task from and push their work to (e.g. \"origin\"; \"\" takes merge.remote, which is not set either): the pods never see this machine's files")
+	}
+	if r.Remote != "" && (strings.HasPrefix(r.Remote, "-") || strings.ContainsAny(r.Remote, " \t\n:")) {
+		add("runner.remote", r.Remote, "the name of a git remote of this repository, e.g. \"origin\"")
+	}
+	if r.RemoteURL != "" && !PodURL(r.RemoteURL) {
+		add("runner.remoteURL", r.RemoteURL, "a URL the pods reach merge.remote at: https://…, ssh://…, git@host:path, or file://… for a path every node mounts")
 	}
 	if r.Namespace != "" && !dnsRE().MatchString(r.Namespace) {
 		add("runner.namespace", r.Namespace, "a namespace name (lower-case letters, digits, -), or \"\" for the context's")

@@ -22,11 +22,19 @@ func TestRunnerValidation(t *testing.T) {
 		{"bad namespace", Runner{Kind: "kubernetes", Image: "x", Namespace: "Agents_1"}, []string{"runner.namespace"}},
 		{"bad env and secret", Runner{Kind: "kubernetes", Image: "x", Env: map[string]string{"1X": "a"},
 			EnvFromSecrets: map[string]string{"KEY": "nokey"}}, []string{"runner.env", "runner.envFromSecrets.KEY"}},
+		{"no remote", Runner{Kind: "kubernetes", Image: "x"}, []string{"runner.remote"}},
+		{"a remote of its own", Runner{Kind: "kubernetes", Image: "x", Remote: "pods"}, nil},
+		{"bad remote name", Runner{Kind: "kubernetes", Image: "x", Remote: "-x"}, []string{"runner.remote"}},
+		{"pod URL", Runner{Kind: "kubernetes", Image: "x", RemoteURL: "git@github.com:me/repo.git"}, nil},
+		{"local path as pod URL", Runner{Kind: "kubernetes", Image: "x", RemoteURL: "/srv/repo.git"}, []string{"runner.remoteURL"}},
 		{"bad resource", Runner{Kind: "kubernetes", Image: "x", Resources: map[string]string{"cpu": "1"}}, []string{"runner.resources"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
 			c.Runner = tc.r
+			if tc.r.Kind == RunnerKubernetes && tc.name != "no remote" && tc.r.Remote == "" {
+				c.Merge.Remote = "origin"
+			}
 			err := c.Validate()
 			if len(tc.bad) == 0 {
 				if err != nil {

@@ -68,19 +68,48 @@ func (e *Engine) runner() host.Runner {
 }
 
 // startHosted starts the agent in a new agent host.
-func (r *agentRun) startHosted(rn host.Runner, sp ptyproc.Spec) (agentProc, error) {
-	ctx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+func (r *agentRun) startHosted(rn host.Runner, sp ptyproc.Spec, wt worktree.Worktree) (agentProc, error) {
+	url := r.e.remoteURL(rn)
+	limit := 30 * time.Second
+	if url != "" {
+		limit = 5 * time.Minute // a pod clones the task first
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, limit)
 	defer cancel()
+	hs := host.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: append(sp.Env, signal.EnvHosted+"=1"), Unset: sp.Unset,
+		Cols: sp.Cols, Rows: sp.Rows, LogPath: sp.LogPath, Scrollback: r.e.cfg.Agents.Scrollback}
+	if url != "" {
+		g, err := r.remoteGit(ctx, url, wt)
+		if err != nil {
+			return nil, err
+		}
+		hs.Git = g
+	}
 	cl, err := rn.Start(ctx, host.Meta{AgentID: r.id, TaskID: r.taskID})
 	if err != nil {
 		return nil, err
 	}
-	if err := cl.Start(ctx, host.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: append(sp.Env, signal.EnvHosted+"=1"), Unset: sp.Unset,
-		Cols: sp.Cols, Rows: sp.Rows, LogPath: sp.LogPath, Scrollback: r.e.cfg.Agents.Scrollback}); err != nil {
+	var p agentProc = cl
+	if url != "" {
+		// Set before the start: the agent may signal at once.
+		p = r.relay(cl, wt)
+	}
+	if err := cl.Start(ctx, hs); err != nil {
 		cl.Stop(time.Second)
 		return nil, err
 	}
-	return cl, nil
+	return p, nil
+}
+
+// hostClient is the agent host behind p, if it runs in one.
+func hostClient(p agentProc) (*host.Client, bool) {
+	switch p := p.(type) {
+	case *host.Client:
+		return p, true
+	case *remoteProc:
+		return p.Client, true
+	}
+	return nil, false
 }
 
 // adoption is a live agent host found at start for an agent of the
@@ -147,7 +176,11 @@ func adoptedKey(cl *host.Client) string { return envValue(cl.Info().Spec.Env, si
 func (r *agentRun) adopt(t beads.Task, wt worktree.Worktree, it, gen int, det *signal.Detector) agentProc {
 	cl := r.adopted
 	r.adopted = nil
-	r.proc.Store(cl)
+	var p agentProc = cl
+	if cl.Info().Spec.Git != nil {
+		p = r.relay(cl, wt)
+	}
+	r.proc.Store(p)
 	pid, pstart := cl.Pid(), cl.StartTime()
 	r.update(func(s *State, a *AgentState) {
 		a.Title, a.Worktree, a.Branch, a.Type = t.Title, wt.Dir, wt.Branch, r.profileName
@@ -159,12 +192,12 @@ func (r *agentRun) adopt(t beads.Task, wt worktree.Worktree, it, gen int, det *s
 		r.e.emit(Event{Kind: EvRecovered, Agent: r.id, Task: r.taskID, Text: "re-adopted the live agent from its host",
 			Fields: map[string]any{"pid": pid, "iteration": it}})
 	})
-	r.follow(cl, wt, it, gen, det, cl.Info().Started)
+	r.follow(p, wt, it, gen, det, cl.Info().Started)
 	if s := r.adoptedSig; s != nil {
 		r.adoptedSig = nil
 		go r.send(turnEvent{sig: s, gen: -1, source: "signal"})
 	}
-	return cl
+	return p
 }
 
 // adoptHosts finds the live hosts of this instance and keeps those of the

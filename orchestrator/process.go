@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
@@ -235,7 +234,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	}
 	var p agentProc
 	if r.hostRunner != nil {
-		p, err = r.startHosted(r.hostRunner, spec)
+		p, err = r.startHosted(r.hostRunner, spec, wt)
 	} else {
 		var lp *ptyproc.Proc
 		if lp, err = ptyproc.Start(spec); err == nil {
@@ -375,7 +374,7 @@ func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-c
 	due.Stop()
 	defer due.Stop()
 	pending := false
-	if cl, ok := p.(*host.Client); ok {
+	if cl, ok := hostClient(p); ok {
 		// The host keeps this screen's checkpoints instead of a copy of
 		// its own.
 		defer cl.Track(r.screen)()

@@ -109,6 +109,13 @@ func (e *Engine) answered(id string) {
 		text := ""
 		if ans, ok, _ := signal.ReadAnswer(e.opt.Dir.Path, id); ok {
 			text = ans.Text
+			// An agent far from the hub waits for its answer in its
+			// host's files: the answer goes there over the stream.
+			if r := e.runs[a.ID]; r != nil {
+				if cl, ok := r.proc.Load().(*remoteProc); ok {
+					go func() { _ = cl.SendAnswer(id, ans) }()
+				}
+			}
 		}
 		a.Status, a.Question, a.Options, a.QuestionID = AgentRunning, "", nil, ""
 		e.emit(Event{Kind: EvAnswered, Agent: a.ID, Task: a.TaskID, Text: text})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/signal"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,6 +43,10 @@ type Client struct {
 	closeOnce      sync.Once
 
 	tr atomic.Pointer[tracker] // the engine's emulator, once Track ran
+
+	smu      sync.Mutex
+	onSignal func(signal.Envelope) error // relayed signals (OnSignal)
+	parked   []relayedSignal             // relayed before OnSignal
 
 	// pty is the agent's terminal when the host handed it over (fMaster):
 	// this process reads and writes it, as ptyproc.Start's own.
@@ -223,6 +228,8 @@ func (cl *Client) read(br *bufio.Reader) {
 			cl.finish()
 			cl.c.Close()
 			return
+		case fSignal:
+			cl.relayed(b)
 		case fError:
 			select {
 			case cl.errs <- string(b):

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -258,9 +259,21 @@ func Main(args []string, binary string) error {
 	// One processor: the host mostly hands chunks from one goroutine to
 	// the next, which costs less without waking other threads.
 	runtime.GOMAXPROCS(1)
-	return Serve(context.Background(), socket, Options{Meta: m, MetaPath: meta, Orphan: orphan, Binary: binary,
+	// A pod told to go (SIGTERM, its grace before the kill) stops its
+	// agent, so its work goes back to the remote (Spec.Git).
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	return Serve(ctx, socket, Options{Meta: m, MetaPath: meta, Orphan: orphan, Binary: binary,
 		Ready: func() {
 			fmt.Fprintln(os.Stdout, "ready")
 			os.Stdout.Close()
 		}})
+}
+
+// Remote is a Runner whose hosts cannot see this machine's files (pods
+// on a cluster): each agent works in a clone of the remote at
+// RemoteURL, as the hosts reach it (Spec.Git).
+type Remote interface {
+	Runner
+	RemoteURL() string
 }

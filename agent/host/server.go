@@ -51,6 +51,9 @@ type server struct {
 	orphan  *time.Timer
 	ended   chan struct{} // closed when the host should end
 	endOnce sync.Once
+	git     *gitWork // the clone, when the agent works far from the hub (Spec.Git)
+	relay   relay
+	ctx     context.Context
 }
 
 type session struct {
@@ -73,7 +76,7 @@ func Serve(ctx context.Context, path string, opt Options) error {
 		return err
 	}
 	defer ln.Close()
-	s := &server{opt: opt, ended: make(chan struct{})}
+	s := &server{opt: opt, ended: make(chan struct{}), ctx: ctx}
 	s.cond = sync.NewCond(&s.mu)
 	opt.Meta.Socket, opt.Meta.HostPID, opt.Meta.Version = path, os.Getpid(), Version
 	s.opt.Meta = opt.Meta
@@ -191,6 +194,7 @@ func (s *server) serveConn(c *net.UnixConn) {
 	defer sess.out.close()
 	s.handOver(sess)
 	defer s.leave(sess)
+	s.resendSignals(sess)
 	var buf []byte
 	for {
 		typ, b, err := readFrame(c, buf)
@@ -265,6 +269,10 @@ func (s *server) serveConn(c *net.UnixConn) {
 				s.mir.checkpoint(at, seq, p, hist)
 			}
 			s.mu.Unlock()
+		case fSignalAns:
+			s.signalAnswered(b)
+		case fAnswer:
+			s.answered(b)
 		case fBye:
 			s.mu.Lock()
 			s.byed = true
@@ -401,6 +409,11 @@ func (s *server) giveBack(sess *session) {
 }
 
 func (s *server) start(sp Spec, sess *session) error {
+	if sp.Git != nil {
+		if err := s.prepareGit(&sp); err != nil {
+			return err
+		}
+	}
 	p, err := s.startAgent(sp)
 	if err != nil {
 		return err
@@ -452,6 +465,7 @@ func (s *server) pump(p *ptyproc.Proc) {
 		s.mu.Unlock()
 	}
 	code, _ := p.Wait()
+	s.pushEnd()
 	ex := &Exit{Code: code, Dropped: p.Dropped(), HostCPU: selfCPU()}
 	s.mu.Lock()
 	s.exit = ex

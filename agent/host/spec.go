@@ -15,6 +15,9 @@ type Spec struct {
 	Rows       uint16   `json:"rows,omitempty"`
 	LogPath    string   `json:"logPath,omitempty"`
 	Scrollback int      `json:"scrollback,omitempty"` // the emulator's history in rows (0: 5000)
+	// Git, when set, has the host work in a clone of the remote rather
+	// than in Dir (which is on the hub): see Git.
+	Git *Git `json:"git,omitempty"`
 }
 
 // Meta names a host: which agent of which instance it runs and where it

@@ -216,7 +216,7 @@ func (c *Cluster) start(t testing.TB, tools string) error {
 	}
 	if err := c.run(tools, "kube-node", "-kubeconfig="+c.Kubeconfig, "-name="+c.Node,
 		"-listen=127.0.0.1:"+strconv.Itoa(ports[3]), "-tls-cert="+p("node.crt"), "-tls-key="+p("node.key"),
-		"-client-ca="+p("ca.crt"), "-root="+filepath.Join(c.Dir, "pods")); err != nil {
+		"-client-ca="+p("ca.crt"), "-root="+c.PodRoot()); err != nil {
 		return err
 	}
 	nodes := cache.NewListWatchFromClient(c.Client.CoreV1().RESTClient(), "nodes", "",
@@ -395,6 +395,11 @@ func (c *Cluster) logTails(t testing.TB) {
 		t.Logf("--- %s (%s):\n%s", p.name, p.log, b)
 	}
 }
+
+// PodRoot is where the node makes each pod's containers a directory of
+// their own (<root>/<namespace>/<pod>/<container>, also their HOME),
+// away from the test's repositories.
+func (c *Cluster) PodRoot() string { return filepath.Join(c.Dir, "pods") }
 
 // Log returns the log of one of the cluster's processes ("kube-node",
 // "kube-apiserver", ...), for a failing test to show.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chorus-dev/chorus/agent/host/kube"
 	"github.com/chorus-dev/chorus/beads"
@@ -28,6 +29,7 @@ type kengine struct {
 	events   *testkit.Events[orchestrator.Event]
 	r        *kube.Runner
 	root     string
+	bare     string // the remote the pods clone from and push to
 	ids      []string
 	start    time.Time
 	mu       sync.Mutex
@@ -54,15 +56,23 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 	cfg.Mode = config.ModeAutopilot
 	cfg.Completion.StopGraceSeconds = 2
 	cfg.QualityCommands = []config.QualityCommand{{Name: "file", Command: "test -f out-$CHORUS_TASK_ID.txt", Required: true, Order: 1}}
+	// The pods meet the hub on a bare remote: they clone from it into
+	// directories of their own and push back; the script travels in
+	// the repository.
+	bare := remoteFor(t, root)
+	cfg.Merge.Remote = "origin"
 	if _, err := config.Install(root, cfg); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(root, "agent.script"), []byte(script), 0o644)
+	testkit.Git(t, root, "add", "agent.script")
+	testkit.Git(t, root, "commit", "-q", "-m", "the agents' script")
+	testkit.Git(t, root, "push", "-q", "origin", "main")
 	st, err := beads.Open(context.Background(), beads.OpenOptions{RepoDir: root, Prefix: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &kengine{c: c, root: root, timeline: map[string][]string{}}
+	k := &kengine{c: c, root: root, bare: bare, timeline: map[string][]string{}}
 	for i := range tasks {
 		tk, err := st.Create(context.Background(), fmt.Sprintf("task %d", i), beads.CreateOptions{Priority: 1})
 		if err != nil {
@@ -73,7 +83,8 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 	k.start = time.Now()
 	dir := chorusdir.At(root)
 	k.r = &kube.Runner{Config: c.Config, Namespace: "default", Instance: dir.Path,
-		Image: "unused", Exe: chorusBin, Grace: 2 * time.Second, Binary: "test", Timeline: k.step}
+		Image: "unused", Exe: chorusBin, Grace: 2 * time.Second, Binary: "test", Timeline: k.step,
+		Remote: "file://" + bare}
 	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: cfg, Store: st, Target: "main",
 		ChorusExe: chorusBin, Cols: 100, Rows: 30, Runner: k.r})
 	if err != nil {
@@ -108,15 +119,18 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 
 // The engine in autopilot runs six tasks with the scripted agent, each
 // agent in a Job's pod on a real API server, reached only through exec;
-// every task completes and lands on main, and every pod ends with its
-// agent. (The node shares this machine's files, so the pods work in the
-// hub's worktrees.)
+// each pod clones its task from the remote into a directory of its own,
+// its signals and notes come over its host's stream, and its work goes
+// back by a push: every task lands on main, and every pod ends with its
+// agent.
 func TestEngineSixTasksThroughTheCluster(t *testing.T) {
 	c := kubetest.Start(t, testkit.Root())
 	k := startKubeEngine(t, c, `
 print "in the pod: $CHORUS_TASK_ID"
 run "echo work done > out-$CHORUS_TASK_ID.txt"
+run "pwd > where-$CHORUS_TASK_ID.txt; echo $CHORUS_DIR >> where-$CHORUS_TASK_ID.txt"
 commit "feat: work"
+note "noted in the pod"
 signal COMPLETE
 `, 6, 3)
 	eng, events, ids, root, r, start := k.eng, k.events, k.ids, k.root, k.r, k.start
@@ -156,6 +170,24 @@ signal COMPLETE
 		}
 		if got := testkit.Git(t, root, "show", "main:out-"+id+".txt"); got != "work done" {
 			t.Errorf("main:out-%s.txt = %q", id, got)
+		}
+		// The agent worked, and signalled, away from the hub's files.
+		for _, dir := range strings.Split(testkit.Git(t, root, "show", "main:where-"+id+".txt"), "\n") {
+			if dir == "" || strings.HasPrefix(dir, root) || !strings.HasPrefix(dir, c.PodRoot()) {
+				t.Errorf("%s's agent worked in %q: want a directory of its pod under %s, not the hub's %s", id, dir, c.PodRoot(), root)
+			}
+		}
+		if got := testkit.Git(t, k.bare, "rev-parse", "main"); got != testkit.Git(t, root, "rev-parse", "main") {
+			t.Errorf("the remote's main %s is not the hub's", got)
+		}
+		if b, err := os.ReadFile(orchestrator.LedgerPath(chorusdir.At(root).Path, id)); err != nil || !strings.Contains(string(b), "noted in the pod") {
+			t.Errorf("%s's ledger lacks the note sent from its pod: %v\n%s", id, err, b)
+		}
+	}
+	// One task's way through the cluster, as its pod's log tells it.
+	if pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: r.Selector("script-" + ids[0])}); err == nil && len(pods.Items) > 0 {
+		if b, err := c.Client.CoreV1().Pods("default").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "host"}).DoRaw(ctx); err == nil {
+			t.Logf("pod log of %s (engine started %s):\n%s", ids[0], start.UTC().Format(time.RFC3339Nano), b)
 		}
 	}
 	k.mu.Lock()

@@ -63,6 +63,12 @@ type Runner struct {
 	TTL        time.Duration // how long a finished Job stays (0: 1 h)
 	Grace      time.Duration // the pod's termination grace (0: 30 s)
 	Binary     string        // this chorus's version, told to hosts
+	// Remote is the git remote's URL as pods reach it: each pod clones
+	// its task's branch from there into its own directory and pushes the
+	// work back (host.Spec.Git), never seeing the hub's files. "" has
+	// pods work in the hub's worktrees, which only a node sharing the
+	// hub's files can do.
+	Remote string
 
 	// Timeline, when set, hears when a Start or Connect reached each
 	// step.
@@ -82,7 +88,10 @@ func (r *Runner) api() (*clients, error) {
 	return r.c, r.initErr
 }
 
-var _ host.Runner = (*Runner)(nil)
+var _ host.Remote = (*Runner)(nil)
+
+// RemoteURL is where the pods clone from and push to (host.Remote).
+func (r *Runner) RemoteURL() string { return r.Remote }
 
 // quiet keeps client-go's own logging (klog: a stream torn down, a retry)
 // off the terminal a TUI may be drawing; what matters comes back as

@@ -121,6 +121,8 @@ func TestEngineKilledReadoptsThePod(t *testing.T) {
 	cfg.Completion.StopGraceSeconds = 2
 	cfg.Runner = config.Runner{Kind: config.RunnerKubernetes, Kubeconfig: c.Kubeconfig, Namespace: "default",
 		Image: "unused", ChorusPath: chorusBin}
+	bare := remoteFor(t, root)
+	cfg.Runner.Remote = "origin"
 	if _, err := config.Install(root, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +134,9 @@ commit "feat: work"
 signal COMPLETE
 `, flag)
 	os.WriteFile(filepath.Join(root, "agent.script"), []byte(script), 0o644)
+	testkit.Git(t, root, "add", "agent.script")
+	testkit.Git(t, root, "commit", "-q", "-m", "the agent's script")
+	testkit.Git(t, root, "push", "-q", "origin", "main")
 	st, err := beads.Open(context.Background(), beads.OpenOptions{RepoDir: root, Prefix: "t"})
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +182,9 @@ signal COMPLETE
 	if got := testkit.Git(t, root, "show", "main:out.txt"); got != "work" {
 		t.Fatalf("main:out.txt = %q", got)
 	}
+	if got := testkit.Git(t, bare, "show", "agent/script/"+id+":out.txt"); got != "work" {
+		t.Fatalf("the task branch on the remote: out.txt = %q", got)
+	}
 	log, err := os.ReadFile(filepath.Join(root, ".chorus", "session-log.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,6 +208,18 @@ signal COMPLETE
 	if err != nil || len(jobs.Items) != 1 {
 		t.Fatalf("the task's Jobs: %v, %v; want exactly one", jobs, err)
 	}
+}
+
+// remoteFor gives the repository at root a bare remote "origin", as a
+// URL the pods can use (file://: the test node shares this machine's
+// disk; a real cluster needs https or ssh and credentials).
+func remoteFor(t *testing.T, root string) string {
+	t.Helper()
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	testkit.Git(t, root, "init", "-q", "--bare", bare)
+	testkit.Git(t, bare, "config", "uploadpack.allowFilter", "true")
+	testkit.Git(t, root, "remote", "add", "origin", "file://"+bare)
+	return bare
 }
 
 func metav1ListOptions(selector string) metav1.ListOptions {

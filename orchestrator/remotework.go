@@ -1,0 +1,170 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/agent/signal"
+	"github.com/chorus-dev/chorus/gitx"
+	"github.com/chorus-dev/chorus/worktree"
+)
+
+// Agents whose hosts cannot see this machine's files (a runner that is a
+// host.Remote: pods) work in a clone of runner.remote (else merge.remote). The hub keeps each
+// task's worktree and branch as for a local agent and meets the pod on
+// the remote: before a start it puts the branch there (or follows work a
+// pod pushed that it had not heard of); the host pushes the branch at
+// COMPLETE and when the agent ends, its uncommitted work under
+// host.WIPRef; the hub fetches the branch into the task's worktree when
+// it hears either, so checks and the merge queue see the agent's work as
+// if it had been made here. The agent's signals come over the host's
+// stream (deliverRelayed).
+
+// remoteURL is the URL hosts clone from, or "" when they share this
+// machine's files.
+func (e *Engine) remoteURL(rn host.Runner) string {
+	if rm, ok := rn.(host.Remote); ok {
+		return rm.RemoteURL()
+	}
+	return ""
+}
+
+// podRemote is the git remote the hub meets its pods at.
+func (e *Engine) podRemote() string { return e.cfg.Runner.PodRemote(e.cfg.Merge.Remote) }
+
+// gitIdentity is the commit identity the repository has, for the clones.
+func (e *Engine) gitIdentity(ctx context.Context) (name, email string) {
+	name, _ = gitx.Git(ctx, e.opt.Dir.Root, "config", "user.name")
+	email, _ = gitx.Git(ctx, e.opt.Dir.Root, "config", "user.email")
+	return name, email
+}
+
+// shareTaskBranch puts the task's branch on the remote for a host to
+// clone. Work a host pushed that the hub had not heard of (its engine
+// was away) is followed first; a branch the hub moved elsewhere (a
+// rewind) replaces the remote's, whose tip is kept under refs/chorus/kept
+// first.
+func (e *Engine) shareTaskBranch(ctx context.Context, taskID string, wt worktree.Worktree) error {
+	remote := e.podRemote()
+	ref := "refs/heads/" + wt.Branch
+	fetched := ""
+	if _, err := gitx.Git(ctx, wt.Dir, "fetch", "-q", "--no-tags", remote, ref); err == nil {
+		fetched, _ = gitx.Git(ctx, wt.Dir, "rev-parse", "FETCH_HEAD")
+	}
+	head, err := gitx.Git(ctx, wt.Dir, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	force := ""
+	switch {
+	case fetched == head:
+		return nil
+	case fetched != "" && isAncestor(ctx, wt.Dir, head, fetched):
+		_, err := gitx.Git(ctx, wt.Dir, "reset", "-q", "--hard", fetched)
+		return err
+	case fetched != "" && !isAncestor(ctx, wt.Dir, fetched, head):
+		if _, err := worktree.KeepCommit(ctx, e.opt.Dir.Root, taskID, worktree.KeptRewound, fetched); err != nil {
+			return fmt.Errorf("keeping the remote's tip of %s: %w", wt.Branch, err)
+		}
+		force = "+"
+	}
+	if _, err := gitx.Git(ctx, wt.Dir, "push", "-q", "--no-verify", remote, force+"HEAD:"+ref); err != nil {
+		return fmt.Errorf("putting %s on %s for the agent's pod: %w", wt.Branch, remote, err)
+	}
+	return nil
+}
+
+// followTaskBranch brings what the host pushed into the task's worktree.
+// A branch its agent rewrote is followed too, the hub's old tip kept.
+func (e *Engine) followTaskBranch(ctx context.Context, taskID string, wt worktree.Worktree) error {
+	if _, err := gitx.Git(ctx, wt.Dir, "fetch", "-q", "--no-tags", e.podRemote(), "refs/heads/"+wt.Branch); err != nil {
+		return fmt.Errorf("fetching %s from %s: %w", wt.Branch, e.podRemote(), err)
+	}
+	fetched, err := gitx.Git(ctx, wt.Dir, "rev-parse", "FETCH_HEAD")
+	if err != nil {
+		return err
+	}
+	head, err := gitx.Git(ctx, wt.Dir, "rev-parse", "HEAD")
+	if err != nil || head == fetched {
+		return err
+	}
+	if !isAncestor(ctx, wt.Dir, head, fetched) {
+		if _, err := worktree.KeepCommit(ctx, e.opt.Dir.Root, taskID, worktree.KeptRewound, head); err != nil {
+			return err
+		}
+	}
+	_, err = gitx.Git(ctx, wt.Dir, "reset", "-q", "--hard", fetched)
+	return err
+}
+
+func isAncestor(ctx context.Context, dir, a, b string) bool {
+	_, err := gitx.Git(ctx, dir, "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
+
+// remoteGit is the Spec.Git of a task's host, after its branch was put
+// on the remote.
+func (r *agentRun) remoteGit(ctx context.Context, url string, wt worktree.Worktree) (*host.Git, error) {
+	if err := r.e.shareTaskBranch(ctx, r.taskID, wt); err != nil {
+		return nil, err
+	}
+	name, email := r.e.gitIdentity(ctx)
+	return &host.Git{URL: url, Branch: wt.Branch, HubDir: wt.Dir, Name: name, Email: email}, nil
+}
+
+// relay has the engine take the envelopes cl's host relays for r, and
+// follow the branch the host pushed when the agent ends: the process the
+// supervisor waits on.
+func (r *agentRun) relay(cl *host.Client, wt worktree.Worktree) agentProc {
+	cl.OnSignal(func(env signal.Envelope) error { return r.e.deliverRelayed(r, wt, env) })
+	return &remoteProc{Client: cl, follow: func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := r.e.followTaskBranch(ctx, r.taskID, wt); err != nil {
+			r.e.emit(Event{Kind: EvError, Agent: r.id, Task: r.taskID, Text: "following the agent's pushed work: " + err.Error()})
+		}
+	}}
+}
+
+// remoteProc is an agent in a host far from the hub: once it ended, the
+// work its host pushed is in the task's worktree before the supervisor
+// judges the exit.
+type remoteProc struct {
+	*host.Client
+	follow func()
+}
+
+func (p *remoteProc) Wait() (int, error) {
+	code, err := p.Client.Wait()
+	p.follow()
+	return code, err
+}
+
+// deliverRelayed judges an envelope r's host relayed: the host vouched
+// that its agent sent it. A COMPLETE's work was pushed before it came:
+// the task's worktree follows it first, so the checks see it.
+func (e *Engine) deliverRelayed(r *agentRun, wt worktree.Worktree, env signal.Envelope) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if env.Signal.Type == signal.Complete {
+		if err := e.followTaskBranch(ctx, r.taskID, wt); err != nil {
+			return fmt.Errorf("the hub could not fetch the pushed work: %s", strings.TrimSpace(err.Error()))
+		}
+	}
+	var refusal error
+	err := e.do(ctx, func() {
+		if e.runs[r.id] != r {
+			refusal = errors.New("the agent's run has ended")
+			return
+		}
+		refusal = e.deliverTo(r, env, signal.Peer{})
+	})
+	if err != nil {
+		return err
+	}
+	return refusal
+}
