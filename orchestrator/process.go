@@ -405,7 +405,7 @@ func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-c
 	scan()
 	code, werr := p.Wait()
 	lost := ""
-	if cl, ok := p.(*host.Client); ok && werr != nil && r.ctx.Err() == nil {
+	if cl, ok := hostClient(p); ok && werr != nil && r.ctx.Err() == nil {
 		lost = r.hostEnded(cl)
 	}
 	select {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/signal"
@@ -37,10 +38,11 @@ func WIPRef(branch string) string { return "refs/chorus/wip/" + branch }
 // hub's .chorus for the agent's `chorus signal`.
 type gitWork struct {
 	g        Git
-	dir      string // the clone
-	chorus   string // the agent's CHORUS_DIR
-	restored bool   // uncommitted work of an earlier host was put back
-	wipOut   bool   // the remote's WIP ref may hold work of this tip
+	dir      string     // the clone
+	chorus   string     // the agent's CHORUS_DIR
+	restored bool       // uncommitted work of an earlier host was put back
+	wipOut   bool       // the remote's WIP ref may hold work of this tip
+	pmu      sync.Mutex // one push at a time
 }
 
 func runGit(ctx context.Context, dir string, args ...string) (string, error) {
@@ -124,6 +126,8 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 // absence of any) to the remote. The branch is forced: it is this task's
 // own, and the hub follows what the agent did to it.
 func (w *gitWork) push(wip bool) error {
+	w.pmu.Lock()
+	defer w.pmu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ref := "refs/heads/" + w.g.Branch
@@ -170,7 +174,46 @@ func (s *server) prepareGit(sp *Spec) error {
 	s.mu.Lock()
 	s.git = w
 	s.mu.Unlock()
+	go s.snapshots(w)
 	return nil
+}
+
+// wipEvery is how often a host sends its agent's work back while the
+// agent runs: what a pod lost without warning (a node gone) costs.
+var wipEvery = 30 * time.Second
+
+// snapshots pushes the branch and the uncommitted work every wipEvery
+// while they changed, until the agent ends.
+func (s *server) snapshots(w *gitWork) {
+	t := time.NewTicker(wipEvery)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case <-t.C:
+		case <-s.ended:
+			return
+		}
+		s.mu.Lock()
+		over := s.exit != nil
+		s.mu.Unlock()
+		if over {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		head, _ := runGit(ctx, w.dir, "rev-parse", "HEAD")
+		st, _ := runGit(ctx, w.dir, "status", "--porcelain", "--untracked-files=all")
+		cancel()
+		// A file changed again under the same status line is caught by
+		// the next signal or the end, not here: this only bounds a loss.
+		if now := head + "\n" + st; now != last {
+			if err := w.push(true); err != nil {
+				logf("%v", err)
+				continue
+			}
+			last = now
+		}
+	}
 }
 
 // pushEnd sends the branch and the uncommitted work back once the agent

@@ -84,14 +84,18 @@ func (s *server) relaySignal(ctx context.Context, env signal.Envelope, peer sign
 	if pid <= 0 || !slices.Contains(chain, pid) {
 		return fmt.Errorf("process %d is not one of this agent's processes", peer.PID)
 	}
-	if env.Signal.Type == signal.Complete && w != nil {
+	if w != nil && env.Signal.Type != signal.Note {
+		// The branch goes back with every signal: a pod lost later
+		// costs no commit made before it. COMPLETE's work must be
+		// there before the hub hears it.
 		t0 := time.Now()
 		err := w.push(false)
 		if err == nil {
-			logf("pushed %s at COMPLETE in %.3fs", w.g.Branch, time.Since(t0).Seconds())
-		}
-		if err != nil {
+			logf("pushed %s at %s in %.3fs", w.g.Branch, env.Signal.Type, time.Since(t0).Seconds())
+		} else if env.Signal.Type == signal.Complete {
 			return fmt.Errorf("the work could not go back to the remote, so COMPLETE was not sent: %w; fix that and signal again", err)
+		} else {
+			logf("%v", err)
 		}
 	}
 	raw, err := json.Marshal(env)
