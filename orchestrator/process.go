@@ -391,7 +391,9 @@ func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-c
 			if wait := gap - time.Since(last); wait > 0 {
 				if !pending {
 					pending = true
-					due.Reset(wait)
+					// On the readers' grid: the process wakes there
+					// anyway.
+					due.Reset(time.Until(ptyproc.OnGrid(time.Now().Add(wait))))
 				}
 				continue
 			}

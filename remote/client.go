@@ -64,7 +64,7 @@ func Dial(ctx context.Context, path, role string) (*Client, error) {
 	}
 	c := &Client{nc: nc, w: bufio.NewWriterSize(nc, 64<<10), pending: map[uint64]chan *Msg{}, screens: map[string]*term.Emulator{}, fetching: map[string]fetch{},
 		hasSnap: make(chan struct{}), changed: make(chan struct{}, 1), done: make(chan struct{})}
-	r := bufio.NewReaderSize(nc, 256<<10)
+	r := bufio.NewReaderSize(quiet(nc), 256<<10)
 	if err := c.handshake(r, role); err != nil {
 		nc.Close()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -500,10 +501,10 @@ func (c *conn) poke() {
 	}
 }
 
-// writer sends the queue, at most once per interval.
+// writer sends the queue, at most once per point of the interval's grid.
 func (c *conn) writer() {
 	defer c.close()
-	w := bufio.NewWriterSize(c.nc, 256<<10)
+	w := bufio.NewWriterSize(quiet(c.nc), 256<<10)
 	timer := time.NewTimer(0)
 	<-timer.C
 	var last time.Time
@@ -518,14 +519,24 @@ func (c *conn) writer() {
 		urgent := c.urgent
 		c.urgent = false
 		c.mu.Unlock()
-		if d := c.s.Interval - time.Since(last); d > 0 && !urgent {
-			timer.Reset(d)
+		// The agents' readers take their output on a grid of Interval
+		// (ptyproc's), so a batch is due at the first point of it half an
+		// interval after the last: the readers wake the process then
+		// anyway, where a timer an interval after the last write was one
+		// more wake-up (and one more of the runtime's monitor) a frame.
+		if due := onGrid(last.Add(c.s.Interval/2), c.s.Interval); !urgent && time.Now().Before(due) {
+			timer.Reset(time.Until(due))
 			select {
 			case <-timer.C:
 			case <-c.done:
 				return
 			}
 		}
+		// The first reader's output woke the writer; the other readers of
+		// this grid point are ready to run. Yielding lets them hand over
+		// theirs first (on one processor, everything runnable runs before
+		// the writer again), so one write carries the whole point.
+		runtime.Gosched()
 		last = time.Now()
 		c.mu.Lock()
 		q, snap := c.queue, c.snap
@@ -558,6 +569,14 @@ func (c *conn) writer() {
 			return
 		}
 	}
+}
+
+// onGrid is the first point of a grid of step d at or after t.
+func onGrid(t time.Time, d time.Duration) time.Time {
+	if g := t.Truncate(d); !g.Equal(t) {
+		return g.Add(d)
+	}
+	return t
 }
 
 func (c *conn) close() {

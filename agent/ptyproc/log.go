@@ -67,7 +67,10 @@ func (p *Proc) flushLogLocked() {
 	if len(p.logBuf) == 0 || p.logErr != nil || p.log == nil {
 		return
 	}
-	_, err := p.log.Write(p.logBuf)
+	// Without telling the scheduler (appendLog): the flush falls on the
+	// grid, first in that point's work, and would wake the runtime's
+	// monitor thread to poll through all of it.
+	err := appendLog(p.log, p.logBuf)
 	p.logBuf = p.logBuf[:0]
 	if err != nil {
 		p.logErr = err
