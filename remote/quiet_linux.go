@@ -60,6 +60,9 @@ func (q quietIO) Read(b []byte) (int, error) {
 			}
 		}
 	})
+	if n > 0 {
+		raceRead()
+	}
 	if err != nil {
 		return n, err
 	}
@@ -67,6 +70,7 @@ func (q quietIO) Read(b []byte) (int, error) {
 }
 
 func (q quietIO) Write(b []byte) (int, error) {
+	raceWrote()
 	var n int
 	var werr error
 	err := q.rc.Write(func(fd uintptr) bool {
