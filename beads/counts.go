@@ -65,7 +65,7 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 	variant := variantOf(opt, "counts")
 	path := s.countsPath(variant)
 	var c Counts
-	if f, e, ok := s.openCached(path, variant); ok {
+	if f, e, ok := s.openCached(path, variant, codeID()); ok {
 		var buf bytes.Buffer
 		err := copyPayload(&buf, f, e)
 		f.Close()
@@ -80,7 +80,7 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 		return sn, err
 	}
 	var bad error
-	out, err := s.renderCached(path, variant, load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+	out, err := s.renderCached(path, variant, codeID(), load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
 		bad = sn.bad
 		if sn.memo != nil {
 			c := sn.memo.Counts

@@ -5,6 +5,7 @@ package beads
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -124,5 +125,70 @@ func TestCountsMappedMatchFullParse(t *testing.T) {
 		want := parseSnapshot(join(lines), path)
 		sameIndex(t, "mapped", sn, want)
 		release()
+	}
+}
+
+// A chorus binary built anew from the same task store code (an upgrade
+// that did not touch it, a rebuild) takes the counts kept and the index
+// memo another one wrote; answers rendered outside this package do not.
+func TestCountsAndMemoOutliveTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	lines := memoLines(300)
+	path := filepath.Join(dir, "issues.jsonl")
+	if err := os.WriteFile(path, join(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openBuiltin(dir, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Counts(t.Context(), ReadyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, release, err := s.loadCounting("counted", ReadyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := s.parseCounting(join(lines), sn.key, nil, nil, false)
+	release()
+	now := time.Now()
+	bits := make([]byte, len(full.recs))
+	s.renewMemo(full, "counted", countRecords(full, ReadyOptions{}, now, bits), bits, now)
+	render := func(ts []Task) ([]byte, error) { return fmt.Appendf(nil, "%d", len(ts)), nil }
+	for _, first := range []bool{true, false} {
+		if computed, err := s.CachedReady(t.Context(), io.Discard, ReadyOptions{}, "ids", render); err != nil || computed != first {
+			t.Fatalf("ready list computed %v, want %v (%v)", computed, first, err)
+		}
+	}
+	kept := s.countsPath(variantOf(ReadyOptions{}, "counts"))
+	before, err := os.Stat(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	was := exeID
+	exeID = func() string { return "another-build" }
+	defer func() { exeID = was }()
+	memoPath := filepath.Join(dir, readyCacheDir, indexMemoFile)
+	if readMemo(memoPath) == nil {
+		t.Error("the memo of the same code was refused by another binary")
+	}
+	got, err := s.Counts(t.Context(), ReadyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("the counts kept were counted again by another binary")
+	}
+	if got.Total != want.Total || got.Ready != want.Ready {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+	if computed, err := s.CachedReady(t.Context(), io.Discard, ReadyOptions{}, "ids", render); err != nil || !computed {
+		t.Errorf("a ready list of another binary was served (%v)", err)
 	}
 }

@@ -256,7 +256,7 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum
 // when the lines' bytes are not at hand), then the records; a CRC-32C of
 // all of it ends it.
 func encodeMemo(sn *snapshot, mc *memoCounts) []byte {
-	exe := exeID()
+	exe := codeID()
 	if exe == "" {
 		return nil
 	}
@@ -373,7 +373,7 @@ var errMemo = errors.New("index memo damaged")
 func memoBody(raw []byte) ([]byte, bool) {
 	rest, ok := bytes.CutPrefix(raw, []byte(indexMemoMagic))
 	nl := bytes.IndexByte(rest, '\n')
-	if !ok || nl < 0 || string(rest[:nl]) != exeID() || len(rest) < nl+1+4 {
+	if !ok || nl < 0 || string(rest[:nl]) != codeID() || len(rest) < nl+1+4 {
 		return nil, false
 	}
 	body := rest[nl+1 : len(rest)-4]

@@ -38,8 +38,10 @@ const (
 	readyCacheMagic = "chorus-ready-cache 1\n" // bump when the entry format or Ready's rules change
 )
 
-// exeID identifies the running binary, so that a cache written by another
-// version of Chorus (another Task shape or JSON form) is never served.
+// exeID identifies the running binary, so that a ready list rendered by
+// another version of Chorus (another Task shape or JSON form) is never
+// served. Counts and the index memo, which only this package's code
+// decides, are kept under codeID instead.
 var exeID = sync.OnceValue(func() string {
 	p, err := os.Executable()
 	if err != nil {
@@ -106,11 +108,11 @@ func variantOf(opt ReadyOptions, format string) string {
 func (s *builtinStore) CachedReady(ctx context.Context, w io.Writer, opt ReadyOptions, format string, render func([]Task) ([]byte, error)) (bool, error) {
 	variant := variantOf(opt, format)
 	path := filepath.Join(s.dir, readyCacheDir, "ready-"+variant[:16])
-	if f, e, ok := s.openCached(path, variant); ok {
+	if f, e, ok := s.openCached(path, variant, exeID()); ok {
 		defer f.Close()
 		return false, copyPayload(w, f, e)
 	}
-	out, err := s.renderCached(path, variant, s.load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
+	out, err := s.renderCached(path, variant, exeID(), s.load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
 		ts := readyTasks(sn, opt, now)
 		return func() ([]byte, error) { return render(ts) }
 	})
@@ -123,9 +125,8 @@ func (s *builtinStore) CachedReady(ctx context.Context, w io.Writer, opt ReadyOp
 
 // openCached opens the cache file and returns it positioned at the
 // payload, if it still holds the answer.
-func (s *builtinStore) openCached(path, variant string) (*os.File, cacheEntry, bool) {
+func (s *builtinStore) openCached(path, variant, exe string) (*os.File, cacheEntry, bool) {
 	var e cacheEntry
-	exe := exeID()
 	if exe == "" {
 		return nil, e, false
 	}
@@ -212,7 +213,7 @@ func copyPayload(w io.Writer, f *os.File, e cacheEntry) error {
 // cache. compute runs on the loaded snapshot with the store locked and
 // returns what renders the answer after the lock is let go. A cache that
 // cannot be written is no error: the answer stands.
-func (s *builtinStore) renderCached(path, variant string, load func() (*snapshot, error), compute func(sn *snapshot, now time.Time) func() ([]byte, error)) ([]byte, error) {
+func (s *builtinStore) renderCached(path, variant, exe string, load func() (*snapshot, error), compute func(sn *snapshot, now time.Time) func() ([]byte, error)) ([]byte, error) {
 	// The temp file is made first: its ctime is a filesystem clock reading
 	// from before the task file is looked at (see cacheEntry).
 	tmp, tst := s.cacheTemp(filepath.Dir(path))
@@ -233,7 +234,7 @@ func (s *builtinStore) renderCached(path, variant string, load func() (*snapshot
 	}
 	now := s.now()
 	render := compute(sn, now)
-	e := cacheEntry{variant: variant, exe: exeID(), key: sn.key, sum: "-"}
+	e := cacheEntry{variant: variant, exe: exe, key: sn.key, sum: "-"}
 	if sn.memo != nil {
 		e.lo, e.hi = sn.memo.Lo, sn.memo.Hi
 	} else {
