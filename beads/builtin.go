@@ -253,9 +253,10 @@ func decodeParallel(store []record, errs []error, mapped bool) {
 // puts each line's error, if any, in errs.
 func decodeRecords(recs []record, errs []error) {
 	strs := make(map[string]string, 64)
+	deps := &depSlab{}
 	for i := range recs {
 		r := &recs[i]
-		err := decodeWith(&scanner{b: r.raw, strs: strs}, r)
+		err := decodeWith(&scanner{b: r.raw, strs: strs, deps: deps}, r)
 		if err != nil {
 			*r = record{line: r.line, raw: r.raw}
 			err = decodeSlow(r.raw, r)

@@ -111,12 +111,20 @@ func decodeWith(s *scanner, r *record) error {
 				return err
 			})
 		case "dependencies":
-			r.deps = r.deps[:0]
+			deps := r.deps[:0]
+			if s.deps != nil {
+				deps = s.deps.scratch[:0]
+			}
 			err = s.array(func() error {
 				d, err := s.dependency(r.id)
-				r.deps = append(r.deps, d)
+				deps = append(deps, d)
 				return err
 			})
+			if s.deps != nil {
+				s.deps.scratch = deps
+				deps = s.deps.keep(deps)
+			}
+			r.deps = deps
 		default:
 			err = s.checkField(f)
 		}

@@ -92,3 +92,24 @@ func (s *scanner) checkField(f *tableField) error {
 	}
 	return s.skip()
 }
+
+// depSlab holds the dependencies of many records in a few allocations
+// rather than a slice grown per record.
+type depSlab struct {
+	scratch []Dependency // one record's, while it is read
+	chunk   []Dependency
+}
+
+// keep copies deps into the slab; the slice it returns has no room to
+// grow, so appending to it never writes over another record's.
+func (d *depSlab) keep(deps []Dependency) []Dependency {
+	if len(deps) == 0 {
+		return nil
+	}
+	if cap(d.chunk)-len(d.chunk) < len(deps) {
+		d.chunk = make([]Dependency, 0, max(512, len(deps)))
+	}
+	at := len(d.chunk)
+	d.chunk = append(d.chunk, deps...)
+	return d.chunk[at:len(d.chunk):len(d.chunk)]
+}

@@ -15,6 +15,7 @@ type scanner struct {
 	i     int
 	strs  map[string]string // interned labels and the like, shared per file
 	depth int
+	deps  *depSlab // where records' dependencies go, shared per file; nil: each its own
 }
 
 func (s *scanner) ws() {
