@@ -121,10 +121,12 @@ type Agents struct {
 	Scrollback int                     `json:"scrollback"`
 	Available  map[string]AgentProfile `json:"available"`
 	// Host runs each agent in an agent host process (`chorus agent-host`)
-	// that outlives the engine, and re-adopts live hosts at start. Off by
-	// default: each host's own process costs CPU on every read of a busy
-	// agent (see scripts/bench-grid.sh with HOST=1).
-	Host bool `json:"host,omitempty"`
+	// that outlives the engine, and re-adopts live hosts at start. On by
+	// default: the host hands the agent's terminal to the engine, which
+	// reads it as its own, so it costs about what a direct agent does
+	// (scripts/bench-grid.sh with HOST=1). False runs agents as the
+	// engine's own children, ended with it.
+	Host bool `json:"host"`
 	// HostOrphanSeconds is how long a host waits for its engine to come
 	// back before it stops its agent (0: 600).
 	HostOrphanSeconds int `json:"hostOrphanSeconds,omitempty"`
@@ -349,7 +351,7 @@ func Default() Config {
 		QualityCommands: []QualityCommand{},
 		Mode:            ModeSemiAuto,
 		Agents: Agents{
-			Default: "claude", MaxParallel: 3, TimeoutMinutes: 30, Scrollback: DefaultScrollback,
+			Default: "claude", MaxParallel: 3, TimeoutMinutes: 30, Scrollback: DefaultScrollback, Host: true,
 			Available: BuiltinAgents(),
 		},
 		Completion: Completion{

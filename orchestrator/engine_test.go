@@ -55,8 +55,11 @@ func newHarness(t *testing.T, script string, tweak func(*config.Config)) *harnes
 	cfg.Agents.Available["script"] = config.AgentProfile{Command: chorusBin, Args: []string{"scripted-agent", "--script", "agent.script"}, Prompt: config.PromptArg}
 	cfg.Agents.Default = "script"
 	cfg.Completion.StopGraceSeconds = 2
-	// CHORUS_TEST_AGENT_HOST=1 runs every harness's agents in agent hosts.
-	cfg.Agents.Host = os.Getenv("CHORUS_TEST_AGENT_HOST") == "1"
+	// Agents run in agent hosts, the default; CHORUS_TEST_AGENT_HOST=0
+	// runs every harness's agents as the engine's own children.
+	if os.Getenv("CHORUS_TEST_AGENT_HOST") == "0" {
+		cfg.Agents.Host = false
+	}
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -89,8 +89,7 @@ cfg["agents"]["available"]["pace"] = p
 cfg["agents"]["default"] = "pace"
 cfg["agents"]["maxParallel"] = 8
 cfg["agents"]["scrollback"] = 10000
-if host == "1":
-    cfg["agents"]["host"] = True
+cfg["agents"]["host"] = host == "1"  # on by default: direct is said
 json.dump(cfg, open(path, "w"), indent=2)
 PY
 	git -C "$dir" add -A && git -C "$dir" commit -q -m "chorus setup"
