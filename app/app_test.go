@@ -386,6 +386,16 @@ func TestTruncatedTaskFile(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	// Commands run in process here, so the engine would start agent hosts
+	// (and `chorus signal`) with this test binary: point it at a built
+	// chorus instead, built on first use.
+	selfExe = func() string {
+		bin, err := testkit.Build()
+		if err != nil {
+			panic(err)
+		}
+		return bin
+	}
 	code := m.Run()
 	testkit.Cleanup()
 	os.Exit(code)

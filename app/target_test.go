@@ -86,10 +86,13 @@ func setTarget(t *testing.T, dir, target string) {
 // TestTargetStaysAfterBranchSwitch: a config with no target (as init wrote
 // before) gets the branch of the first run recorded, once, and said. The
 // user then checks out a branch of their own in the main checkout while a
-// run goes on; the engine is killed (SIGKILL) and restarted. Every merge
-// lands on the recorded target; the user's branch and checkout get nothing.
+// run goes on; the engine is killed (SIGKILL) and restarted, and the
+// restarted engine re-adopts the agent, which finishes the same turn (its
+// prompt runs once). Every merge lands on the recorded target; the user's
+// branch and checkout get nothing.
 func TestTargetStaysAfterBranchSwitch(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "second-started")
+	release := filepath.Join(t.TempDir(), "release")
 	dir := scriptedProject(t, `
 @ prompt~first-task
 write a.txt "a"
@@ -99,7 +102,7 @@ signal COMPLETE
 run "[ -f b.txt ] || { echo b > b.txt && git add -A && git commit -q -m 'feat: b'; }"
 run "if [ -f `+marker+` ]; then touch `+marker+`.again; else touch `+marker+`; fi"
 signal PROGRESS 50
-run "[ -f `+marker+`.again ] || sleep 600"
+run "while [ ! -f `+release+` ]; do sleep 0.1; done"
 signal COMPLETE
 `, func(cfg map[string]any) {
 		cfg["merge"].(map[string]any)["targetBranch"] = ""
@@ -153,9 +156,17 @@ signal COMPLETE
 	}()
 	_ = cmd.Wait()
 
+	// The agent outlived the engine and waits; let it finish once the
+	// restarted engine has it back.
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out = runBinary(t, dir, "--autopilot", "--headless", "--max-agents", "1")
 	if code != 0 {
 		t.Fatalf("run after the kill: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(marker + ".again"); err == nil {
+		t.Errorf("the agent was started again instead of re-adopted:\n%s", out)
 	}
 	if !strings.Contains(out, "target branch main") {
 		t.Errorf("the restarted run does not merge into main:\n%s", out)
