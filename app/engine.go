@@ -245,13 +245,29 @@ func runEngineTUI(ctx context.Context, p *project, g *globals, s beads.Store, o 
 	if err != nil {
 		return err
 	}
-	return runAttached(ctx, p, s, c, stderr, nil)
+	return runAttached(ctx, p, g, s, c, stderr, nil)
 }
 
 // runAttached shows the TUI on an engine's client until the user detaches
-// or stops the engine, or the engine ends.
-// A terminal opened ahead (nil: the UI opens it) is the UI's to end.
-func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Client, stderr io.Writer, term *ui.Terminal) error {
+// or stops the engine, or the engine ends. An engine that dies under it
+// (killed, crashed) is replaced and the TUI comes back on the new one,
+// which has taken the agents back from their hosts. A terminal opened
+// ahead (nil: the UI opens it) is the first UI's to end.
+func runAttached(ctx context.Context, p *project, g *globals, s beads.Store, c *remote.Client, stderr io.Writer, term *ui.Terminal) error {
+	notice := ""
+	for {
+		next, err := attachOnce(ctx, p, g, s, c, notice, stderr, term)
+		if next == nil {
+			return err
+		}
+		notice = restartedNotice(c.PID(), next.PID())
+		c, term = next, nil
+	}
+}
+
+// attachOnce is one TUI on one engine; it returns the client of the
+// engine that replaced a dead one, if it came to that.
+func attachOnce(ctx context.Context, p *project, g *globals, s beads.Store, c *remote.Client, notice string, stderr io.Writer, term *ui.Terminal) (*remote.Client, error) {
 	defer c.Close()
 	uctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -263,33 +279,42 @@ func runAttached(ctx context.Context, p *project, s beads.Store, c *remote.Clien
 		}
 	}()
 	// The TUI's task writes go through the engine, as the CLI's do.
-	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: remote.Store{Store: s, C: c}, Config: p.cfg, Version: buildVersion(), Dir: p.dir, FirstFrame: longLived, Terminal: term})
+	out, uerr := ui.RunAttached(uctx, ui.Options{Engine: c, Store: remote.Store{Store: s, C: c}, Config: p.cfg, Version: buildVersion(), Dir: p.dir, FirstFrame: longLived, Terminal: term, Notice: notice})
 	if uerr != nil {
-		return withCode(ExitFailure, fmt.Errorf("%w (the engine, pid %d, keeps running: `chorus attach` to try again, `chorus stop` to end it)", uerr, c.PID()))
+		return nil, withCode(ExitFailure, fmt.Errorf("%w (the engine, pid %d, keeps running: `chorus attach` to try again, `chorus stop` to end it)", uerr, c.PID()))
 	}
 	select {
 	case <-c.Done():
+		if ctx.Err() == nil {
+			next, err := replaceEngine(ctx, p, g, c)
+			if next != nil {
+				return next, nil
+			}
+			if err != nil {
+				return nil, withCode(ExitFailure, fmt.Errorf("the engine (pid %d) died and no new one started: %w (its log: %s)", c.PID(), err, engineLog(p)))
+			}
+		}
 		fmt.Fprintf(stderr, "chorus: the engine (pid %d) stopped; its log is %s\n", c.PID(), engineLog(p))
-		return nil
+		return nil, nil
 	default:
 	}
 	if ctx.Err() != nil || out == ui.OutcomeDetach {
 		fmt.Fprintf(stderr, "chorus: detached; the engine (pid %d) keeps running: `chorus attach` comes back, `chorus stop` ends it\n", c.PID())
 		if ctx.Err() != nil {
-			return withCode(ExitInterrupted, errors.New("interrupted; the engine keeps running"))
+			return nil, withCode(ExitInterrupted, errors.New("interrupted; the engine keeps running"))
 		}
-		return nil
+		return nil, nil
 	}
 	running := c.Snapshot().Running
 	stopAt := time.Now()
 	fmt.Fprintf(stderr, "chorus: stopping the engine (pid %d)…\n", c.PID())
 	if err := c.Stop(context.WithoutCancel(ctx), true); err != nil {
-		return withCode(ExitFailure, fmt.Errorf("stopping the engine: %w", err))
+		return nil, withCode(ExitFailure, fmt.Errorf("stopping the engine: %w", err))
 	}
 	if running > 0 {
 		fmt.Fprintln(stderr, "chorus: "+stoppedLine(running, uncommittedSince(p.dir, stopAt)))
 	}
-	return nil
+	return nil, nil
 }
 
 func newAttachCmd(g *globals) *cobra.Command {
@@ -323,7 +348,7 @@ the engine too. Several terminals may attach at once.`,
 				c.Close()
 				return err
 			}
-			return runAttached(ctx, p, s, c, cmd.ErrOrStderr(), term)
+			return runAttached(ctx, p, g, s, c, cmd.ErrOrStderr(), term)
 		},
 	}
 }

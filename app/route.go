@@ -169,7 +169,7 @@ func runRoot(cmd *cobra.Command, g *globals, o *runOptions) error {
 				c.Close()
 				return err
 			}
-			return runAttached(ctx, p, s, c, stderr, nil)
+			return runAttached(ctx, p, g, s, c, stderr, nil)
 		} else if !errors.Is(err, remote.ErrNoEngine) {
 			return err
 		}

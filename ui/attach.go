@@ -31,6 +31,9 @@ func RunAttached(ctx context.Context, o Options) (Outcome, error) {
 		return OutcomeDetach, err
 	}
 	u.attached = true
+	if o.Notice != "" {
+		u.setFlash(o.Notice, present.Warn)
+	}
 	err = u.run(ctx)
 	return u.outcome, err
 }

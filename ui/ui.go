@@ -69,6 +69,9 @@ type Options struct {
 	Dir chorusdir.Dir
 	// FirstFrame, if set, runs once the first frame is on the screen.
 	FirstFrame func()
+	// Notice, if set, is the flash the interface opens with (an attached
+	// TUI back on an engine that replaced a dead one says so).
+	Notice string
 	// Screen replaces the terminal (tests use a tcell simulation screen).
 	Screen tcell.Screen
 	// Terminal is the terminal opened ahead (OpenTerminal), used when
