@@ -41,14 +41,18 @@ type outbox struct {
 
 func newOutbox() *outbox { return &outbox{wake: make(chan struct{}, 1)} }
 
-// put queues a frame; it reports false for output it dropped (the
-// engine is too far behind) or a closed outbox. The payload is kept, not
-// copied: it must not change.
+// put queues a frame; it reports false only for output it dropped while
+// the engine is too far behind, which the host's mirror then leaves out
+// too, so the two copies stay at the same offsets. A closed outbox (its
+// engine gone or replaced) takes nothing and reports true: no engine
+// copy is to be kept in step, and the mirror must keep that output, or
+// the next engine's screen misses it. The payload is kept, not copied:
+// it must not change.
 func (o *outbox) put(typ byte, payload []byte) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
-		return false
+		return true
 	}
 	if typ == fOutput {
 		if o.pending+len(payload) > outboxCap {
