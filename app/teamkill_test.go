@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/internal/testkit"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
@@ -32,7 +35,32 @@ func teamClone(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(dir, ".beads", "metadata.json"), []byte(meta), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	stopHostsAtEnd(t, dir)
 	return dir
+}
+
+// stopHostsAtEnd stops, when the test ends (after the Chorus processes it
+// started are gone, killed or not), every agent host a Chorus of dir
+// started, with its agent, and waits for each to exit: a Chorus killed
+// with -9 leaves its hosted agents running, as it should.
+func stopHostsAtEnd(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		metas, _ := filepath.Glob(filepath.Join(dir, ".chorus", "hosts", "*.json"))
+		for _, p := range metas {
+			var m host.Meta
+			if b, err := os.ReadFile(p); err != nil || json.Unmarshal(b, &m) != nil || m.HostPID <= 0 {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := host.StopHost(ctx, m.Socket); err != nil {
+				_ = syscall.Kill(m.HostPID, syscall.SIGKILL)
+			}
+			cancel()
+			if !testkit.WaitExit(t, m.HostPID, 30*time.Second) {
+				t.Errorf("the agent host %d of %s did not end", m.HostPID, m.AgentID)
+			}
+		}
+	})
 }
 
 // startChorus runs `chorus --headless --autopilot` in dir and streams its
@@ -142,6 +170,8 @@ func TestKilledInstancesClaimFreedAfterTimeout(t *testing.T) {
 	if !strings.Contains(r.stdout, `"status": "open"`) && !strings.Contains(r.stdout, `"status":"open"`) {
 		t.Fatalf("task %s after the release:\n%s", taskA, r.stdout)
 	}
+	// B ends as asked, stopping its agent; A's is stopped at the end.
 	_ = procB.Process.Signal(syscall.SIGTERM)
+	_ = procB.Wait()
 	t.Logf("A killed mid-task; B released A's task %s %s after the kill (silent for %s; heartbeat 1s, deadAfter 3s)", taskA, waited.Round(time.Millisecond), m[1])
 }
