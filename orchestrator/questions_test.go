@@ -3,13 +3,13 @@ package orchestrator
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
 // `chorus ask` from an agent: the question and its options are recorded
@@ -111,15 +111,12 @@ hang
 			t.Fatal(err)
 		}
 	}
-	h.waitFor(kind(EvCompleted, id))
+	// The worktree goes once the work lands: read what the agent
+	// committed from the target branch.
+	h.waitFor(kind("merge_landed", id))
 	for _, n := range []string{"ask1", "ask2"} {
-		dir := filepath.Join(h.root, ".worktrees")
-		matches, _ := filepath.Glob(filepath.Join(dir, "*", n+".out"))
-		if len(matches) != 1 {
-			t.Fatalf("%s.out: %v", n, matches)
-		}
-		out, _ := os.ReadFile(matches[0])
-		if !strings.Contains(string(out), "refused") {
+		out := testkit.Git(t, h.root, "show", "main:"+n+".out")
+		if !strings.Contains(out, "refused") {
 			t.Errorf("%s: the asking process read %q", n, out)
 		}
 	}
