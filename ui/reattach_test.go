@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
@@ -54,6 +55,7 @@ hang
 		t.Fatalf("no engine holds the repository: %+v %v", lock, err)
 	}
 	old := lock.Holder.PID
+	killed := time.Now()
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +66,7 @@ hang
 	// Nothing typed: the same TUI comes back on a new engine with the
 	// agent's screen as it was.
 	after := tileLines(x.waitScreenAll("took its agents back", "history of t-a line 30"), "history of t-a")
+	back := time.Since(killed)
 	if strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("the agent's tile changed across the engine's death:\nbefore:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
 	}
@@ -83,8 +86,10 @@ hang
 
 	// Live output of the re-adopted agent reaches the tile; the task
 	// lands without a second iteration.
+	signalled := time.Now()
 	x.cmd("wait-for", "-S", "go-t-a")
 	x.waitScreen("live output of t-a")
+	t.Logf("kill -9 to the same TUI showing the re-adopted agent's tile: %v; its next output on the tile after %v", back.Round(time.Millisecond), time.Since(signalled).Round(time.Millisecond))
 	events.Wait(func(ev orchestrator.Event) bool {
 		if ev.Task == "t-a" && (ev.Kind == orchestrator.EvStarted || ev.Kind == orchestrator.EvIteration) {
 			t.Errorf("the new engine started the agent again: %+v", ev)
