@@ -80,7 +80,8 @@ func (s *session) task(id, title string, prio int) {
 func (s *session) start(w, h int) *driver {
 	s.t.Helper()
 	dir := chorusdir.At(s.root)
-	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: s.cfg, Store: s.store, Target: "main", ChorusExe: s.t.TempDir() + "/unused", Cols: 80, Rows: 24})
+	// ChorusExe starts the agent hosts (agents.host is on by default).
+	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: s.cfg, Store: s.store, Target: "main", ChorusExe: testkit.Chorus(s.t), Cols: 80, Rows: 24})
 	if err != nil {
 		s.t.Fatal(err)
 	}
