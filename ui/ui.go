@@ -369,6 +369,7 @@ type openedScreen struct {
 func (u *UI) openScreen() openedScreen {
 	screen, ti := u.o.Screen, u.o.Terminfo
 	started := false
+	onTTY := screen == nil // opened by openTerminal: tcell's screen on /dev/tty
 	switch {
 	case screen != nil:
 	case u.o.Terminal != nil:
@@ -385,6 +386,9 @@ func (u *UI) openScreen() openedScreen {
 		screen, ti = s, t
 	}
 	p := tile.NewPainter(screen, ti)
+	if p != nil && onTTY {
+		p.WriteToTTY()
+	}
 	switch {
 	case p != nil && started:
 		screen = p.StartedScreen()

@@ -32,6 +32,7 @@ type Painter struct {
 	cells  *tcell.CellBuffer
 	lock   sync.Locker
 	tty    io.Writer
+	devTTY bool // the screen is on /dev/tty (WriteToTTY)
 	ti     *terminfo.Terminfo
 
 	truecolor bool
@@ -95,6 +96,12 @@ func NewPainter(screen tcell.Screen, ti *terminfo.Terminfo) *Painter {
 		cup: ti.SetCursor == "\x1b[%i%p1%d;%p2%dH"}
 }
 
+// WriteToTTY makes the painter write its frames to the controlling
+// terminal (/dev/tty, where tcell's own terminal screen writes) through a
+// descriptor of its own, with writes the Go scheduler is not told of
+// (Linux). For a screen on /dev/tty only; before Start.
+func (p *Painter) WriteToTTY() { p.devTTY = true }
+
 // Start reports whether the painter can speak for tcell on this screen,
 // which must be initialised: not without colours or in a character set
 // other than UTF-8. When it cannot, tiles draw through the screen as any
@@ -113,6 +120,9 @@ func (p *Painter) Start() bool {
 		return false
 	}
 	p.tty, p.truecolor = tty, n == 1<<24
+	if q := quietTTY(); p.devTTY && q != nil {
+		p.tty = q
+	}
 	// The palette as tcell builds it: the terminal's colours, at most 256;
 	// others are mapped to the nearest of them.
 	pn := min(ti.Colors, 256)
