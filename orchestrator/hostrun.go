@@ -89,27 +89,16 @@ func (r *agentRun) startHosted(rn host.Runner, sp ptyproc.Spec, wt worktree.Work
 	if err != nil {
 		return nil, err
 	}
-	var p agentProc = cl
+	hp := newHostedProc(cl)
 	if url != "" {
 		// Set before the start: the agent may signal at once.
-		p = r.relay(cl, wt)
+		r.relay(hp, wt)
 	}
 	if err := cl.Start(ctx, hs); err != nil {
 		cl.Stop(time.Second)
 		return nil, err
 	}
-	return p, nil
-}
-
-// hostClient is the agent host behind p, if it runs in one.
-func hostClient(p agentProc) (*host.Client, bool) {
-	switch p := p.(type) {
-	case *host.Client:
-		return p, true
-	case *remoteProc:
-		return p.Client, true
-	}
-	return nil, false
+	return hp, nil
 }
 
 // adoption is a live agent host found at start for an agent of the
@@ -176,11 +165,11 @@ func adoptedKey(cl *host.Client) string { return envValue(cl.Info().Spec.Env, si
 func (r *agentRun) adopt(t beads.Task, wt worktree.Worktree, it, gen int, det *signal.Detector) agentProc {
 	cl := r.adopted
 	r.adopted = nil
-	var p agentProc = cl
+	hp := newHostedProc(cl)
 	if cl.Info().Spec.Git != nil {
-		p = r.relay(cl, wt)
+		r.relay(hp, wt)
 	}
-	r.proc.Store(p)
+	r.proc.Store(hp)
 	pid, pstart := cl.Pid(), cl.StartTime()
 	r.update(func(s *State, a *AgentState) {
 		a.Title, a.Worktree, a.Branch, a.Type = t.Title, wt.Dir, wt.Branch, r.profileName
@@ -192,12 +181,12 @@ func (r *agentRun) adopt(t beads.Task, wt worktree.Worktree, it, gen int, det *s
 		r.e.emit(Event{Kind: EvRecovered, Agent: r.id, Task: r.taskID, Text: "re-adopted the live agent from its host",
 			Fields: map[string]any{"pid": pid, "iteration": it}})
 	})
-	r.follow(p, wt, it, gen, det, cl.Info().Started)
+	r.follow(hp, wt, it, gen, det, cl.Info().Started)
 	if s := r.adoptedSig; s != nil {
 		r.adoptedSig = nil
 		go r.send(turnEvent{sig: s, gen: -1, source: "signal"})
 	}
-	return p
+	return hp
 }
 
 // adoptHosts finds the live hosts of this instance and keeps those of the
@@ -225,45 +214,4 @@ func (e *Engine) adoptHosts(ctx context.Context, old *State) map[string]*host.Cl
 		e.emit(Event{Kind: EvRecovered, Agent: id, Text: "stopped an agent host the state did not know; worktree kept"})
 	}
 	return adopted
-}
-
-// hostEnded judges a host whose connection ended before it reported the
-// agent's exit, and says why for the task's record. The runner tells
-// (host.Ender) whether the host is gone (a pod deleted or evicted, a node
-// lost, a host process killed) or only the connection broke; a host that
-// still lives is stopped, so the task's next run is alone with its work.
-// Either way the agent did not fail: the turn is EndHostLost.
-func (r *agentRun) hostEnded(cl *host.Client) string {
-	rn := r.hostRunner
-	if rn == nil {
-		return "the connection to the agent host was lost"
-	}
-	in := cl.Info()
-	in.Meta.AgentID, in.Meta.TaskID = r.id, r.taskID
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var end host.Ending
-	if en, ok := rn.(host.Ender); ok {
-		end = en.Ended(ctx, in)
-	} else {
-		end = host.Ending{Gone: true, Why: "the connection to the agent host was lost and the host is no longer listed"}
-		if ms, err := rn.List(ctx); err != nil {
-			end = host.Ending{Why: "the connection to the agent host was lost; listing hosts: " + err.Error()}
-		} else {
-			for _, m := range ms {
-				if m.AgentID == r.id {
-					in.Meta = m
-					end = host.Ending{Why: "the connection to the agent host was lost; the host still runs"}
-				}
-			}
-		}
-	}
-	if !end.Gone {
-		if err := rn.Stop(ctx, in.Meta); err != nil {
-			end.Why += "; stopping it: " + err.Error()
-		} else {
-			end.Why += "; stopped it to run the task again"
-		}
-	}
-	return end.Why
 }

@@ -366,20 +366,46 @@ func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-c
 	if !screenSignals {
 		gap = quietScanGap
 	}
-	// The screen is scanned at most once per gap: a burst, or a CLI
-	// redrawing its status line many times a second, is read once, and
-	// what came last is always read (the timer, then the scan at exit).
+	hp, _ := p.(*hostedProc)
+	for {
+		var untrack func()
+		if hp != nil {
+			// The host keeps this screen's checkpoints instead of a copy
+			// of its own.
+			untrack = hp.cur().Track(r.screen)
+		}
+		r.drain(p.Output(), write, scan, gap)
+		if untrack != nil {
+			untrack()
+		}
+		if hp == nil || !r.hostConnEnded(hp) {
+			break
+		}
+	}
+	deliver(events.flush())
+	scan()
+	code, _ := p.Wait()
+	lost := ""
+	if hp != nil {
+		lost = hp.lost
+	}
+	select {
+	case <-followed:
+	case <-time.After(10 * time.Second): // a transcript reader stuck on a slow disk must not hold the exit
+	}
+	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure, lost: lost})
+}
+
+// drain writes an agent's output until it closes, scanning the screen at
+// most once per gap: a burst, or a CLI redrawing its status line many
+// times a second, is read once, and what came last is always read (the
+// timer, then the scan at exit).
+func (r *agentRun) drain(out <-chan []byte, write func([]byte), scan func(), gap time.Duration) {
 	var last time.Time
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
 	pending := false
-	if cl, ok := hostClient(p); ok {
-		// The host keeps this screen's checkpoints instead of a copy of
-		// its own.
-		defer cl.Track(r.screen)()
-	}
-	out := p.Output()
 	for out != nil {
 		select {
 		case chunk, ok := <-out:
@@ -403,18 +429,6 @@ func (r *agentRun) pump(p agentProc, gen int, det *signal.Detector, followed <-c
 		scan()
 		last = time.Now()
 	}
-	deliver(events.flush())
-	scan()
-	code, werr := p.Wait()
-	lost := ""
-	if cl, ok := hostClient(p); ok && werr != nil && r.ctx.Err() == nil {
-		lost = r.hostEnded(cl)
-	}
-	select {
-	case <-followed:
-	case <-time.After(10 * time.Second): // a transcript reader stuck on a slow disk must not hold the exit
-	}
-	r.send(turnEvent{exited: true, code: code, gen: gen, reason: events.failure, lost: lost})
 }
 
 // scanGap is the least time between two reads of an agent's screen text

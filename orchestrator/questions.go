@@ -112,7 +112,8 @@ func (e *Engine) answered(id string) {
 			// An agent far from the hub waits for its answer in its
 			// host's files: the answer goes there over the stream.
 			if r := e.runs[a.ID]; r != nil {
-				if cl, ok := r.proc.Load().(*remoteProc); ok {
+				if hp, ok := r.proc.Load().(*hostedProc); ok && hp.follow != nil {
+					cl := hp.cur()
 					go func() { _ = cl.SendAnswer(id, ans) }()
 				}
 			}

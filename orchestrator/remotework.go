@@ -116,32 +116,21 @@ func (r *agentRun) remoteGit(ctx context.Context, url string, wt worktree.Worktr
 	return &host.Git{URL: url, Branch: wt.Branch, HubDir: wt.Dir, Name: name, Email: email}, nil
 }
 
-// relay has the engine take the envelopes cl's host relays for r, and
-// follow the branch the host pushed when the agent ends: the process the
-// supervisor waits on.
-func (r *agentRun) relay(cl *host.Client, wt worktree.Worktree) agentProc {
-	cl.OnSignal(func(env signal.Envelope) error { return r.e.deliverRelayed(r, wt, env) })
-	return &remoteProc{Client: cl, follow: func() {
+// relay has the engine take the envelopes hp's host relays for r (over
+// each connection hp makes), and follow the branch the host pushed when
+// the agent ends, before the supervisor judges the exit.
+func (r *agentRun) relay(hp *hostedProc, wt worktree.Worktree) {
+	hp.onClient = func(cl *host.Client) {
+		cl.OnSignal(func(env signal.Envelope) error { return r.e.deliverRelayed(r, wt, env) })
+	}
+	hp.onClient(hp.cur())
+	hp.follow = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := r.e.followTaskBranch(ctx, r.taskID, wt); err != nil {
 			r.e.emit(Event{Kind: EvError, Agent: r.id, Task: r.taskID, Text: "following the agent's pushed work: " + err.Error()})
 		}
-	}}
-}
-
-// remoteProc is an agent in a host far from the hub: once it ended, the
-// work its host pushed is in the task's worktree before the supervisor
-// judges the exit.
-type remoteProc struct {
-	*host.Client
-	follow func()
-}
-
-func (p *remoteProc) Wait() (int, error) {
-	code, err := p.Client.Wait()
-	p.follow()
-	return code, err
+	}
 }
 
 // deliverRelayed judges an envelope r's host relayed: the host vouched
