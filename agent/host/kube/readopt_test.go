@@ -103,12 +103,13 @@ func (e *engineProc) waitFor(t *testing.T, what string, pred func(binEvent) bool
 	}
 }
 
-// With runner.kind kubernetes in the config, the chorus binary runs a
-// task's agent in a pod; the engine is killed (SIGKILL) mid-task; a new
-// engine re-adopts the agent in its pod through exec, the same agent
-// process finishes the same iteration and the task lands: one iteration,
-// one Job.
-func TestEngineKilledReadoptsThePod(t *testing.T) {
+// With runner.kind kubernetes in the config, the chorus binary runs
+// three tasks' agents in pods; the engine is killed (SIGKILL) mid-task; a
+// new engine re-adopts every agent in its pod by label, through exec, the
+// same agent processes finish the same iterations and the tasks land:
+// one iteration and one Job each.
+func TestEngineKilledReadoptsThePods(t *testing.T) {
+	const n = 3
 	c := kubetest.Start(t, testkit.Root())
 	chorusBin := testkit.Chorus(t)
 	root := testkit.Repo(t)
@@ -117,6 +118,7 @@ func TestEngineKilledReadoptsThePod(t *testing.T) {
 	cfg.Project.TaskIDPrefix = "t"
 	cfg.Agents.Available["script"] = config.AgentProfile{Command: chorusBin, Args: []string{"scripted-agent", "--script", "agent.script"}, Prompt: config.PromptArg}
 	cfg.Agents.Default = "script"
+	cfg.Agents.MaxParallel = n
 	cfg.Mode = config.ModeAutopilot
 	cfg.Completion.StopGraceSeconds = 2
 	cfg.Runner = config.Runner{Kind: config.RunnerKubernetes, Kubeconfig: c.Kubeconfig, Namespace: "default",
@@ -129,7 +131,7 @@ func TestEngineKilledReadoptsThePod(t *testing.T) {
 	script := fmt.Sprintf(`
 print "waiting in the pod"
 run "while [ ! -f %s ]; do sleep 0.1; done"
-run "echo work > out.txt"
+run "echo work > out-$CHORUS_TASK_ID.txt"
 commit "feat: work"
 signal COMPLETE
 `, flag)
@@ -141,72 +143,90 @@ signal COMPLETE
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := st.Create(context.Background(), "one task", beads.CreateOptions{Priority: 1})
-	if err != nil {
-		t.Fatal(err)
+	pids := map[string]int{} // task → its agent's pid
+	var ids []string
+	for i := range n {
+		tk, err := st.Create(context.Background(), fmt.Sprintf("task %d", i), beads.CreateOptions{Priority: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
 	}
-	id := tk.ID
 
 	first := startEngine(t, chorusBin, root)
-	ev := first.waitFor(t, "the agent's start", func(e binEvent) bool { return e.Kind == "agent_started" && e.Task == id })
-	pid := int(ev.Fields["pid"].(float64))
-	pstart, err := ptyproc.StartTimeOf(pid)
-	if err != nil {
-		t.Fatal(err)
+	for len(pids) < n {
+		ev := first.waitFor(t, "the agents' starts", func(e binEvent) bool { return e.Kind == "agent_started" })
+		pids[ev.Task] = int(ev.Fields["pid"].(float64))
+	}
+	pstarts := map[string]uint64{}
+	for id, pid := range pids {
+		if pstarts[id], err = ptyproc.StartTimeOf(pid); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_ = first.cmd.Process.Signal(syscall.SIGKILL)
 	_ = first.cmd.Wait()
-	if !ptyproc.Alive(pid, pstart) {
-		t.Fatal("the agent died with its engine")
+	for id, pid := range pids {
+		if !ptyproc.Alive(pid, pstarts[id]) {
+			t.Fatalf("the agent of %s died with its engine", id)
+		}
 	}
 
 	started := time.Now()
 	second := startEngine(t, chorusBin, root)
-	ev = second.waitFor(t, "re-adoption", func(e binEvent) bool {
-		return e.Task == id && e.Kind == "recovered" && strings.Contains(e.Text, "re-adopted")
-	})
-	t.Logf("engine start to the agent in its pod re-adopted: %v", time.Since(started).Round(time.Millisecond))
-	if got := int(ev.Fields["pid"].(float64)); got != pid {
-		t.Fatalf("re-adopted pid %d, want %d", got, pid)
+	for adopted := map[string]bool{}; len(adopted) < n; {
+		ev := second.waitFor(t, "re-adoption", func(e binEvent) bool {
+			return e.Kind == "recovered" && strings.Contains(e.Text, "re-adopted")
+		})
+		if got := int(ev.Fields["pid"].(float64)); got != pids[ev.Task] {
+			t.Fatalf("%s: re-adopted pid %d, want %d", ev.Task, got, pids[ev.Task])
+		}
+		adopted[ev.Task] = true
 	}
+	t.Logf("engine start to the %d agents in their pods re-adopted: %v", n, time.Since(started).Round(time.Millisecond))
 	if err := os.WriteFile(flag, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	second.waitFor(t, "the merge", func(e binEvent) bool {
-		if e.Task == id && (e.Kind == "agent_started" || e.Kind == "iteration_started") {
-			t.Errorf("the second engine began a new iteration: %+v", e)
-		}
-		return e.Task == id && e.Kind == "merge_landed"
-	})
-	t.Logf("engine start to the task landed: %v", time.Since(started).Round(time.Millisecond))
-	if got := testkit.Git(t, root, "show", "main:out.txt"); got != "work" {
-		t.Fatalf("main:out.txt = %q", got)
+	for landed := map[string]bool{}; len(landed) < n; {
+		ev := second.waitFor(t, "the merges", func(e binEvent) bool {
+			if e.Kind == "agent_started" || e.Kind == "iteration_started" {
+				t.Errorf("the second engine began a new iteration: %+v", e)
+			}
+			return e.Kind == "merge_landed"
+		})
+		landed[ev.Task] = true
 	}
-	if got := testkit.Git(t, bare, "show", "agent/script/"+id+":out.txt"); got != "work" {
-		t.Fatalf("the task branch on the remote: out.txt = %q", got)
-	}
+	t.Logf("engine start to the %d tasks landed: %v", n, time.Since(started).Round(time.Millisecond))
 	log, err := os.ReadFile(filepath.Join(root, ".chorus", "session-log.jsonl"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	iterations := 0
-	for _, l := range strings.Split(string(log), "\n") {
-		var e chorusdir.Entry
-		if json.Unmarshal([]byte(l), &e) == nil && e.Details["taskId"] == id && e.Event == "iteration_started" {
-			iterations++
-		}
-	}
-	if iterations != 1 {
-		t.Fatalf("%d iterations started, want 1", iterations)
 	}
 	in, err := chorusdir.At(root).Instance()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &kube.Runner{Config: c.Config, Namespace: "default", Instance: in.ID}
-	jobs, err := c.Client.BatchV1().Jobs("default").List(context.Background(), metav1ListOptions(r.Selector("script-"+id)))
-	if err != nil || len(jobs.Items) != 1 {
-		t.Fatalf("the task's Jobs: %v, %v; want exactly one", jobs, err)
+	for _, id := range ids {
+		if got := testkit.Git(t, root, "show", "main:out-"+id+".txt"); got != "work" {
+			t.Errorf("main:out-%s.txt = %q", id, got)
+		}
+		if got := testkit.Git(t, bare, "show", "agent/script/"+id+":out-"+id+".txt"); got != "work" {
+			t.Errorf("the task branch of %s on the remote: %q", id, got)
+		}
+		iterations := 0
+		for _, l := range strings.Split(string(log), "\n") {
+			var e chorusdir.Entry
+			if json.Unmarshal([]byte(l), &e) == nil && e.Details["taskId"] == id && e.Event == "iteration_started" {
+				iterations++
+			}
+		}
+		if iterations != 1 {
+			t.Errorf("%s: %d iterations started, want 1", id, iterations)
+		}
+		jobs, err := c.Client.BatchV1().Jobs("default").List(context.Background(), metav1ListOptions(r.Selector("script-"+id)))
+		if err != nil || len(jobs.Items) != 1 {
+			t.Errorf("the Jobs of %s: %d, %v; want exactly one", id, len(jobs.Items), err)
+		}
 	}
 }
 
