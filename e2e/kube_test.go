@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,13 +18,27 @@ import (
 )
 
 // Interactive Claude Code runs in an agent host in a Job's pod on a real
-// API server, reached through exec; it commits and runs `chorus signal
-// COMPLETE`, and the task lands as it does locally.
+// API server, reached through exec, in a clone of the task's branch from
+// the remote in the pod's own directory; it commits and runs `chorus
+// signal COMPLETE`, which reaches the engine over the host's stream; the
+// pod pushes the work and the task lands as it does locally.
 func TestClaudeInAPodCompletes(t *testing.T) {
-	h := newHarness(t, func(c *config.Config) { c.QualityCommands = quality })
+	h := newHarness(t, func(c *config.Config) {
+		c.QualityCommands = quality
+		c.Runner.Remote = "origin"
+		// Each pod's clone is a new folder nobody can answer Claude
+		// Code's trust question for: the profile has them trusted.
+		p := c.Agents.Available["claude"]
+		p.TrustWorktrees = true
+		c.Agents.Available["claude"] = p
+	})
 	c := kubetest.Start(t, testkit.Root())
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	git(t, h.root, "init", "-q", "--bare", bare)
+	git(t, bare, "config", "uploadpack.allowFilter", "true")
+	git(t, h.root, "remote", "add", "origin", "file://"+bare)
 	h.runner = &kube.Runner{Config: c.Config, Namespace: "default", Instance: h.dir.Path, Image: "unused",
-		Exe: chorusBin, Grace: 2 * time.Second, Binary: "test",
+		Exe: chorusBin, Grace: 2 * time.Second, Binary: "test", Remote: "file://" + bare,
 		Timeline: func(agent, step string) { t.Logf("%s: %s", agent, step) }}
 	id := h.task("say hello", beads.CreateOptions{})
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: []modelserver.Turn{
@@ -45,6 +60,9 @@ func TestClaudeInAPodCompletes(t *testing.T) {
 	t.Logf("assign to landed: %v", time.Since(start).Round(time.Millisecond))
 	if got := git(t, h.root, "show", "main:hello.txt"); got != "hello" {
 		t.Fatalf("main:hello.txt = %q", got)
+	}
+	if got := git(t, bare, "show", "agent/claude/"+id+":hello.txt"); got != "hello" {
+		t.Fatalf("the task branch the pod pushed: hello.txt = %q", got)
 	}
 	jobs, err := c.Client.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: kube.LabelTask + "=" + id})
 	if err != nil || len(jobs.Items) != 1 {

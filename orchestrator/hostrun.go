@@ -79,7 +79,7 @@ func (r *agentRun) startHosted(rn host.Runner, sp ptyproc.Spec, wt worktree.Work
 	hs := host.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: append(sp.Env, signal.EnvHosted+"=1"), Unset: sp.Unset,
 		Cols: sp.Cols, Rows: sp.Rows, LogPath: sp.LogPath, Scrollback: r.e.cfg.Agents.Scrollback}
 	if url != "" {
-		g, err := r.remoteGit(ctx, url, wt)
+		g, err := r.remoteGit(ctx, url, wt, sp.Env)
 		if err != nil {
 			return nil, err
 		}

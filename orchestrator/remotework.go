@@ -108,12 +108,13 @@ func isAncestor(ctx context.Context, dir, a, b string) bool {
 
 // remoteGit is the Spec.Git of a task's host, after its branch was put
 // on the remote.
-func (r *agentRun) remoteGit(ctx context.Context, url string, wt worktree.Worktree) (*host.Git, error) {
+func (r *agentRun) remoteGit(ctx context.Context, url string, wt worktree.Worktree, env []string) (*host.Git, error) {
 	if err := r.e.shareTaskBranch(ctx, r.taskID, wt); err != nil {
 		return nil, err
 	}
 	name, email := r.e.gitIdentity(ctx)
-	return &host.Git{URL: url, Branch: wt.Branch, HubDir: wt.Dir, Name: name, Email: email}, nil
+	return &host.Git{URL: url, Branch: wt.Branch, HubDir: wt.Dir, Name: name, Email: email,
+		TrustClaude: r.trustsClaude(env)}, nil
 }
 
 // relay has the engine take the envelopes hp's host relays for r (over

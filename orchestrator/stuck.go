@@ -139,6 +139,17 @@ const (
 	EvNeedsHumanCleared EventKind = "needs_human_cleared"
 )
 
+// trustsClaude says whether the agent is a Claude Code whose worktrees
+// are marked trusted (agents.*.trustWorktrees, or the repository's own
+// trust inherited).
+func (r *agentRun) trustsClaude(env []string) bool {
+	if r.profile.TranscriptKind() != config.TranscriptClaude {
+		return false
+	}
+	// Otherwise the run said so at its start (trust.go).
+	return r.profile.TrustWorktrees || claudetrust.RepoTrusted(claudetrust.ConfigFile(env), r.e.opt.Dir.Root)
+}
+
 // codexTrustArgs are the options that tell an interactive Codex agent, for
 // this run only, that its worktree (and the repository it belongs to,
 // which is what Codex asks about) are trusted, when its profile asks for
@@ -177,13 +188,10 @@ func tomlString(s string) (string, bool) {
 // the user trusted the repository itself there (inherited), so the
 // first-run trust dialog does not stop it. env is the agent's.
 func (r *agentRun) trustWorktree(dir string, env []string) {
-	if r.profile.TranscriptKind() != config.TranscriptClaude || dir == "" {
+	if dir == "" || !r.trustsClaude(env) {
 		return
 	}
 	file := claudetrust.ConfigFile(env)
-	if !r.profile.TrustWorktrees && !claudetrust.RepoTrusted(file, r.e.opt.Dir.Root) {
-		return // the run said so at its start (trust.go)
-	}
 	if err := claudetrust.Trust(file, dir); err != nil {
 		r.event(EvAlert, "could not mark the worktree trusted for Claude Code: "+err.Error(), nil)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/claudetrust"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/worktree"
@@ -29,6 +30,10 @@ type Git struct {
 	HubDir string `json:"hubDir"`
 	Name   string `json:"name,omitempty"` // the commit identity set in the clone
 	Email  string `json:"email,omitempty"`
+	// TrustClaude: the agent is a Claude Code whose worktree the hub
+	// would mark trusted; the host marks the clone so, in the agent's
+	// Claude config.
+	TrustClaude bool `json:"trustClaude,omitempty"`
 }
 
 // WIPRef is where a task branch's uncommitted work is kept on the remote.
@@ -117,6 +122,11 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 	if key != "" && agent != "" {
 		if err := signal.PublishKey(w.chorus, agent, key); err != nil {
 			return err
+		}
+	}
+	if w.g.TrustClaude {
+		if err := claudetrust.Trust(claudetrust.ConfigFile(sp.Env), w.dir); err != nil {
+			return fmt.Errorf("marking the clone trusted for Claude Code: %w", err)
 		}
 	}
 	return nil
