@@ -82,6 +82,10 @@ func (c *clients) deleteJob(ctx context.Context, ns, name string) error {
 		Body(&metav1.DeleteOptions{PropagationPolicy: &bg}).Do(ctx).Error()
 }
 
+func (c *clients) deletePod(ctx context.Context, ns, name string) error {
+	return c.core.Delete().Namespace(ns).Resource("pods").Name(name).Do(ctx).Error()
+}
+
 func (c *clients) listPods(ctx context.Context, ns string, o metav1.ListOptions) (*corev1.PodList, error) {
 	out := &corev1.PodList{}
 	err := c.core.Get().Namespace(ns).Resource("pods").VersionedParams(&o, c.params).Do(ctx).Into(out)

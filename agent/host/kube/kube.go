@@ -273,6 +273,17 @@ func (r *Runner) Stop(ctx context.Context, m host.Meta) error {
 			return err
 		}
 	}
+	if pods != nil {
+		// The Jobs' pods go with them, but only once the garbage
+		// collector gets to them: deleted here too, they are gone from
+		// List at once. Without the right to (RBAC), the collector
+		// still does it.
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				_ = api.deletePod(ctx, r.Namespace, p.Name)
+			}
+		}
+	}
 	return nil
 }
 
