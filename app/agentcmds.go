@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -61,24 +60,10 @@ func runSignal(args []string, stderr io.Writer) error {
 // signal, on the way from COMPLETE to the target branch. Anything else
 // (a flag, help, a wrong count) takes the full command line.
 func signalFast(args []string, stderr io.Writer) (int, bool) {
-	if len(args) < 2 || len(args) > 3 || args[0] != "signal" {
+	if !signal.CommandArgs(args) {
 		return 0, false
 	}
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a, "-") {
-			return 0, false
-		}
-	}
-	err := runSignal(args[1:], stderr)
-	if err == nil {
-		return ExitOK, true
-	}
-	fmt.Fprintln(stderr, "chorus: "+err.Error())
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code, true
-	}
-	return ExitFailure, true
+	return signal.Command(args[1:], os.Getenv, stderr), true
 }
 
 // sendSignal is the scripted agent's `send`: what `chorus signal ARGS`

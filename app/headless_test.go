@@ -99,6 +99,11 @@ signal COMPLETE
 			t.Errorf("%s not on main: %v %q", id, err, b)
 		}
 	}
+	// The agents' `chorus` (their signals went through it) was
+	// chorus-signal, installed beside the binary.
+	if link, err := os.Readlink(filepath.Join(dir, ".chorus/bin/chorus")); err != nil || link != filepath.Join(filepath.Dir(chorusBinary(t)), "chorus-signal") {
+		t.Errorf("agents' chorus is %q (%v), want chorus-signal", link, err)
+	}
 	// Nothing of the run is left behind: no lock, no agent processes.
 	if _, err := os.Stat(filepath.Join(dir, ".chorus/chorus.lock")); !os.IsNotExist(err) {
 		t.Errorf("lock left behind: %v", err)

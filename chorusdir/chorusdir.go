@@ -30,6 +30,7 @@ func (d Dir) PlanningState() string { return filepath.Join(d.Path, "planning-sta
 func (d Dir) Lock() string          { return filepath.Join(d.Path, "chorus.lock") }
 func (d Dir) Logs() string          { return filepath.Join(d.Path, "logs") }
 func (d Dir) Prompts() string       { return filepath.Join(d.Path, "prompts") }
+func (d Dir) Bin() string           { return filepath.Join(d.Path, "bin") } // the `chorus` agents find first
 func (d Dir) Hooks() string         { return filepath.Join(d.Path, "hooks") }
 func (d Dir) Patterns() string      { return filepath.Join(d.Path, "PATTERNS.md") }
 func (d Dir) TaskRules() string     { return filepath.Join(d.Path, "task-rules.md") }

@@ -166,7 +166,11 @@ func (r *agentRun) env(iteration int) []string {
 		env = append(env, "CHORUS_ITERATION="+strconv.Itoa(iteration))
 	}
 	if dir := r.chorusPath(); dir != "" {
-		env = append(env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		path := dir + string(os.PathListSeparator) + os.Getenv("PATH")
+		if fast := fastSignalDir(e.opt.Dir, e.opt.ChorusExe); fast != "" {
+			path = fast + string(os.PathListSeparator) + path
+		}
+		env = append(env, "PATH="+path, signal.EnvExe+"="+e.opt.ChorusExe)
 	}
 	return append(env, r.profile.Env...)
 }

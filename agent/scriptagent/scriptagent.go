@@ -221,6 +221,13 @@ func Main(scriptPath, prompt string, send func(args []string) error, stdin io.Re
 	}
 	it, _ := strconv.Atoi(os.Getenv("CHORUS_ITERATION"))
 	exe, _ := os.Executable()
+	// Under an engine, `chorus` is the one on the PATH it gave, like an
+	// agent's (chorus-signal when installed beside chorus).
+	if os.Getenv("CHORUS_EXE") != "" {
+		if p, err := exec.LookPath("chorus"); err == nil {
+			exe = p
+		}
+	}
 	e := Env{Iteration: it, TaskID: os.Getenv("CHORUS_TASK_ID"), Prompt: prompt, Chorus: exe, Send: send}
 	sec, ok := Select(secs, e)
 	if !ok {

@@ -18,6 +18,7 @@ const (
 	EnvDir     = "CHORUS_DIR" // the .chorus directory of the running Chorus
 	EnvAgentID = "CHORUS_AGENT_ID"
 	EnvTaskID  = "CHORUS_TASK_ID"
+	EnvExe     = "CHORUS_EXE" // the chorus executable, for chorus-signal to hand other commands to
 )
 
 // Envelope is a signal with its sender.

@@ -62,10 +62,15 @@ func Build() (string, error) {
 			return
 		}
 		binPath = filepath.Join(binDir, "chorus")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/chorus")
-		cmd.Dir = Root()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building chorus: %v\n%s", err, out)
+		// chorus-signal beside it, as `go install ./cmd/...` leaves them:
+		// agents' `chorus signal` goes through it.
+		for _, c := range []struct{ out, pkg string }{{binPath, "./cmd/chorus"}, {filepath.Join(binDir, "chorus-signal"), "./cmd/chorus-signal"}} {
+			cmd := exec.Command("go", "build", "-o", c.out, c.pkg)
+			cmd.Dir = Root()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("building %s: %v\n%s", c.pkg, err, out)
+				return
+			}
 		}
 	})
 	return binPath, buildErr
