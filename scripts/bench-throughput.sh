@@ -16,5 +16,6 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-(cd "$ROOT" && go build -o "$TMP/chorus" ./cmd/chorus && go build -o "$TMP/bench-throughput" ./scripts/bench-throughput)
+(cd "$ROOT" && go build -o "$TMP/chorus" ./cmd/chorus && go build -o "$TMP/chorus-signal" ./cmd/chorus-signal &&
+	go build -o "$TMP/bench-throughput" ./scripts/bench-throughput)
 exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep} ${LATENCY:+-latency} ${CHECKS:+-checks}
