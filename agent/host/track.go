@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/term"
 )
 
@@ -94,7 +95,10 @@ func (cl *Client) Track(emu *term.Emulator) (stop func()) {
 func (t *tracker) loop(quit <-chan struct{}) {
 	t.checkpoint()
 	last := time.Now()
-	tick := time.NewTicker(ckPoll)
+	// Each look falls on the agents' readers' grid, where the process
+	// wakes anyway: a ticker of its own was one more wake-up (and one more
+	// of the runtime's monitor thread) per look per agent.
+	tick := time.NewTimer(time.Until(ptyproc.OnGrid(time.Now().Add(ckPoll))))
 	defer tick.Stop()
 	for {
 		select {
@@ -103,6 +107,7 @@ func (t *tracker) loop(quit <-chan struct{}) {
 		case <-t.cl.done:
 			return
 		case <-tick.C:
+			tick.Reset(time.Until(ptyproc.OnGrid(time.Now().Add(ckPoll))))
 		case <-t.kick:
 		}
 		t.mu.Lock()
