@@ -54,6 +54,11 @@ func (u *UI) build() {
 	u.pages = tview.NewPages().AddPage("main", u.main, true, true)
 	u.app.SetRoot(u.pages, true)
 	u.app.SetBeforeDrawFunc(func(s tcell.Screen) bool {
+		if u.painter != nil {
+			// tview sized the root from the screen as this draw began.
+			_, _, w, h := u.pages.GetRect()
+			u.painter.Drawn(w, h)
+		}
 		u.sizeBody(s)
 		return false
 	})

@@ -300,6 +300,13 @@ func (u *UI) run(ctx context.Context) error {
 	events := u.eng.Subscribe()
 	u.clock = u.clk.NewTimer()
 	var first []func()
+	// The first refresh reads the engine's latest state: a change it
+	// told of before covers nothing newer, and answering it would draw
+	// the whole screen again right after the first frame.
+	select {
+	case <-u.eng.Changed():
+	default:
+	}
 	u.refresh(func(fn func()) { first = append(first, fn) })
 	o := <-opened
 	if o.err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/gdamore/tcell/v2"
@@ -59,6 +60,8 @@ type Painter struct {
 	tcellDirty bool
 	cursor     cursorState
 	shown      cursorState
+
+	drawn atomic.Uint64 // the size of the last full draw, w<<32|h (Drawn)
 }
 
 // shadowCell is a painted cell tcell's buffer does not hold yet.
@@ -154,6 +157,31 @@ type paintScreen struct {
 	p       *Painter
 	started bool
 }
+
+// PollEvent leaves out a resize to the size the last full draw laid the
+// screen out for (Drawn): tcell reports the size it starts at after
+// tview's first frame, and tview answered it with a full draw that showed
+// nothing new (tcell's buffer keeps its cells while the size holds) in
+// the milliseconds an attach shows the agents' screens.
+func (s *paintScreen) PollEvent() tcell.Event {
+	for {
+		ev := s.Screen.PollEvent()
+		if r, ok := ev.(*tcell.EventResize); ok {
+			if w, h := r.Size(); sizeKey(w, h) == s.p.drawn.Load() {
+				continue
+			}
+		}
+		return ev
+	}
+}
+
+func sizeKey(w, h int) uint64 { return uint64(uint32(w))<<32 | uint64(uint32(h)) }
+
+// Drawn tells the painter the size a full draw lays the screen out for
+// (the root's rectangle, which tview takes from the screen as the draw
+// begins); its screen leaves out resize events to that size. Any
+// goroutine.
+func (p *Painter) Drawn(w, h int) { p.drawn.Store(sizeKey(w, h)) }
 
 func (s *paintScreen) Init() error {
 	if s.started {

@@ -391,3 +391,36 @@ func TestFullDrawThroughPainter(t *testing.T) {
 		t.Errorf("tcell's Show sent the tile again: %q", b)
 	}
 }
+
+// A resize to the size the last full draw laid out (tcell reports the
+// size it starts at, after the first frame) does not reach tview, which would draw the
+// whole screen again for nothing; any other size does, and other events.
+func TestPainterScreenLeavesOutResizeToShownSize(t *testing.T) {
+	paintEnv(t)
+	s := newTermScreen(t, 30, 8)
+	p, ps := startPainter(t, s)
+	p.Drawn(30, 8)
+	for _, ev := range []tcell.Event{
+		tcell.NewEventResize(30, 8),
+		tcell.NewEventResize(40, 10),
+		tcell.NewEventResize(30, 8), // drawn is still 30x8: left out
+		tcell.NewEventKey(tcell.KeyRune, 'x', 0),
+	} {
+		if err := ps.PostEvent(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for len(got) < 2 {
+		switch ev := ps.PollEvent().(type) {
+		case *tcell.EventResize:
+			w, h := ev.Size()
+			got = append(got, fmt.Sprintf("resize %dx%d", w, h))
+		case *tcell.EventKey:
+			got = append(got, "key "+string(ev.Rune()))
+		}
+	}
+	if want := []string{"resize 40x10", "key x"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}
