@@ -151,7 +151,7 @@ func diagnose(ctx context.Context, g *globals) doctorReport {
 		checkLock(&r, d)
 	}
 	checkTasks(ctx, &r, root, cfg)
-	checkRunner(ctx, &r, cfg, d)
+	checkRunner(ctx, &r, cfg, d, g.version)
 	checkAgents(&r, cfg)
 	checkClaudeTrust(&r, cfg, root)
 	return r

@@ -50,6 +50,9 @@ func TestDoctorChecksTheClusterRunner(t *testing.T) {
 		for _, f := range rep.Findings {
 			got[f.Check] = f
 		}
+		if f, ok := got["agent image"]; ok {
+			t.Logf("agent image: %s: %s", f.Level, f.Detail)
+		}
 		return got
 	}
 	got := doctor()
@@ -60,12 +63,16 @@ func TestDoctorChecksTheClusterRunner(t *testing.T) {
 		!strings.Contains(f.Detail, "create pods/exec") || !strings.Contains(f.Detail, "README") {
 		t.Fatalf("cluster access without a Role: %+v", f)
 	}
+	if f, ok := got["agent image"]; ok {
+		t.Fatalf("the image checked without the access it needs: %+v", f)
+	}
 
 	ctx := context.Background()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "chorus-agents"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
 	}}
 	if _, err := c.Client.RbacV1().Roles("default").Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -76,7 +83,39 @@ func TestDoctorChecksTheClusterRunner(t *testing.T) {
 	if _, err := c.Client.RbacV1().RoleBindings("default").Create(ctx, bind, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if f := doctor()["cluster access"]; f.Level != levelOK {
+	got = doctor()
+	if f := got["cluster access"]; f.Level != levelOK {
 		t.Fatalf("cluster access with the README's Role: %+v", f)
+	}
+	// The image check runs `chorus --version` in a Job of the image (the
+	// test node ignores images: runner.chorusPath picks what runs).
+	if f := got["agent image"]; f.Level != levelFail || !strings.Contains(f.Detail, "set runner.chorusPath") {
+		t.Fatalf("agent image without chorus in it: %+v", f)
+	}
+	setChorus := func(path string) {
+		cfg["runner"].(map[string]any)["chorusPath"] = path
+		b, _ := json.Marshal(cfg)
+		os.WriteFile(cfgPath, b, 0o600)
+	}
+	setChorus(testkit.Chorus(t))
+	if f := doctor()["agent image"]; f.Level != levelFail || !strings.Contains(f.Detail, "but this hub is \"chorus 1.2.3") ||
+		!strings.Contains(f.Detail, "build the image with this chorus") {
+		t.Fatalf("agent image of another chorus: %+v", f)
+	}
+	same := filepath.Join(t.TempDir(), "chorus")
+	hub := "chorus " + BuildInfo{Version: "1.2.3", Commit: "abc", Date: "today"}.String()
+	os.WriteFile(same, []byte("#!/bin/sh\necho '"+hub+"'\n"), 0o755)
+	setChorus(same)
+	if f := doctor()["agent image"]; f.Level != levelOK || !strings.Contains(f.Detail, hub) {
+		t.Fatalf("agent image of this chorus: %+v", f)
+	}
+	jobs, err := c.Client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{LabelSelector: "chorus.dev/doctor=image"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		if j.DeletionTimestamp == nil {
+			t.Errorf("doctor left its Job %s", j.Name)
+		}
 	}
 }

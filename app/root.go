@@ -100,10 +100,11 @@ func run(args []string, bi BuildInfo, stdin io.Reader, stdout, stderr io.Writer)
 type globals struct {
 	configPath string
 	dir        string
+	version    string // what --version prints, for doctor's look at the agent image
 }
 
 func newRootCmd(bi BuildInfo) *cobra.Command {
-	g := &globals{}
+	g := &globals{version: "chorus " + bi.String()}
 	ro := &runOptions{global: g}
 	root := &cobra.Command{
 		Use:   "chorus",

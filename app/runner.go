@@ -102,8 +102,9 @@ func podRemote(cfg config.Config, root string) (string, error) {
 }
 
 // checkRunner is doctor's look at the cluster a Kubernetes runner uses:
-// it answers, and these credentials may do what the runner does.
-func checkRunner(ctx context.Context, r *doctorReport, cfg config.Config, d chorusdir.Dir) {
+// it answers, these credentials may do what the runner does, and the
+// image's chorus is this one (version, the hub's --version).
+func checkRunner(ctx context.Context, r *doctorReport, cfg config.Config, d chorusdir.Dir, version string) {
 	rn, err := hostRunner(cfg, d)
 	if err != nil {
 		r.add("cluster", levelFail, "%s", oneLine(err))
@@ -113,15 +114,28 @@ func checkRunner(ctx context.Context, r *doctorReport, cfg config.Config, d chor
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	for _, f := range kr.Check(ctx) {
+	allowed := true
+	for _, f := range kr.Check(cctx) {
 		level := levelOK
 		if !f.OK {
-			level = levelFail
+			level, allowed = levelFail, false
 		}
 		r.add(f.Check, level, "%s", f.Detail)
 	}
+	if !allowed {
+		return // the image check needs the cluster and that access
+	}
+	// A pull can take a while; a pod that never starts is reported.
+	ictx, icancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer icancel()
+	f := kr.CheckImage(ictx, version)
+	level := levelOK
+	if !f.OK {
+		level = levelFail
+	}
+	r.add(f.Check, level, "%s", f.Detail)
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -23,6 +23,7 @@ var need = []struct {
 	{"batch", "jobs", "", []string{"create", "get", "list", "watch", "delete"}},
 	{"", "pods", "", []string{"get", "list", "watch"}},
 	{"", "pods", "exec", []string{"create"}},
+	{"", "pods", "log", []string{"get"}}, // doctor reads the image check's output
 }
 
 // Check says whether the cluster answers and whether these credentials
