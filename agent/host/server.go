@@ -455,6 +455,9 @@ func (s *server) startAgent(sp Spec) (*ptyproc.Proc, error) {
 func (s *server) pump(p *ptyproc.Proc) {
 	for chunk := range p.Output() {
 		s.mu.Lock()
+		if s.pumped == 0 && s.git != nil {
+			logf("the agent's first output")
+		}
 		s.pumped += int64(len(chunk))
 		// (An engine holding the terminal gets none: the reader is
 		// paused before it does.)

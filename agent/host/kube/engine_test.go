@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -101,6 +103,8 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 			switch e.Kind {
 			case orchestrator.EvStarted, orchestrator.EvSignal, orchestrator.EvCompleted, orchestrator.EvMergeQueued:
 				k.step(e.Agent, string(e.Kind)+" "+e.Text)
+			case "merge_landed":
+				k.step("script-"+e.Task, "merge_landed")
 			}
 		}
 	}()
@@ -187,11 +191,20 @@ signal COMPLETE
 	// One task's way through the cluster, as its pod's log tells it.
 	if pods, err := c.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: r.Selector("script-" + ids[0])}); err == nil && len(pods.Items) > 0 {
 		if b, err := c.Client.CoreV1().Pods("default").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{Container: "host"}).DoRaw(ctx); err == nil {
-			t.Logf("pod log of %s (engine started %s):\n%s", ids[0], start.UTC().Format(time.RFC3339Nano), b)
+			// The host's dated lines join the engine's timeline.
+			for _, l := range strings.Split(string(b), "\n") {
+				ts, what, ok := strings.Cut(l, " agent host: ")
+				if at, err := time.Parse(time.RFC3339Nano, ts); ok && err == nil {
+					k.mu.Lock()
+					k.timeline["script-"+ids[0]] = append(k.timeline["script-"+ids[0]], fmt.Sprintf("%.3fs (pod) %s", at.Sub(start).Seconds(), what))
+					k.mu.Unlock()
+				}
+			}
 		}
 	}
 	k.mu.Lock()
 	for agent, steps := range k.timeline {
+		sort.SliceStable(steps, func(i, j int) bool { return secs(steps[i]) < secs(steps[j]) })
 		t.Logf("%s: %s", agent, strings.Join(steps, " | "))
 	}
 	k.mu.Unlock()
@@ -211,6 +224,12 @@ signal COMPLETE
 	}
 	mark := time.Since(start)
 	t.Logf("every agent's pod Succeeded %.3fs after the engine started", mark.Seconds())
+}
+
+// secs is the time a timeline step begins with.
+func secs(step string) float64 {
+	f, _ := strconv.ParseFloat(strings.TrimSuffix(strings.Fields(step)[0], "s"), 64)
+	return f
 }
 
 func tail(s string, n int) string {
