@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
@@ -64,8 +65,9 @@ hang
 	}
 
 	// Nothing typed: the same TUI comes back on a new engine with the
-	// agent's screen as it was.
-	after := tileLines(x.waitScreenAll("took its agents back", "history of t-a line 30"), "history of t-a")
+	// agent's screen as it was, and the task list shows the agent's
+	// iteration again (it is blank while the list reloads).
+	after := tileLines(x.waitScreenAll("took its agents back", "history of t-a line 30", "iter 1"), "history of t-a")
 	back := time.Since(killed)
 	if strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("the agent's tile changed across the engine's death:\nbefore:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
@@ -104,13 +106,26 @@ hang
 	}
 }
 
-// tileLines are the screen's lines that show text, in order.
+// tileLines are the lines of the tile that shows text, in order: each
+// screen line cut to the box around the text, so the panels beside the
+// tile do not count.
 func tileLines(screen, text string) []string {
 	var out []string
 	for _, l := range strings.Split(screen, "\n") {
-		if strings.Contains(l, text) {
-			out = append(out, l)
+		i := strings.Index(l, text)
+		if i < 0 {
+			continue
 		}
+		start := 0
+		if b := strings.LastIndexAny(l[:i], "│║"); b >= 0 {
+			_, n := utf8.DecodeRuneInString(l[b:])
+			start = b + n
+		}
+		end := len(l)
+		if j := strings.IndexAny(l[i:], "│║"); j >= 0 {
+			end = i + j
+		}
+		out = append(out, l[start:end])
 	}
 	return out
 }
