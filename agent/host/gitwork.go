@@ -166,9 +166,12 @@ func (w *gitWork) push(wip bool) error {
 // prepareGit clones the agent's work tree under the host's working
 // directory and serves the agent's signals there.
 func (s *server) prepareGit(sp *Spec) error {
-	root, err := os.Getwd()
-	if err != nil {
-		return err
+	root := s.opt.WorkRoot
+	if root == "" {
+		var err error
+		if root, err = os.Getwd(); err != nil {
+			return err
+		}
 	}
 	w := &gitWork{g: *sp.Git}
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Minute)

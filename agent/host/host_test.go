@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/internal/testkit"
 )
@@ -24,6 +25,17 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "engine":
 		engineMain(os.Args[1])
+	case "signal":
+		// `chorus signal` as an agent runs it.
+		from, sg, err := signal.FromEnv(os.Args[1:], os.Getenv)
+		if err == nil {
+			err = signal.Send(from, sg)
+		}
+		if err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if os.Getenv("CHORUS_HOST_TEST_MAIN") == "1" {
 		if err := Main(os.Args[1:], "test"); err != nil {

@@ -26,6 +26,9 @@ type Options struct {
 	Binary   string        // the chorus version, reported to engines
 	// Ready, when set, is called once the socket listens.
 	Ready func()
+	// WorkRoot is where a Spec.Git clone and its signal socket go ("":
+	// the working directory, a pod's own).
+	WorkRoot string
 }
 
 // DefaultOrphan is how long a host waits without an engine by default.
