@@ -12,6 +12,7 @@
 #                   against the floor (signal start + three git processes) per round
 #        CHECKS=1 QUALITY='sleep 5' ROUNDS=3 scripts/bench-throughput.sh 1 8   8 agents finishing
 #                   together, last signal→last landing against the batching ideal per round
+#        DIRECT=1 …  agents run as the engine's children (agents.host false)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)

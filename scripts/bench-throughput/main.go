@@ -333,6 +333,9 @@ func (b *bench) setupChorus(name, quality string) (string, error) {
 	}
 	avail["script"] = map[string]any{"command": b.chorus, "args": []string{"scripted-agent", "--script", "agent.script"}}
 	agents["default"] = "script"
+	if os.Getenv("DIRECT") == "1" {
+		agents["host"] = false // agents as the engine's children, not hosted
+	}
 	if quality != "" {
 		cfg["qualityCommands"] = []map[string]any{{"name": "check", "command": quality, "required": true, "order": 1}}
 	}
