@@ -42,7 +42,8 @@ type Client struct {
 	first          []byte
 	closeOnce      sync.Once
 
-	tr atomic.Pointer[tracker] // the engine's emulator, once Track ran
+	tr  atomic.Pointer[tracker] // the engine's emulator, once Track ran
+	cad cadence                 // its checkpoints' (set before Track)
 
 	smu      sync.Mutex
 	onSignal func(signal.Envelope) error // relayed signals (OnSignal)
@@ -115,7 +116,7 @@ func handshake(ctx context.Context, c net.Conn, path, binary string, relay bool)
 	}
 	_ = c.SetDeadline(time.Time{})
 	cl := &Client{c: c, out: make(chan []byte, 256), done: make(chan struct{}),
-		started: make(chan struct{}), errs: make(chan string, 4), states: make(chan []byte, 4), fds: fds}
+		started: make(chan struct{}), errs: make(chan string, 4), states: make(chan []byte, 4), fds: fds, cad: defaultCadence()}
 	go cl.read(br)
 	return cl, nil
 }

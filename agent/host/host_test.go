@@ -67,12 +67,19 @@ func ctx(t *testing.T) context.Context {
 // closed when it ends.
 func serve(t *testing.T, orphan time.Duration) (string, <-chan struct{}) {
 	t.Helper()
+	return serveWith(t, Options{Orphan: orphan})
+}
+
+// serveWith is serve with opt (its Ready is the helper's).
+func serveWith(t *testing.T, opt Options) (string, <-chan struct{}) {
+	t.Helper()
 	sock := filepath.Join(shortDir(t), "a.sock")
 	ready := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		if err := Serve(context.Background(), sock, Options{Orphan: orphan, Ready: func() { close(ready) }}); err != nil {
+		opt.Ready = func() { close(ready) }
+		if err := Serve(context.Background(), sock, opt); err != nil {
 			t.Error(err)
 			close(ready)
 		}

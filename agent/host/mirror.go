@@ -15,8 +15,8 @@ import (
 // 4×tailCap it parses all. The tail holds the same chunks as the
 // engine's outbox (up to outboxCap) until they are checkpointed, so it
 // is above that: an engine reading a flood behind the host does not make
-// the host parse. A variable for tests.
-var tailCap = outboxCap + 4*ckBytes
+// the host parse. Options.tailCap sets another for tests.
+const defaultTailCap = outboxCap + 4*defaultCkBytes
 
 // mirror is the host's copy of its agent's terminal, kept cheaply. While
 // an engine is connected the host parses nothing: the engine's emulator
@@ -30,6 +30,7 @@ var tailCap = outboxCap + 4*ckBytes
 type mirror struct {
 	scrollback int
 	rep        *replies
+	tailCap    int64
 
 	emu      *term.Emulator // the base as an emulator; nil: ck and ckHist, or an empty ckW×ckH
 	ckW, ckH int
@@ -63,8 +64,8 @@ type mark struct {
 	w, h int
 }
 
-func newMirror(w, h, scrollback int, rep *replies) *mirror {
-	return &mirror{scrollback: scrollback, rep: rep, ckW: w, ckH: h}
+func newMirror(w, h, scrollback int, rep *replies, tailCap int64) *mirror {
+	return &mirror{scrollback: scrollback, rep: rep, tailCap: tailCap, ckW: w, ckH: h}
 }
 
 // off is the stream offset of the output's end.
@@ -103,11 +104,11 @@ func (m *mirror) write(p []byte) {
 	}
 	m.tail = append(m.tail, p)
 	m.tailLen += int64(len(p))
-	if m.tailLen <= int64(tailCap) {
+	if m.tailLen <= m.tailCap {
 		return
 	}
 	switch {
-	case !m.tracked || m.tailLen > 4*int64(tailCap):
+	case !m.tracked || m.tailLen > 4*m.tailCap:
 		m.parseTo(m.off(), ^uint64(0))
 	case m.safeAt > m.base && m.maxSeq >= m.safeSeq:
 		m.parseTo(m.safeAt, m.safeSeq)

@@ -201,16 +201,18 @@ func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
 }
 
 func readoptedScreen(t *testing.T, relay bool) {
-	defer func(b, pb int, p time.Duration, c int) { ckBytes, posBytes, ckPoll, tailCap = b, pb, p, c }(ckBytes, posBytes, ckPoll, tailCap)
 	for seed := int64(1); seed <= 12; seed++ {
 		r := rand.New(rand.NewSource(seed))
-		ckBytes, posBytes, ckPoll = 1+r.Intn(20000), 1+r.Intn(5000), time.Millisecond
-		tailCap = 16 << 20
+		cad := fastCadence()
+		cad.ckBytes = int64(1 + r.Intn(20000))
+		cad.posBytes = int64(1 + r.Intn(5000))
+		tailCap := int64(16 << 20)
 		if seed%3 == 0 {
-			ckBytes, tailCap = 1<<30, 1+r.Intn(30000) // the host parses, up to where the engine read
+			// The host parses, up to where the engine read.
+			cad.ckBytes, tailCap = 1<<30, int64(1+r.Intn(30000))
 		}
 		file, stream := writeNoise(t, seed, 3000)
-		sock, ended := serve(t, time.Minute)
+		sock, ended := serveWith(t, Options{Orphan: time.Minute, tailCap: tailCap})
 		var rs []resizeAt
 		w, h := 40, 12
 		started := false
@@ -219,6 +221,7 @@ func readoptedScreen(t *testing.T, relay bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			cl.cad = cad
 			if !started {
 				if err := cl.Start(ctx(t), modeSpec(t, file, relay)); err != nil {
 					t.Fatal(err)
@@ -295,16 +298,24 @@ func readoptedScreen(t *testing.T, relay bool) {
 	}
 }
 
+// fastCadence checkpoints every 5000 bytes, looking every millisecond,
+// so a test's few kilobytes of output take every path.
+func fastCadence() cadence {
+	c := defaultCadence()
+	c.ckBytes, c.poll = 5000, time.Millisecond
+	return c
+}
+
 // engineMain is an engine of these tests in a process of its own
 // (CHORUS_HOST_TEST_MAIN=engine): it connects, tracks an emulator with the
 // output and prints the offset it read to after each chunk, until killed.
 func engineMain(sock string) {
-	ckBytes, ckPoll = 5000, time.Millisecond
 	cl, err := dial(context.Background(), sock, "", os.Getenv("CHORUS_HOST_TEST_RELAY") == "1")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	cl.cad = fastCadence()
 	if err := cl.Wait4Info(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -337,8 +348,6 @@ func TestEngineKilledAnywhereLosesNothing(t *testing.T) {
 }
 
 func killedAnywhere(t *testing.T, relay bool) {
-	defer func(b int, p time.Duration) { ckBytes, ckPoll = b, p }(ckBytes, ckPoll)
-	ckBytes, ckPoll = 5000, time.Millisecond
 	const kills = 5
 	for seed := int64(1); seed <= 4; seed++ {
 		r := rand.New(rand.NewSource(seed))
@@ -415,6 +424,7 @@ func killedAnywhere(t *testing.T, relay bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cl.cad = fastCadence()
 		if err := cl.Wait4Info(ctx(t)); err != nil {
 			t.Fatal(err)
 		}

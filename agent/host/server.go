@@ -29,6 +29,9 @@ type Options struct {
 	// WorkRoot is where a Spec.Git clone and its signal socket go ("":
 	// the working directory, a pod's own).
 	WorkRoot string
+
+	// tailCap is the mirror's (0: defaultTailCap), smaller in tests.
+	tailCap int64
 }
 
 // DefaultOrphan is how long a host waits without an engine by default.
@@ -73,6 +76,9 @@ type session struct {
 func Serve(ctx context.Context, path string, opt Options) error {
 	if opt.Orphan <= 0 {
 		opt.Orphan = DefaultOrphan
+	}
+	if opt.tailCap <= 0 {
+		opt.tailCap = defaultTailCap
 	}
 	ln, err := listen(path)
 	if err != nil {
@@ -440,7 +446,7 @@ func (s *server) startAgent(sp Spec) (*ptyproc.Proc, error) {
 		cols, rows = 80, 24
 	}
 	rep := newReplies()
-	mir := newMirror(cols, rows, sp.Scrollback, rep)
+	mir := newMirror(cols, rows, sp.Scrollback, rep, s.opt.tailCap)
 	p, err := ptyproc.Start(ptyproc.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: sp.Env, Unset: sp.Unset,
 		Cols: uint16(cols), Rows: uint16(rows), LogPath: sp.LogPath})
 	if err != nil {

@@ -9,22 +9,32 @@ import (
 	"github.com/chorus-dev/chorus/agent/term"
 )
 
-// How often the engine's emulator state goes to the host: once the output
-// grew by ckBytes, or ckEvery after it changed at all (looked at every
-// ckPoll). A checkpoint costs one render of the screen and its history;
-// between two the host keeps at most the raw output. Variables for tests.
-var (
-	ckBytes = 4 << 20
-	ckEvery = 5 * time.Second
-	// ckEveryDirect is ckEvery for an engine holding the terminal: the
-	// host takes what came after a checkpoint from the log, so time
-	// alone calls for one seldom.
-	ckEveryDirect = 30 * time.Second
-	ckPoll        = 250 * time.Millisecond
+// cadence is how often the engine's emulator state goes to the host:
+// once the output grew by ckBytes, or every after it changed at all
+// (looked at every poll). A checkpoint costs one render of the screen and
+// its history; between two the host keeps at most the raw output. A
+// Client's own, so a test's faster one touches no other client.
+type cadence struct {
+	ckBytes int64
+	every   time.Duration
+	// everyDirect is every for an engine holding the terminal: the host
+	// takes what came after a checkpoint from the log, so time alone
+	// calls for one seldom.
+	everyDirect time.Duration
+	poll        time.Duration
 	// posBytes of output read make the engine say where it has read to,
 	// so a host whose tail overflows can parse up to there.
-	posBytes = 1 << 20
-)
+	posBytes int64
+}
+
+// defaultCkBytes is the default cadence's ckBytes (the host's tail cap
+// is sized by it).
+const defaultCkBytes = 4 << 20
+
+func defaultCadence() cadence {
+	return cadence{ckBytes: defaultCkBytes, every: 5 * time.Second, everyDirect: 30 * time.Second,
+		poll: 250 * time.Millisecond, posBytes: 1 << 20}
+}
 
 // tracker follows the engine's emulator for its client: the output bytes
 // written to it and its resizes, counted under the emulator's lock (a
@@ -32,6 +42,7 @@ var (
 type tracker struct {
 	cl  *Client
 	emu *term.Emulator
+	cad cadence
 
 	mu   sync.Mutex
 	n    int64  // bytes written to emu since Track
@@ -52,12 +63,12 @@ type tracker struct {
 // emu's state goes to the host at once and then as its output grows; the
 // returned func stops that.
 func (cl *Client) Track(emu *term.Emulator) (stop func()) {
-	t := &tracker{cl: cl, emu: emu, kick: make(chan struct{}, 1)}
+	t := &tracker{cl: cl, emu: emu, cad: cl.cad, kick: make(chan struct{}, 1)}
 	detach := emu.AttachParts(&term.Tap{
 		Output: func(p []byte) {
 			t.mu.Lock()
 			t.n += int64(len(p))
-			due := t.n-t.ckN >= int64(ckBytes)
+			due := t.n-t.ckN >= t.cad.ckBytes
 			t.mu.Unlock()
 			if due {
 				// A flood: the checkpoint need not wait for the poll.
@@ -98,7 +109,7 @@ func (t *tracker) loop(quit <-chan struct{}) {
 	// Each look falls on the agents' readers' grid, where the process
 	// wakes anyway: a ticker of its own was one more wake-up (and one more
 	// of the runtime's monitor thread) per look per agent.
-	tick := time.NewTimer(time.Until(ptyproc.OnGrid(time.Now().Add(ckPoll))))
+	tick := time.NewTimer(time.Until(ptyproc.OnGrid(time.Now().Add(t.cad.poll))))
 	defer tick.Stop()
 	for {
 		select {
@@ -107,21 +118,21 @@ func (t *tracker) loop(quit <-chan struct{}) {
 		case <-t.cl.done:
 			return
 		case <-tick.C:
-			tick.Reset(time.Until(ptyproc.OnGrid(time.Now().Add(ckPoll))))
+			tick.Reset(time.Until(ptyproc.OnGrid(time.Now().Add(t.cad.poll))))
 		case <-t.kick:
 		}
 		t.mu.Lock()
 		grown, n, seq := t.n-t.ckN, t.n, t.seq
-		moved := n-t.posN >= int64(posBytes)
+		moved := n-t.posN >= t.cad.posBytes
 		if moved {
 			t.posN = n
 		}
 		t.mu.Unlock()
-		every := ckEvery
+		every := t.cad.every
 		if t.cl.Direct() {
-			every = ckEveryDirect
+			every = t.cad.everyDirect
 		}
-		if (grown >= int64(ckBytes) || grown > 0 && time.Since(last) >= every) && t.checkpoint() {
+		if (grown >= t.cad.ckBytes || grown > 0 && time.Since(last) >= every) && t.checkpoint() {
 			last = time.Now()
 		} else if moved {
 			var b [16]byte
