@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,6 +213,32 @@ func TestStopHostStopsAgentAndHost(t *testing.T) {
 	<-ended
 	if ptyproc.Alive(pid, st) {
 		t.Fatal("stop left the agent running")
+	}
+}
+
+// A host that ended while an engine was connected but had not started
+// its agent yet starts none: nobody would stop it.
+func TestEndedHostStartsNoAgent(t *testing.T) {
+	sock, ended := serve(t, time.Minute)
+	cl, err := Dial(ctx(t), sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := StopHost(ctx(t), sock); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a stopped host did not end")
+	}
+	err = cl.Start(ctx(t), Spec{Argv: []string{"sleep", "600"}})
+	if err == nil || !strings.Contains(err.Error(), "ending") {
+		if pid := cl.Pid(); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("an ended host started an agent: %v", err)
 	}
 }
 

@@ -52,6 +52,7 @@ type server struct {
 	mir     *mirror
 	info    Info
 	cur     *session // the engine connected now
+	conns   int      // engines connected, adopted or not yet
 	exit    *Exit    // once the agent ended and its output was read
 	byed    bool     // an engine took the exit
 	orphan  *time.Timer
@@ -65,8 +66,9 @@ type server struct {
 type session struct {
 	c     net.Conn
 	out   *outbox
-	relay bool // the engine cannot take the terminal: the host reads it
-	fd    bool // the engine holds the terminal and reads it (mirror.remote)
+	relay bool   // the engine cannot take the terminal: the host reads it
+	fd    bool   // the engine holds the terminal and reads it (mirror.remote)
+	n     uint64 // the order it connected in: a later one replaces it
 }
 
 // Serve runs a host on the Unix socket at path until its agent has ended
@@ -102,12 +104,12 @@ func Serve(ctx context.Context, path string, opt Options) error {
 		opt.Ready()
 	}
 	go func() {
-		for {
+		for n := uint64(1); ; n++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go s.serveConn(c.(*net.UnixConn))
+			go s.serveConn(c.(*net.UnixConn), n)
 		}
 	}()
 	select {
@@ -133,7 +135,7 @@ func (s *server) armOrphan() {
 	}
 	s.orphan = time.AfterFunc(s.opt.Orphan, func() {
 		s.mu.Lock()
-		alone := s.cur == nil
+		alone := s.cur == nil && s.conns == 0
 		s.mu.Unlock()
 		if alone {
 			// No engine came back: the agent stops as a stop would end
@@ -173,7 +175,7 @@ func (s *server) waitExit() {
 	}
 }
 
-func (s *server) serveConn(c *net.UnixConn) {
+func (s *server) serveConn(c *net.UnixConn, n uint64) {
 	defer c.Close()
 	if uid, err := unixsock.PeerUID(c); err != nil || uid != os.Getuid() {
 		return // another user's process: nothing to say to it
@@ -198,7 +200,15 @@ func (s *server) serveConn(c *net.UnixConn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	sess := &session{c: c, out: newOutbox(), relay: h.Relay}
+	// An engine came: the orphan wait ends, also before it starts an
+	// agent (a host ended meanwhile would start one nobody stops).
+	s.mu.Lock()
+	s.conns++
+	if s.orphan != nil {
+		s.orphan.Stop()
+	}
+	s.mu.Unlock()
+	sess := &session{c: c, out: newOutbox(), relay: h.Relay, n: n}
 	go sess.out.run(c)
 	defer sess.out.close()
 	s.handOver(sess)
@@ -315,6 +325,15 @@ func (s *server) handOver(sess *session) {
 		s.mu.Unlock()
 		return
 	}
+	if old := s.cur; old != nil && old.n > sess.n {
+		// An engine that connected later was adopted first (this
+		// connection's goroutine ran late, its engine maybe killed
+		// meanwhile): the later one wins, this one is stale.
+		s.mu.Unlock()
+		sess.out.close()
+		sess.c.Close()
+		return
+	}
 	if old := s.cur; old != nil && old != sess {
 		// A newer engine wins: the old connection is dead or stale.
 		old.out.close()
@@ -389,15 +408,17 @@ func (s *server) adopt(sess *session, fd bool, logSize int64) {
 func (s *server) leave(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur != sess {
-		return
+	s.conns--
+	if s.cur == sess {
+		s.giveBack(sess)
+		if s.exit != nil && s.byed {
+			s.end()
+			return
+		}
 	}
-	s.giveBack(sess)
-	if s.exit != nil && s.byed {
-		s.end()
-		return
+	if s.cur == nil && s.conns == 0 {
+		s.armOrphan()
 	}
-	s.armOrphan()
 }
 
 // giveBack ends sess's part. The connection is closed (sess's process
@@ -437,6 +458,11 @@ func (s *server) startAgent(sp Spec) (*ptyproc.Proc, error) {
 	defer s.mu.Unlock()
 	if s.proc != nil {
 		return nil, errors.New("this agent host already runs an agent")
+	}
+	select {
+	case <-s.ended:
+		return nil, errors.New("this agent host is ending: start the agent in a new one")
+	default:
 	}
 	if sp.Scrollback <= 0 {
 		sp.Scrollback = 5000
