@@ -244,9 +244,7 @@ func readoptedScreen(t *testing.T, relay bool) {
 			resized, ended := false, true
 			for chunk := range cl.Output() {
 				emu.Write(chunk)
-				if off += int64(len(chunk)); off == int64(len(stream)) {
-					_, _ = cl.Write([]byte("q"))
-				}
+				off += int64(len(chunk))
 				if r.Intn(6) == 0 {
 					w, h = 20+r.Intn(40), 5+r.Intn(15)
 					emu.Resize(w, h)
@@ -255,6 +253,11 @@ func readoptedScreen(t *testing.T, relay bool) {
 					}
 					rs = append(rs, resizeAt{off, w, h})
 					resized = true
+				}
+				if off == int64(len(stream)) {
+					// After the resize: the agent exits on it, and then
+					// the client's connection closes.
+					_, _ = cl.Write([]byte("q"))
 				}
 				if quit--; quit == 0 {
 					ended = false
