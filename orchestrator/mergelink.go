@@ -81,6 +81,7 @@ func (e *Engine) forwardMerge(ctx context.Context) {
 				if ev.Kind == merge.EventLanded {
 					e.needReady = true
 					e.suggestPatterns(ev.Commit)
+					e.dropLandedBranch(ev.TaskID)
 				}
 				e.dirty = false // the merge service persists its own changes
 			}:

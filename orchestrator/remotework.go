@@ -158,3 +158,75 @@ func (e *Engine) deliverRelayed(r *agentRun, wt worktree.Worktree, env signal.En
 	}
 	return refusal
 }
+
+// dropLandedBranch removes a landed task's branch and WIP ref from the
+// pod remote, off the loop and best effort: the work is in the target,
+// and the remote would otherwise gather every task ever run. A task that
+// did not land keeps its remote copy (it is the work).
+func (e *Engine) dropLandedBranch(taskID string) {
+	if e.remoteURL(e.runner()) == "" {
+		return
+	}
+	branch := ""
+	for _, it := range e.merge.Snapshot().Items {
+		if it.TaskID == taskID {
+			branch = it.Branch
+		}
+	}
+	if branch == "" {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := e.dropRemoteBranch(ctx, taskID, branch); err != nil {
+			select {
+			case e.msgs <- func() {
+				e.emit(Event{Kind: EvAlert, Task: taskID, Text: "removing the landed " + branch + " from " + e.podRemote() + ": " + err.Error() + "; it stays there, harmless"})
+			}:
+			case <-e.loopDone:
+			}
+		}
+	}()
+}
+
+// dropRemoteBranch deletes branch and its WIP ref on the pod remote in one
+// push, each only if it still holds what was seen. A tip the target lacks
+// and any uncommitted work are kept under refs/chorus/kept first.
+func (e *Engine) dropRemoteBranch(ctx context.Context, taskID, branch string) error {
+	remote, root := e.podRemote(), e.opt.Dir.Root
+	ref, wip := "refs/heads/"+branch, host.WIPRef(branch)
+	out, err := gitx.Git(ctx, root, "ls-remote", remote, ref, wip)
+	if err != nil {
+		return err
+	}
+	args := []string{"push", "-q", "--no-verify", remote}
+	var dels []string
+	for _, l := range strings.Split(out, "\n") {
+		sha, name, ok := strings.Cut(l, "\t")
+		if !ok || (name != ref && name != wip) {
+			continue
+		}
+		if _, err := gitx.Git(ctx, root, "fetch", "-q", "--no-tags", remote, name); err != nil {
+			return err
+		}
+		kind := worktree.KeptWIP
+		if name == ref {
+			kind = worktree.KeptTip
+		}
+		if kind == worktree.KeptWIP || !isAncestor(ctx, root, sha, e.opt.Target) {
+			if _, err := worktree.KeepCommit(ctx, root, taskID, kind, sha); err != nil {
+				return err
+			}
+		}
+		args = append(args, "--force-with-lease="+name+":"+sha)
+		dels = append(dels, ":"+name)
+	}
+	if len(dels) == 0 {
+		return nil
+	}
+	_, err = gitx.Git(ctx, root, append(args, dels...)...)
+	return err
+}

@@ -100,4 +100,32 @@ func TestGitHostClonesRelaysAndPushes(t *testing.T) {
 	}
 	cl2.Stop(time.Second)
 	_, _ = cl2.Wait()
+
+	// A question the agent asks travels over the stream; the answer
+	// comes back to the asking command in the clone.
+	cl3, _, got3 := run(`a=$(CHORUS_HOST_TEST_MAIN=ask SIGNAL Which database) && echo "$a" > answer.txt && git add answer.txt && git commit -qm answer && SIGNAL COMPLETE && sleep 60`)
+	select {
+	case e := <-got3:
+		if e.Signal.Type != signal.NeedsHelp || e.Question == nil || e.Question.Text != "Which database" {
+			t.Fatalf("relayed %+v, want the question", e)
+		}
+		if err := cl3.SendAnswer(e.Question.ID, signal.Answer{Question: e.Question.Text, Text: "SQLite"}); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no question relayed")
+	}
+	select {
+	case e := <-got3:
+		if e.Signal.Type != signal.Complete {
+			t.Fatalf("relayed %+v, want COMPLETE after the answer", e)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no COMPLETE after the answer")
+	}
+	if b := testkit.Git(t, bare, "show", "task:answer.txt"); b != "SQLite" {
+		t.Fatalf("the asking command printed %q, want the answer", b)
+	}
+	cl3.Stop(time.Second)
+	_, _ = cl3.Wait()
 }

@@ -37,6 +37,28 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "ask":
+		// `chorus ask` as an agent runs it: the answer on stdout.
+		from, _, err := signal.FromEnv([]string{string(signal.NeedsHelp)}, os.Getenv)
+		var q signal.Question
+		if err == nil {
+			q, err = signal.Ask(strings.Join(os.Args[1:], " "), nil)
+		}
+		if err == nil {
+			err = signal.SendQuestion(from, q)
+		}
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			var a signal.Answer
+			a, err = signal.WaitAnswer(ctx, from.Dir, q.ID)
+			cancel()
+			os.Stdout.WriteString(a.Text + "\n")
+		}
+		if err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if os.Getenv("CHORUS_HOST_TEST_MAIN") == "1" {
 		if err := Main(os.Args[1:], "test"); err != nil {

@@ -34,6 +34,7 @@ type kengine struct {
 	bare     string // the remote the pods clone from and push to
 	ids      []string
 	start    time.Time
+	stop     func() // stops the engine and waits for it, its clean-ups with it
 	mu       sync.Mutex
 	timeline map[string][]string
 }
@@ -114,7 +115,9 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	k.stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(k.stop)
 	if err := eng.RouteSignals(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +227,15 @@ signal COMPLETE
 	}
 	mark := time.Since(start)
 	t.Logf("every agent's pod Succeeded %.3fs after the engine started", mark.Seconds())
+	// Landed tasks leave nothing on the remote but the target; their
+	// tips are in main, so the hub keeps no tip of them either.
+	k.stop()
+	if refs := testkit.Git(t, k.bare, "for-each-ref", "--format=%(refname)"); refs != "refs/heads/main" {
+		t.Errorf("the remote after every task landed holds:\n%s\nwant only refs/heads/main", refs)
+	}
+	if kept := testkit.Git(t, root, "for-each-ref", "--format=%(refname)", "refs/chorus/kept/"); kept != "" {
+		t.Logf("kept on the hub: %s", kept)
+	}
 }
 
 // secs is the time a timeline step begins with.
