@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -71,7 +73,30 @@ func newHarness(t *testing.T, script string, tweak func(*config.Config)) *harnes
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, root: root, dir: chorusdir.At(root), store: st, cfg: cfg}
+	h := &harness{t: t, root: root, dir: chorusdir.At(root), store: st, cfg: cfg}
+	// Agents outlive the engine: whatever hosts the test's engines left
+	// are stopped at its end, before its directories go.
+	t.Cleanup(h.stopHosts)
+	return h
+}
+
+// stopHosts stops every agent host of the harness's repository and waits
+// for it to exit.
+func (h *harness) stopHosts() {
+	metas, _ := filepath.Glob(filepath.Join(h.dir.Path, "hosts", "*.json"))
+	for _, p := range metas {
+		b, err := os.ReadFile(p)
+		var m host.Meta
+		if err != nil || json.Unmarshal(b, &m) != nil || m.HostPID <= 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = host.StopHost(ctx, m.Socket)
+		cancel()
+		if err == nil && !testkit.WaitExit(h.t, m.HostPID, time.Minute) {
+			h.t.Errorf("agent host %d did not exit after a stop", m.HostPID)
+		}
+	}
 }
 
 func (h *harness) task(title string, opt beads.CreateOptions) string {
