@@ -299,6 +299,20 @@ func (r *Runner) deleteJob(ctx context.Context, name string) error {
 	return nil
 }
 
+// podWatch lists and watches the pods of ns that match sel.
+func podWatch(api *clients, ns, sel string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = sel
+			return api.listPods(ctx, ns, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = sel
+			return api.watchPods(ctx, ns, o)
+		},
+	}
+}
+
 // runningPod waits for a pod matching sel to run. With strict (the pods
 // of one Job), a pod that ended is an error saying why; otherwise ended
 // pods (of an agent's earlier Jobs) are passed over.
@@ -307,16 +321,7 @@ func (r *Runner) runningPod(ctx context.Context, sel string, strict bool) (*core
 	if err != nil {
 		return nil, err
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return api.listPods(ctx, r.Namespace, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			return api.watchPods(ctx, r.Namespace, o)
-		},
-	}
+	lw := podWatch(api, r.Namespace, sel)
 	var pod *corev1.Pod
 	_, err = watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
 		p, ok := ev.Object.(*corev1.Pod)
