@@ -172,7 +172,7 @@ func (s *builtinStore) firstCount(variant string) bool {
 // sums and writing it was a seventh of the first `chorus status` on 10,000
 // tasks; the count after the first change writes it.
 func (s *builtinStore) parseFirst(data []byte, key fileKey) *snapshot {
-	sn := parseSnapshotWith(data, s.path, func(store []record, errs []error) { decodeParallel(store, errs, true) })
+	sn := parseSnapshotWith(data, s.path, func(store []record, errs []error) { tallyAll(store, errs, true) })
 	sn.path, sn.data, sn.key = s.path, data, key
 	return sn
 }

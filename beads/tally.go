@@ -1,0 +1,688 @@
+package beads
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"reflect"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// The tally pass is the first count's reader (a store nobody counted
+// here: a fresh clone, a task file another tool wrote). It reads only what
+// counting reads (type, id, status, issue type, ephemeral, defer date,
+// labels, dependency edges) in one loop over the line's bytes, checking
+// every other value as the index pass does without building it: no
+// times made, no per-record strings allocated (ids go to one arena per
+// worker). decodeWith on 10,000 tasks was 3x the CPU of `git status`.
+// Anything it is not sure of (escapes or non-ASCII in a value it keeps, a
+// null where the index pass wants a value, a number it would have to
+// read) sends the line to decodeRecords, whose verdict and error stand:
+// a line the tally accepts, the full decode accepts with the same
+// counting fields (TestTallyMatchesFullDecode, FuzzTallyMatchesFullDecode).
+
+// Field tags: what the tally does with a field's value.
+const (
+	tagSkip      = iota // a field no Task has: any value
+	tagString           // a string field: a string or null
+	tagTime             // time.Time: a valid time (null goes to the index pass)
+	tagPTime            // *time.Time: a valid time or null
+	tagMap              // map[string]any: an object or null
+	tagOther            // anything else: the index pass's checker
+	tagKind             // _type
+	tagID               // id
+	tagStatus           // status
+	tagIType            // issue_type
+	tagPriority         // priority
+	tagAssignee         // assignee (a string; null goes to the index pass)
+	tagCreated          // created_at
+	tagDefer            // defer_until
+	tagEphemeral        // ephemeral
+	tagLabels           // labels
+	tagDeps             // dependencies
+	tagIssueID          // a dependency's issue_id
+	tagDependsOn        // a dependency's depends_on_id
+	tagDepType          // a dependency's type
+)
+
+// tallyField is a field as the tally finds it by key.
+type tallyField struct {
+	bit   uint32
+	tag   uint8
+	check checker
+}
+
+// tallyTable finds a field by key: a slot from the key's length and end
+// bytes, checked against the name; keys sharing a slot are in a map.
+type tallyTable struct {
+	slots [64]int8
+	names []string
+	info  []tallyField
+	more  map[string]int
+}
+
+func (t *tallyTable) find(k []byte) (tallyField, bool) {
+	if len(k) == 0 {
+		return tallyField{}, false
+	}
+	if i := t.slots[fieldSlot(k)]; i > 0 && t.names[i-1] == string(k) {
+		return t.info[i-1], true
+	}
+	if i, ok := t.more[string(k)]; ok {
+		return t.info[i], true
+	}
+	return tallyField{}, false
+}
+
+// newTallyTable tags every JSON field of typ (as jsonIndex numbers them);
+// named gives the tags of the fields counting reads.
+func newTallyTable(typ reflect.Type, keys map[string]uint, checks map[string]checker, named map[string]uint8) *tallyTable {
+	t := &tallyTable{}
+	for _, f := range reflect.VisibleFields(typ) {
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		tag, ok := named[name]
+		if !ok {
+			switch ft := f.Type; {
+			case ft.Kind() == reflect.String:
+				tag = tagString
+			case ft == reflect.TypeFor[time.Time]():
+				tag = tagTime
+			case ft == reflect.TypeFor[*time.Time]():
+				tag = tagPTime
+			case ft == reflect.TypeFor[map[string]any]():
+				tag = tagMap
+			default:
+				tag = tagOther
+			}
+		}
+		i := len(t.names)
+		t.names = append(t.names, name)
+		t.info = append(t.info, tallyField{bit: uint32(keys[name]), tag: tag, check: checks[name]})
+		if h := fieldSlot([]byte(name)); t.slots[h] == 0 && i < 127 {
+			t.slots[h] = int8(i + 1)
+			continue
+		}
+		if t.more == nil {
+			t.more = map[string]int{}
+		}
+		t.more[name] = i
+	}
+	return t
+}
+
+var (
+	tallyTop = sync.OnceValue(func() *tallyTable {
+		return newTallyTable(reflect.TypeFor[slowRecord](), topKeys(), topChecks(), map[string]uint8{
+			"_type": tagKind, "id": tagID, "status": tagStatus, "issue_type": tagIType, "priority": tagPriority,
+			"assignee": tagAssignee, "created_at": tagCreated, "defer_until": tagDefer, "ephemeral": tagEphemeral,
+			"labels": tagLabels, "dependencies": tagDeps,
+		})
+	})
+	tallyDep = sync.OnceValue(func() *tallyTable {
+		return newTallyTable(reflect.TypeFor[Dependency](), depKeys(), depChecks(), map[string]uint8{
+			"issue_id": tagIssueID, "depends_on_id": tagDependsOn, "type": tagDepType, "created_at": tagTime,
+		})
+	})
+)
+
+// tally is one worker's reader: the line, where it is, and where kept
+// texts go.
+type tally struct {
+	b     []byte
+	i     int
+	depth int
+	strs  map[string]string // interned labels, statuses and types
+	deps  *depSlab
+	arena []byte // ids, as strings into it; only ever appended to
+	top   *tallyTable
+	dep   *tallyTable
+}
+
+// tallyAll is tallyRecords in parallel chunks, as decodeParallel.
+func tallyAll(store []record, errs []error, mapped bool) {
+	workers := min(runtime.GOMAXPROCS(0), 4, len(store)/2000)
+	if workers <= 1 {
+		tallyRecords(store, errs)
+		return
+	}
+	var wg sync.WaitGroup
+	faults := make([]any, workers)
+	for w := range workers {
+		lo, hi := len(store)*w/workers, len(store)*(w+1)/workers
+		wg.Go(func() { faults[w] = caught(mapped, func() { tallyRecords(store[lo:hi], errs[lo:hi]) }) })
+	}
+	wg.Wait()
+	for _, f := range faults {
+		if f != nil {
+			panic(f)
+		}
+	}
+}
+
+// tallyRecords fills the counting fields of recs (line and raw set); a
+// line the tally is unsure of goes through decodeRecords.
+func tallyRecords(recs []record, errs []error) {
+	t := &tally{strs: make(map[string]string, 64), deps: &depSlab{}, top: tallyTop(), dep: tallyDep()}
+	for i := range recs {
+		r := &recs[i]
+		t.b, t.i, t.depth = r.raw, 0, 0
+		if t.record(r) && (r.kind != "issue" || r.id != "") {
+			continue
+		}
+		*r = record{line: r.line, raw: r.raw}
+		decodeRecords(recs[i:i+1], errs[i:i+1])
+	}
+}
+
+// tallyLine is the tally of one line, for tests.
+func tallyLine(line []byte, r *record) bool {
+	t := &tally{b: line, strs: map[string]string{}, deps: &depSlab{}, top: tallyTop(), dep: tallyDep()}
+	return t.record(r) && (r.kind != "issue" || r.id != "")
+}
+
+func (t *tally) ws() {
+	for t.i < len(t.b) {
+		switch t.b[t.i] {
+		case ' ', '\t', '\n', '\r':
+			t.i++
+		default:
+			return
+		}
+	}
+}
+
+// strStop marks the bytes that end a string's plain run: a quote, a
+// backslash, a control byte.
+var strStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// str reads a string at t.i and returns its body's bounds and whether it
+// has escapes; ok false for anything encoding/json would reject in a
+// string (a control byte, a bad escape). Byte by byte for the first
+// bytes (keys, ids, dates end there), then eight bytes at a time.
+func (t *tally) str() (lo, hi int, esc, ok bool) {
+	b := t.b
+	i := t.i
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false, false
+	}
+	i++
+	lo = i
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for {
+		for lim := min(i+24, len(b)); i < lim && !strStop[b[i]]; i++ {
+		}
+		if i < len(b) && !strStop[b[i]] {
+			for i+8 <= len(b) {
+				x := binary.LittleEndian.Uint64(b[i:])
+				q, bs := x^(ones*'"'), x^(ones*'\\')
+				if m := ((q-ones)&^q | (bs-ones)&^bs | (x-ones*0x20)&^x) & highs; m != 0 {
+					// The lowest flagged byte is exact.
+					i += bits.TrailingZeros64(m) >> 3
+					break
+				}
+				i += 8
+			}
+			for i < len(b) && !strStop[b[i]] {
+				i++
+			}
+		}
+		if i >= len(b) {
+			return 0, 0, false, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			t.i = i + 1
+			return lo, i, esc, true
+		case c == '\\':
+			esc = true
+			if i+1 >= len(b) {
+				return 0, 0, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return 0, 0, false, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return 0, 0, false, false
+					}
+				}
+				i += 6
+			default:
+				return 0, 0, false, false
+			}
+		default: // a control byte
+			return 0, 0, false, false
+		}
+	}
+}
+
+// plain reads a string the tally keeps: no escapes, ASCII only (else the
+// index pass reads it).
+func (t *tally) plain() ([]byte, bool) {
+	lo, hi, esc, ok := t.str()
+	if !ok || esc {
+		return nil, false
+	}
+	for _, c := range t.b[lo:hi] {
+		if c >= 0x80 {
+			return nil, false
+		}
+	}
+	return t.b[lo:hi], true
+}
+
+// itext is a kept text that repeats across records (a status, a type, a
+// label): interned.
+func (t *tally) itext() (string, bool) {
+	raw, ok := t.plain()
+	if !ok {
+		return "", false
+	}
+	if v, ok := known(raw); ok {
+		return v, true
+	}
+	if v, ok := t.strs[string(raw)]; ok {
+		return v, true
+	}
+	v := string(raw)
+	t.strs[v] = v
+	return v, true
+}
+
+// id is a kept text that rarely repeats: copied into the arena.
+func (t *tally) id() (string, bool) {
+	raw, ok := t.plain()
+	return t.keep(raw), ok
+}
+
+func (t *tally) keep(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if cap(t.arena)-len(t.arena) < len(raw) {
+		t.arena = make([]byte, 0, max(16<<10, len(raw)))
+	}
+	at := len(t.arena)
+	t.arena = append(t.arena, raw...)
+	return unsafe.String(&t.arena[at], len(raw))
+}
+
+func (t *tally) null() bool {
+	if len(t.b)-t.i >= 4 && string(t.b[t.i:t.i+4]) == "null" {
+		t.i += 4
+		return true
+	}
+	return false
+}
+
+func (t *tally) lit(w string) bool {
+	if len(t.b)-t.i >= len(w) && string(t.b[t.i:t.i+len(w)]) == w {
+		t.i += len(w)
+		return true
+	}
+	return false
+}
+
+// time reads a time as timeOrNull does; null only when nullOK.
+func (t *tally) time(nullOK bool) (time.Time, bool) {
+	if t.null() {
+		return time.Time{}, nullOK
+	}
+	start := t.i
+	lo, hi, esc, ok := t.str()
+	if !ok || esc {
+		return time.Time{}, false
+	}
+	if tm, ok := fastTime(t.b[lo:hi]); ok {
+		return tm, true
+	}
+	var tm time.Time
+	if tm.UnmarshalJSON(t.b[start:t.i]) != nil {
+		return time.Time{}, false
+	}
+	return tm.UTC(), true
+}
+
+// checkTime is time without the value: fastTime's shape checked by hand.
+func (t *tally) checkTime(nullOK bool) bool {
+	if t.null() {
+		return nullOK
+	}
+	start := t.i
+	lo, hi, esc, ok := t.str()
+	if !ok || esc {
+		return false
+	}
+	if plainTime(t.b[lo:hi]) {
+		return true
+	}
+	var tm time.Time
+	return tm.UnmarshalJSON(t.b[start:t.i]) == nil
+}
+
+// plainTime reports whether fastTime reads b, without making the time.
+func plainTime(b []byte) bool {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
+		return false
+	}
+	y, ok1 := digits(b[0:4])
+	mo, ok2 := digits(b[5:7])
+	d, ok3 := digits(b[8:10])
+	h, ok4 := digits(b[11:13])
+	mi, ok5 := digits(b[14:16])
+	sec, ok6 := digits(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) || h > 23 || mi > 59 || sec > 59 {
+		return false
+	}
+	if rest := b[19 : len(b)-1]; len(rest) > 0 {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
+			return false
+		}
+		if _, ok := digits(rest[1:]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// int checks an int as scanner.int reads it (up to nine digits, no
+// fraction or exponent).
+func (t *tally) int() bool {
+	s := scanner{b: t.b, i: t.i}
+	_, err := s.int()
+	t.i = s.i
+	return err == nil
+}
+
+// skip checks any value as scanner.skip does, the value not kept.
+func (t *tally) skip() bool {
+	if t.i >= len(t.b) {
+		return false
+	}
+	switch c := t.b[t.i]; c {
+	case '"':
+		_, _, _, ok := t.str()
+		return ok
+	case '{', '[':
+		s := scanner{b: t.b, i: t.i, depth: t.depth}
+		ok := s.skip() == nil
+		t.i = s.i
+		return ok
+	case 't':
+		return t.lit("true")
+	case 'f':
+		return t.lit("false")
+	case 'n':
+		return t.lit("null")
+	}
+	s := scanner{b: t.b, i: t.i}
+	ok := s.number() == nil
+	t.i = s.i
+	return ok
+}
+
+// key reads an object key and finds its field in tab (found false: no
+// field has it); ok false for a key the index pass leaves to
+// encoding/json (escapes, non-ASCII, capitals) or a field given twice.
+func (t *tally) key(tab *tallyTable, seen *uint32) (f tallyField, found, ok bool) {
+	b, i := t.b, t.i
+	if i >= len(b) || b[i] != '"' {
+		return f, false, false
+	}
+	i++
+	lo := i
+	for ; i < len(b) && b[i] != '"'; i++ {
+		if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
+			return f, false, false
+		}
+	}
+	if i >= len(b) {
+		return f, false, false
+	}
+	t.i = i + 1
+	if f, found = tab.find(b[lo:i]); found {
+		if *seen&(1<<f.bit) != 0 {
+			return f, false, false
+		}
+		*seen |= 1 << f.bit
+	}
+	t.ws()
+	if t.i >= len(t.b) || t.b[t.i] != ':' {
+		return f, false, false
+	}
+	t.i++
+	t.ws()
+	return f, found, true
+}
+
+// next is after a member: true with more to come, false at the end;
+// ok false when neither follows.
+func (t *tally) next(close byte) (more, ok bool) {
+	t.ws()
+	if t.i < len(t.b) {
+		switch t.b[t.i] {
+		case ',':
+			t.i++
+			t.ws()
+			return true, true
+		case close:
+			t.i++
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// open reads the start of an object or array; empty when it closes at
+// once.
+func (t *tally) open(c, close byte) (empty, ok bool) {
+	if t.i >= len(t.b) || t.b[t.i] != c {
+		return false, false
+	}
+	t.i++
+	t.ws()
+	if t.i < len(t.b) && t.b[t.i] == close {
+		t.i++
+		return true, true
+	}
+	return false, true
+}
+
+// value checks a field's value that counting does not keep.
+func (t *tally) value(f tallyField, found bool) bool {
+	if !found {
+		return t.skip()
+	}
+	switch f.tag {
+	case tagString:
+		if t.null() {
+			return true
+		}
+		_, _, _, ok := t.str()
+		return ok
+	case tagTime:
+		return t.checkTime(false)
+	case tagPTime:
+		return t.checkTime(true)
+	case tagMap:
+		if t.null() {
+			return true
+		}
+		return t.i < len(t.b) && t.b[t.i] == '{' && t.skip()
+	}
+	s := scanner{b: t.b, i: t.i, depth: t.depth}
+	ok := f.check(&s) == nil
+	t.i = s.i
+	return ok
+}
+
+// record reads the line as a record; false sends it to decodeRecords.
+func (t *tally) record(r *record) bool {
+	r.kind = "issue"
+	t.ws()
+	empty, ok := t.open('{', '}')
+	if !ok {
+		return false
+	}
+	var seen uint32
+	for more := !empty; more; {
+		f, found, ok := t.key(t.top, &seen)
+		if !ok {
+			return false
+		}
+		if !found {
+			ok = t.skip()
+		} else {
+			switch f.tag {
+			case tagKind:
+				r.kind, ok = t.itext()
+				if r.kind == "" {
+					r.kind = "issue"
+				}
+			case tagID:
+				r.id, ok = t.id()
+			case tagStatus:
+				r.status, ok = t.itext()
+			case tagIType:
+				r.itype, ok = t.itext()
+			case tagPriority:
+				ok = t.int()
+			case tagAssignee:
+				_, _, _, ok = t.str()
+			case tagCreated:
+				ok = t.checkTime(false)
+			case tagDefer:
+				r.deferUntil, ok = t.time(true)
+			case tagEphemeral:
+				if r.ephemeral = t.lit("true"); !r.ephemeral {
+					ok = t.lit("false")
+				}
+			case tagLabels:
+				ok = t.labels(r)
+			case tagDeps:
+				ok = t.dependencies(r)
+			default:
+				ok = t.value(f, found)
+			}
+		}
+		if !ok {
+			return false
+		}
+		if more, ok = t.next('}'); !ok {
+			return false
+		}
+	}
+	t.ws()
+	return t.i == len(t.b)
+}
+
+func (t *tally) labels(r *record) bool {
+	r.labels = r.labels[:0]
+	if t.null() {
+		return true
+	}
+	empty, ok := t.open('[', ']')
+	for more := ok && !empty; more; {
+		t.ws()
+		var l string
+		if l, ok = t.itext(); !ok {
+			return false
+		}
+		r.labels = append(r.labels, l)
+		if more, ok = t.next(']'); !ok {
+			return false
+		}
+	}
+	return ok
+}
+
+func (t *tally) dependencies(r *record) bool {
+	if t.null() {
+		r.deps = nil
+		return true
+	}
+	deps := t.deps.scratch[:0]
+	empty, ok := t.open('[', ']')
+	for more := ok && !empty; more; {
+		t.ws()
+		var d Dependency
+		if d, ok = t.dependency(r.id); !ok {
+			return false
+		}
+		deps = append(deps, d)
+		if more, ok = t.next(']'); !ok {
+			return false
+		}
+	}
+	t.deps.scratch = deps
+	r.deps = t.deps.keep(deps)
+	return ok
+}
+
+// dependency reads one dependency of the task with id own (as read so
+// far: the index pass compares issue_id with it the same way).
+func (t *tally) dependency(own string) (Dependency, bool) {
+	var d Dependency
+	empty, ok := t.open('{', '}')
+	var seen uint32
+	for more := ok && !empty; more; {
+		f, found, ok := t.key(t.dep, &seen)
+		if !ok {
+			return d, false
+		}
+		if !found {
+			ok = t.skip()
+		} else {
+			switch f.tag {
+			case tagIssueID:
+				var raw []byte
+				if raw, ok = t.plain(); ok && string(raw) == own {
+					d.IssueID = own // usually the record's own id
+				} else {
+					d.IssueID = t.keep(raw)
+				}
+			case tagDependsOn:
+				d.DependsOnID, ok = t.id()
+			case tagDepType:
+				d.Type, ok = t.itext()
+			default:
+				ok = t.value(f, found)
+			}
+		}
+		if !ok {
+			return d, false
+		}
+		if more, ok = t.next('}'); !ok {
+			return d, false
+		}
+	}
+	return d, ok
+}
