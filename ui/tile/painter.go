@@ -48,6 +48,7 @@ type Painter struct {
 	curOK  bool
 	err    error
 	held   bool // tcell's lock is held for a run of Puts (hold)
+	clear  bool // the next frame starts by clearing the terminal (Start)
 
 	// Cells painted since tcell's buffer last heard of them (see sync),
 	// indexed y*w+x of tcell's size, and which of them are set.
@@ -135,6 +136,7 @@ func (p *Painter) Start() bool {
 		c := tcell.PaletteColor(i)
 		p.palette[i], p.colors[c] = c, c
 	}
+	p.blank()
 	return true
 }
 
@@ -154,8 +156,9 @@ func (p *Painter) StartedScreen() tcell.Screen {
 // it marks tcell's buffer as having something to show.
 type paintScreen struct {
 	tcell.Screen
-	p       *Painter
-	started bool
+	p        *Painter
+	started  bool
+	ownStyle bool // SetStyle was called: Show is tcell's
 }
 
 // PollEvent leaves out a resize to the size the last full draw laid the
@@ -209,7 +212,11 @@ func (s *paintScreen) SetCell(x, y int, style tcell.Style, ch ...rune) {
 }
 func (s *paintScreen) Fill(r rune, style tcell.Style) { s.p.touch(); s.Screen.Fill(r, style) }
 func (s *paintScreen) Clear()                         { s.p.touch(); s.Screen.Clear() }
-func (s *paintScreen) SetStyle(style tcell.Style)     { s.p.touch(); s.Screen.SetStyle(style) }
+func (s *paintScreen) SetStyle(style tcell.Style) {
+	s.p.touch()
+	s.ownStyle = true
+	s.Screen.SetStyle(style)
+}
 func (s *paintScreen) LockRegion(x, y, w, h int, l bool) {
 	s.p.touch()
 	s.Screen.LockRegion(x, y, w, h, l)
@@ -244,11 +251,26 @@ func (s *paintScreen) SetClipboard(b []byte) { s.p.touch(); s.Screen.SetClipboar
 // Show writes the cells painted since the last frame (a full draw of a
 // tile), then tcell's own: the agents' screens reach the terminal before
 // tcell has walked its buffer.
-func (s *paintScreen) Show() { s.p.writeQueued(); s.p.showed(); s.Screen.Show() }
+func (s *paintScreen) Show() {
+	if s.ownStyle {
+		// tcell draws default cells in the screen's style: its own draw.
+		s.p.writeQueued()
+		s.p.showed()
+		s.Screen.Show()
+		return
+	}
+	s.p.paintUnshown()
+	s.p.Flush()
+}
 
 // Sync repaints everything from tcell's buffer, which holds every painted
 // cell once showed has run: what the painter queued is not needed.
-func (s *paintScreen) Sync() { s.p.buf.Reset(); s.p.showed(); s.Screen.Sync() }
+func (s *paintScreen) Sync() {
+	s.p.buf.Reset()
+	s.p.clear = false // tcell clears the screen and draws every cell
+	s.p.showed()
+	s.Screen.Sync()
+}
 
 // touch notes that something draws through tcell: its buffer first takes
 // the painted cells it has not heard of, and the frame ends with its Show.
@@ -381,13 +403,7 @@ func (p *Painter) put(x, y, w, h int, str string, style tcell.Style) (string, in
 // emit queues one cell's bytes: the cursor moved there if needed, its
 // style, its text. It returns the columns it took.
 func (p *Painter) emit(x, y, w int, str string, style tcell.Style, width int) int {
-	if p.buf.Len() == 0 {
-		if p.ti.XTermLike {
-			p.buf.WriteString("\x1b[?2026h") // as tcell: the frame appears at once
-		}
-		p.buf.WriteString(p.ti.HideCursor)
-		p.cx, p.cy, p.curOK = -1, -1, false
-	}
+	p.begin()
 	if x != p.cx || y != p.cy {
 		p.move(x, y)
 	}
@@ -572,6 +588,9 @@ func (p *Painter) writeQueued() {
 // when something else was drawn through Screen or the cursor's shape
 // changed; otherwise the cursor is put back where it is wanted here.
 func (p *Painter) Flush() {
+	if p.clear {
+		p.begin()
+	}
 	if p.buf.Len() == 0 {
 		if p.tcellDirty || p.cursor != p.shown {
 			p.showed()
