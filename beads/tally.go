@@ -141,6 +141,8 @@ type tally struct {
 	arena []byte // ids, as strings into it; only ever appended to
 	top   *tallyTable
 	dep   *tallyTable
+	// The keys of the last record and dependency read, in order.
+	topShape, depShape []shapeKey
 }
 
 // tallyAll is tallyRecords in parallel chunks, as decodeParallel.
@@ -179,10 +181,17 @@ func tallyRecords(recs []record, errs []error) {
 	}
 }
 
-// tallyLine is the tally of one line, for tests.
-func tallyLine(line []byte, r *record) bool {
-	t := &tally{b: line, strs: map[string]string{}, deps: &depSlab{}, top: tallyTop(), dep: tallyDep()}
-	return t.record(r) && (r.kind != "issue" || r.id != "")
+// tallyLines is the tally of lines in turn by one reader, for tests;
+// false when it leaves the last to the index pass.
+func tallyLines(r *record, lines ...[]byte) bool {
+	t := &tally{strs: map[string]string{}, deps: &depSlab{}, top: tallyTop(), dep: tallyDep()}
+	ok := false
+	for _, l := range lines {
+		*r = record{raw: l}
+		t.b, t.i = l, 0
+		ok = t.record(r) && (r.kind != "issue" || r.id != "")
+	}
+	return ok
 }
 
 func (t *tally) ws() {
@@ -452,23 +461,46 @@ func (t *tally) skip() bool {
 // key reads an object key and finds its field in tab (found false: no
 // field has it); ok false for a key the index pass leaves to
 // encoding/json (escapes, non-ASCII, capitals) or a field given twice.
-func (t *tally) key(tab *tallyTable, seen *uint32) (f tallyField, found, ok bool) {
+func (t *tally) key(tab *tallyTable, sh *[]shapeKey, k int, seen *uint32) (f tallyField, found, ok bool) {
 	b, i := t.b, t.i
 	if i >= len(b) || b[i] != '"' {
 		return f, false, false
 	}
 	i++
-	lo := i
-	for ; i < len(b) && b[i] != '"'; i++ {
-		if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
-			return f, false, false
+	if k < len(*sh) {
+		// Records mostly list the same keys in the same order: the key
+		// the last record had here, with its closing quote, is checked in
+		// one comparison instead of read and looked up.
+		e := &(*sh)[k]
+		if n := len(e.quoted); len(b)-i >= n && string(b[i:i+n]) == e.quoted {
+			t.i = i + n
+			f, found = e.f, e.found
+			goto member
 		}
 	}
-	if i >= len(b) {
-		return f, false, false
+	{
+		lo := i
+		for ; i < len(b) && b[i] != '"'; i++ {
+			if c := b[i]; c < 0x20 || c >= 0x80 || c == '\\' || 'A' <= c && c <= 'Z' {
+				return f, false, false
+			}
+		}
+		if i >= len(b) {
+			return f, false, false
+		}
+		t.i = i + 1
+		f, found = tab.find(b[lo:i])
+		if k < maxShape {
+			e := shapeKey{quoted: string(b[lo : i+1]), f: f, found: found}
+			if k < len(*sh) {
+				(*sh)[k] = e
+			} else if k == len(*sh) {
+				*sh = append(*sh, e)
+			}
+		}
 	}
-	t.i = i + 1
-	if f, found = tab.find(b[lo:i]); found {
+member:
+	if found {
 		if *seen&(1<<f.bit) != 0 {
 			return f, false, false
 		}
@@ -482,6 +514,17 @@ func (t *tally) key(tab *tallyTable, seen *uint32) (f tallyField, found, ok bool
 	t.ws()
 	return f, found, true
 }
+
+// shapeKey is a key as the last record had it at one place: its bytes
+// and closing quote, and its field.
+type shapeKey struct {
+	quoted string
+	f      tallyField
+	found  bool
+}
+
+// maxShape bounds the keys remembered per kind of object.
+const maxShape = 64
 
 // next is after a member: true with more to come, false at the end;
 // ok false when neither follows.
@@ -553,8 +596,8 @@ func (t *tally) record(r *record) bool {
 		return false
 	}
 	var seen uint32
-	for more := !empty; more; {
-		f, found, ok := t.key(t.top, &seen)
+	for k, more := 0, !empty; more; k++ {
+		f, found, ok := t.key(t.top, &t.topShape, k, &seen)
 		if !ok {
 			return false
 		}
@@ -653,8 +696,8 @@ func (t *tally) dependency(own string) (Dependency, bool) {
 	var d Dependency
 	empty, ok := t.open('{', '}')
 	var seen uint32
-	for more := ok && !empty; more; {
-		f, found, ok := t.key(t.dep, &seen)
+	for k, more := 0, ok && !empty; more; k++ {
+		f, found, ok := t.key(t.dep, &t.depShape, k, &seen)
 		if !ok {
 			return d, false
 		}
