@@ -10,6 +10,7 @@
 #        KEEP=1 …   keep the scratch repositories
 #        LATENCY=1 ROUNDS=5 scripts/bench-throughput.sh 10   signal→main, one agent,
 #                   against the floor (signal start + three git processes) per round
+#                   (BENCH_TRACE=1: each task's events in ms after its stamp)
 #        CHECKS=1 QUALITY='sleep 5' ROUNDS=3 scripts/bench-throughput.sh 1 8   8 agents finishing
 #                   together, last signal→last landing against the batching ideal per round
 #        DIRECT=1 …  agents run as the engine's children (agents.host false)

@@ -77,7 +77,11 @@ func (b *bench) chorusLatency(round int) ([]float64, error) {
 	if err := b.git(dir, "commit", "-q", "-am", "latency script"); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(b.chorus, "-C", dir, "--autopilot", "--headless", "--json", "--max-agents", "1")
+	argv := []string{b.chorus, "-C", dir, "--autopilot", "--headless", "--json", "--max-agents", "1"}
+	if w := strings.Fields(os.Getenv("BENCH_WRAP")); len(w) > 0 {
+		argv = append(w, argv...) // a diagnostic wrapper, as in runChorus
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = b.env(os.DevNull)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -85,6 +89,7 @@ func (b *bench) chorusLatency(round int) ([]float64, error) {
 		return nil, fmt.Errorf("%v: %s", err, tailOf(out.String(), 3000))
 	}
 	landed := map[string]time.Time{}
+	seen := map[string][]traced{} // BENCH_TRACE: each task's events in order
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -93,8 +98,14 @@ func (b *bench) chorusLatency(round int) ([]float64, error) {
 			Kind string    `json:"kind"`
 			Task string    `json:"task"`
 		}
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Kind == "merge_landed" {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		if ev.Kind == "merge_landed" {
 			landed[ev.Task] = ev.Time
+		}
+		if ev.Task != "" {
+			seen[ev.Task] = append(seen[ev.Task], traced{ev.Kind, ev.Time})
 		}
 	}
 	raw, err := os.ReadFile(stamps)
@@ -113,6 +124,9 @@ func (b *bench) chorusLatency(round int) ([]float64, error) {
 		}
 		if t, ok := landed[f[0]]; ok {
 			ms = append(ms, float64(t.UnixNano()-ns)/1e6)
+			if trace {
+				printTrace(f[0], ns, seen[f[0]])
+			}
 		}
 	}
 	if len(ms) != b.n {
@@ -166,6 +180,25 @@ func (b *bench) floorLatency(round int) ([]float64, error) {
 		ms = append(ms, float64(e-s)/1e6)
 	}
 	return ms, nil
+}
+
+// trace ($BENCH_TRACE=1) prints, per task, each of its events' time
+// after the stamp taken just before the signal started, in ms.
+var trace = os.Getenv("BENCH_TRACE") != ""
+
+type traced struct {
+	kind string
+	at   time.Time
+}
+
+func printTrace(task string, stamp int64, evs []traced) {
+	var sb strings.Builder
+	for _, ev := range evs {
+		if d := float64(ev.at.UnixNano()-stamp) / 1e6; d > -5 {
+			fmt.Fprintf(&sb, " %s %.1f", ev.kind, d)
+		}
+	}
+	fmt.Printf("    %s:%s\n", task, sb.String())
 }
 
 func medianOf(v []float64) float64 {

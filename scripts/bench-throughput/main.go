@@ -26,7 +26,9 @@
 //	bench-throughput -chorus BIN -checks [-agents 8] [-quality 'sleep 5'] [-rounds 3]
 //
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
-// that command, for a profile; BENCH_VERBOSE=1 prints git subcommands;
+// that command, for a profile (in -latency too); BENCH_TRACE=1 with
+// -latency prints each task's events in ms after its stamp (where the
+// time goes between the signal and the landing); BENCH_VERBOSE=1 prints git subcommands;
 // BENCH_TIMING=1 adds each git subcommand's CPU; BENCH_SIGNAL=cli has the
 // agent start `chorus signal` rather than send from its own process.
 package main
