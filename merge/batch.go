@@ -268,7 +268,7 @@ func (in *integrator) landBatch(ctx context.Context, tip string, chain []link) {
 		r, err := run(ctx, in.q.opt.RepoDir, txn.String(), in.durable("update-ref", "-m", "chorus: merge batch of "+fmt.Sprint(len(chain)), "--stdin")...)
 		moved = err == nil && r.rc == 0
 	} else if cur, err := in.readTarget(); err == nil && cur == tip {
-		r, err := run(ctx, co.worktree, "", "merge", "--ff-only", "-q", last.cand)
+		r, err := fastForward(ctx, co.worktree, last.cand)
 		moved = err == nil && r.rc == 0
 		if !moved {
 			if now, _ := in.readTarget(); now == last.cand {
@@ -290,16 +290,17 @@ func (in *integrator) landBatch(ctx context.Context, tip string, chain []link) {
 		}
 		return
 	}
+	at := in.q.opt.Now()
 	in.q.phase(PhaseCAS)
 	landed := make([]bool, len(chain))
 	for i, l := range chain {
-		landed[i] = in.recordLanded(l.id, l.cand, false)
+		landed[i] = in.recordLanded(l.id, l.cand, false, at)
 	}
 	in.q.fenceMu.Unlock()
 	in.rememberTree(last.cand, last.tree)
 	for i, l := range chain {
 		if landed[i] {
-			in.afterLanded(ctx, l.id, l.cand, false)
+			in.afterLanded(ctx, l.id, l.cand, false, at)
 		}
 	}
 }

@@ -227,6 +227,27 @@ func (s *Service) mark(id string, st Status) {
 	}
 }
 
+// markWith is mark after f, which sets what goes with the status (no
+// status itself): published, not persisted; the move that follows saves
+// it all. A refused change leaves the item as it was.
+func (s *Service) markWith(id string, to Status, f func(it *Item)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it := s.findLocked(id)
+	if it == nil || s.fencedLocked(it) {
+		return false
+	}
+	old := *it
+	f(it)
+	if it.Status != old.Status || !s.moveLocked(it, to) {
+		*it = old
+		return false
+	}
+	it.UpdatedAt = s.opt.Now()
+	s.publishLocked()
+	return true
+}
+
 // moveLocked changes it's status when the transition table allows it.
 func (s *Service) moveLocked(it *Item, to Status) bool {
 	if err := queue.Move(it, to); err != nil {

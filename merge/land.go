@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/chorus-dev/chorus/hooks"
 )
@@ -75,7 +76,7 @@ func (in *integrator) land(ctx context.Context, id string) {
 			in.landingFailed(ctx, id, it, "target moved")
 			return
 		}
-		r, err := run(ctx, co.worktree, "", "merge", "--ff-only", "-q", it.Candidate)
+		r, err := fastForward(ctx, co.worktree, it.Candidate)
 		if err != nil || r.rc != 0 {
 			why := "git refused to fast-forward"
 			if err != nil {
@@ -96,13 +97,23 @@ func (in *integrator) land(ctx context.Context, id string) {
 		// into the clean-up's transaction, which follows every landing
 		// (also one a crash interrupted).
 	}
+	at := in.q.opt.Now() // the target holds the candidate from here on
 	in.q.phase(PhaseCAS)
-	ok := in.recordLanded(id, it.Candidate, cleaned)
+	ok := in.recordLanded(id, it.Candidate, cleaned, at)
 	in.q.fenceMu.Unlock()
 	locked = false
 	if ok {
-		in.afterLanded(ctx, id, it.Candidate, cleaned)
+		in.afterLanded(ctx, id, it.Candidate, cleaned, at)
 	}
+}
+
+// fastForward moves the target checked out in dir to commit as git does,
+// keeping the checkout's unrelated edits and refusing overlapping ones.
+// git's automatic maintenance after a merge (a second git process, on the
+// landing's path) is left to the agents' commits, which run it as well;
+// the queue packs its own refs (packRefs).
+func fastForward(ctx context.Context, dir, commit string) (gitRes, error) {
+	return run(ctx, dir, "", "-c", "maintenance.auto=false", "merge", "--ff-only", "-q", commit)
 }
 
 // landingFailed handles a refused ref update: a target moved by someone
@@ -181,16 +192,18 @@ func (s *Service) lostTasks(ctx context.Context, tip string) []string {
 // finishLanded records the landing, then removes the task's worktree and
 // branch (only now that their commits are reachable from the target).
 func (in *integrator) finishLanded(ctx context.Context, id, commit string, cleaned bool) {
-	if in.recordLanded(id, commit, cleaned) {
-		in.afterLanded(ctx, id, commit, cleaned)
+	at := in.q.opt.Now()
+	if in.recordLanded(id, commit, cleaned, at) {
+		in.afterLanded(ctx, id, commit, cleaned, at)
 	}
 }
 
-// recordLanded persists "landed" and the new baseline tip.
-func (in *integrator) recordLanded(id, commit string, cleaned bool) bool {
+// recordLanded persists "landed" (at: when the target took the commit)
+// and the new baseline tip.
+func (in *integrator) recordLanded(id, commit string, cleaned bool, at time.Time) bool {
 	return in.q.move(id, StatusLanded, func(it *Item, st *Stats) {
 		manual := it.Human || it.User
-		it.MergeCommit, it.LandedAt = commit, in.q.opt.Now()
+		it.MergeCommit, it.LandedAt = commit, at
 		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
 		if commit != "" {
 			st.TargetTip = commit
@@ -207,10 +220,11 @@ func (in *integrator) recordLanded(id, commit string, cleaned bool) bool {
 	})
 }
 
-// afterLanded announces a landing, then cleans up and checkpoints.
-func (in *integrator) afterLanded(ctx context.Context, id, commit string, cleaned bool) {
+// afterLanded announces a landing, dated when the target took it (at),
+// then cleans up and checkpoints.
+func (in *integrator) afterLanded(ctx context.Context, id, commit string, cleaned bool, at time.Time) {
 	in.q.phase(PhaseLanded)
-	in.q.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit})
+	in.q.emit(Event{Kind: EventLanded, TaskID: id, Commit: commit, Time: at})
 	in.runHook(ctx, hooks.PostMerge, id)
 	if !cleaned {
 		in.q.clean.poke()

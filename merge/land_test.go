@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -231,5 +233,95 @@ func TestCleanupKeepsUncommittedWork(t *testing.T) {
 	}
 	if got := r.show(refs[0], "new.txt"); got != "edited after the commit" {
 		t.Fatalf("edit kept as %q", got)
+	}
+}
+
+// A landing on a checked-out target is git's fast-forward alone: git's
+// automatic maintenance, a second git process after every merge, stays
+// off the landing's path (agents' commits run it). The landed event is
+// dated when the target took the commit, as the item's LandedAt.
+func TestCheckedOutLandingRunsNoMaintenance(t *testing.T) {
+	r := newRepo(t)
+	branch, wt := r.agentBranch("mt-1", "main", map[string]string{"new.txt": "new\n"}, true)
+	trace := filepath.Join(t.TempDir(), "trace")
+	t.Setenv("GIT_TRACE", trace) // every git from here on, and what it runs
+	h := start(t, r, nil, nil)
+	evs := collect(t, h.svc)
+	h.enqueue(Request{TaskID: "mt-1", Branch: branch, Title: "add new", Agent: "a", Worktree: wt})
+	it := h.waitStatus("mt-1", StatusLanded)
+	if head := r.git("rev-parse", "HEAD"); head != it.MergeCommit {
+		t.Fatalf("HEAD %s, merge %s", head, it.MergeCommit)
+	}
+	if ev := evs.wait(t, EventLanded); !ev.Time.Equal(it.LandedAt) {
+		t.Fatalf("landed event dated %v, the landing %v", ev.Time, it.LandedAt)
+	}
+	h.stop()
+	raw, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "merge --ff-only") {
+		t.Fatalf("no fast-forward traced:\n%s", raw)
+	}
+	if strings.Contains(string(raw), "maintenance") {
+		t.Fatalf("the landing ran git maintenance:\n%s", raw)
+	}
+}
+
+// With nothing to test, a candidate goes from the queue to the landing
+// with one save before the target moves: "landing", holding the
+// candidate; "merging" and "testing" are never written (a crash there
+// finds the item pending, as it would find either of them). With a
+// check, "testing" is saved before the check runs.
+func TestUntestedCandidateSavedOnceBeforeLanding(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		quality []string
+		want    []Status
+	}{
+		{"no check", nil, []Status{StatusPending, StatusLanding, StatusLanded}},
+		{"a check", []string{"true"}, []Status{StatusPending, StatusTesting, StatusLanding, StatusLanded}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRepo(t)
+			branch, _ := r.agentBranch("sv-1", "main", map[string]string{"sv.txt": "sv\n"}, false)
+			var mu sync.Mutex
+			var saved []Status
+			rec := func(items []Item, st Stats) error {
+				for _, it := range items {
+					if it.TaskID != "sv-1" {
+						continue
+					}
+					if it.Status == StatusLanding && it.Candidate == "" {
+						t.Errorf("landing saved without its candidate: %+v", it)
+					}
+					mu.Lock()
+					if n := len(saved); n == 0 || saved[n-1] != it.Status {
+						saved = append(saved, it.Status)
+					}
+					mu.Unlock()
+				}
+				return nil
+			}
+			opt := baseOptions(r.dir)
+			opt.Quality = quality(tc.quality...)
+			svc, err := New(opt, rec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &harness{t: t, r: r, svc: svc, done: make(chan error, 1)}
+			h.run()
+			t.Cleanup(h.stop)
+			h.enqueue(Request{TaskID: "sv-1", Branch: branch})
+			h.waitStatus("sv-1", StatusLanded)
+			h.stop()
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(saved, tc.want) {
+				t.Fatalf("saved %v, want %v", saved, tc.want)
+			}
+		})
 	}
 }

@@ -148,10 +148,20 @@ func (in *integrator) candidate(ctx context.Context, id string, it Item, tip, ti
 			return
 		}
 	}
-	if !in.q.move(id, StatusTesting, func(it *Item, _ *Stats) {
+	set := func(it *Item) {
 		it.Candidate, it.Base, it.Head, it.Tested = c, tip, head, tested
 		it.ConflictFiles = nil
-	}) {
+	}
+	var ok bool
+	if tested {
+		// Nothing to run before the landing, whose own save ("landing",
+		// with all of this) comes next: a crash before it finds the item
+		// pending and builds it again, as it would find it "testing".
+		ok = in.q.markWith(id, StatusTesting, set)
+	} else {
+		ok = in.q.move(id, StatusTesting, func(it *Item, _ *Stats) { set(it) })
+	}
+	if !ok {
 		return
 	}
 	in.q.phase(PhaseCandidate)

@@ -77,7 +77,10 @@ func (e *Engine) forwardMerge(ctx context.Context) {
 			kind := EventKind("merge_" + strings.ReplaceAll(string(ev.Kind), "-", "_"))
 			select {
 			case e.msgs <- func() {
-				e.emit(Event{Kind: kind, Task: ev.TaskID, Text: text, Fields: map[string]any{"commit": ev.Commit}})
+				// Dated when the merge service saw it happen (a landing:
+				// when the target took the commit), not when the loop got
+				// to it.
+				e.emit(Event{Kind: kind, Time: ev.Time, Task: ev.TaskID, Text: text, Fields: map[string]any{"commit": ev.Commit}})
 				if ev.Kind == merge.EventLanded {
 					e.needReady = true
 					e.suggestPatterns(ev.Commit)
