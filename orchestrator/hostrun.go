@@ -67,8 +67,19 @@ func (e *Engine) runner() host.Runner {
 	}
 }
 
-// startHosted starts the agent in a new agent host.
-func (r *agentRun) startHosted(rn host.Runner, sp ptyproc.Spec, wt worktree.Worktree) (agentProc, error) {
+// openedHost is an agent host started and connected for an agent's next
+// run, not yet running the agent.
+type openedHost struct {
+	cl  *host.Client
+	url string    // the hub's remote, when the host works in a clone of it
+	git *host.Git // that clone
+}
+
+// openHost starts a new agent host for the agent to start in sp. It runs
+// no agent yet, so it is started outside the engine's start gate: the
+// host's own start (a process, or a pod), and its handshake, would
+// otherwise hold up every other agent's start.
+func (r *agentRun) openHost(rn host.Runner, sp ptyproc.Spec, wt worktree.Worktree) (*openedHost, error) {
 	url := r.e.remoteURL(rn)
 	limit := 30 * time.Second
 	if url != "" {
@@ -76,26 +87,43 @@ func (r *agentRun) startHosted(rn host.Runner, sp ptyproc.Spec, wt worktree.Work
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, limit)
 	defer cancel()
-	hs := host.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: append(sp.Env, signal.EnvHosted+"=1"), Unset: sp.Unset,
-		Cols: sp.Cols, Rows: sp.Rows, LogPath: sp.LogPath, Scrollback: r.e.cfg.Agents.Scrollback}
+	oh := &openedHost{url: url}
 	if url != "" {
 		g, err := r.remoteGit(ctx, url, wt, sp.Env)
 		if err != nil {
 			return nil, err
 		}
-		hs.Git = g
+		oh.git = g
 	}
 	cl, err := rn.Start(ctx, host.Meta{AgentID: r.id, TaskID: r.taskID})
 	if err != nil {
 		return nil, err
 	}
-	hp := newHostedProc(cl)
-	if url != "" {
+	oh.cl = cl
+	return oh, nil
+}
+
+// discard ends a host that will run no agent (the run was held before its
+// start).
+func (oh *openedHost) discard() { oh.cl.Stop(time.Second) }
+
+// startHosted starts the agent in the host opened for it.
+func (r *agentRun) startHosted(oh *openedHost, sp ptyproc.Spec, wt worktree.Worktree) (agentProc, error) {
+	limit := 30 * time.Second
+	if oh.url != "" {
+		limit = 5 * time.Minute // a pod clones the task first
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, limit)
+	defer cancel()
+	hs := host.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: append(sp.Env, signal.EnvHosted+"=1"), Unset: sp.Unset,
+		Cols: sp.Cols, Rows: sp.Rows, LogPath: sp.LogPath, Scrollback: r.e.cfg.Agents.Scrollback, Git: oh.git}
+	hp := newHostedProc(oh.cl)
+	if oh.url != "" {
 		// Set before the start: the agent may signal at once.
 		r.relay(hp, wt)
 	}
-	if err := cl.Start(ctx, hs); err != nil {
-		cl.Stop(time.Second)
+	if err := oh.cl.Start(ctx, hs); err != nil {
+		oh.cl.Stop(time.Second)
 		return nil, err
 	}
 	return hp, nil

@@ -214,6 +214,17 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 		return nil, fmt.Errorf("writing the prompt file: %w", err)
 	}
 	r.trustWorktree(wt.Dir, r.env(it))
+	spec := ptyproc.Spec{
+		Argv: r.argv(t, arg, r.codexTrustArgs(wt.Dir)...), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
+		Cols: uint16(cols), Rows: uint16(rows),
+		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
+	}
+	var oh *openedHost
+	if r.hostRunner != nil {
+		if oh, err = r.openHost(r.hostRunner, spec, wt); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", r.profile.Command, err)
+		}
+	}
 	// The hold is looked at again with the start gate held: a hold set
 	// since the run's first look (another task's agent failed meanwhile)
 	// keeps this agent from starting, and one set after it sees the start.
@@ -227,18 +238,16 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	}
 	defer ungate()
 	if h := r.held(); h != "" {
+		if oh != nil {
+			oh.discard()
+		}
 		return nil, heldError(h)
 	}
 	started := r.starting() // its first signal may arrive before its pid is known
 	defer started()
-	spec := ptyproc.Spec{
-		Argv: r.argv(t, arg, r.codexTrustArgs(wt.Dir)...), Dir: wt.Dir, Env: r.env(it), Unset: []string{"CLAUDECODE"},
-		Cols: uint16(cols), Rows: uint16(rows),
-		LogPath: filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".log"),
-	}
 	var p agentProc
-	if r.hostRunner != nil {
-		p, err = r.startHosted(r.hostRunner, spec, wt)
+	if oh != nil {
+		p, err = r.startHosted(oh, spec, wt)
 	} else {
 		var lp *ptyproc.Proc
 		if lp, err = ptyproc.Start(spec); err == nil {

@@ -390,12 +390,14 @@ func (cl *Client) Type(ctx context.Context, text string, opts ptyproc.TypeOption
 }
 
 // Stop ends the agent (SIGTERM to its group, SIGKILL after grace) and
-// returns once its exit has arrived.
+// returns once its exit has arrived. Before the agent has started it
+// ends the host, or the agent whose start it was waiting for.
 func (cl *Client) Stop(grace time.Duration) {
 	select {
 	case <-cl.started:
 	default:
-		cl.c.Close() // no agent: nothing to stop
+		_ = cl.send(fStop, mustJSON(stopReq{GraceMs: grace.Milliseconds()}))
+		cl.c.Close()
 		<-cl.done
 		return
 	}

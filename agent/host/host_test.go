@@ -373,3 +373,26 @@ func TestStartFailureEndsHost(t *testing.T) {
 		t.Fatal("a host whose agent could not start did not end")
 	}
 }
+
+// A host the engine gives up before starting its agent (the run was held
+// meanwhile) ends at once: it has no agent to wait for an engine for.
+func TestStopBeforeStartEndsHost(t *testing.T) {
+	t.Setenv("CHORUS_HOST_TEST_MAIN", "1")
+	d := shortDir(t)
+	l := &Local{Dir: filepath.Join(d, "hosts"), Instance: d, Exe: os.Args[0], Orphan: time.Hour, LogDir: filepath.Join(d, "logs")}
+	cl, err := l.Start(ctx(t), Meta{AgentID: "claude/t-2", TaskID: "t-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := l.List(ctx(t))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("List = %+v, %v", ms, err)
+	}
+	cl.Stop(time.Second)
+	if !testkit.WaitExit(t, ms[0].HostPID, 30*time.Second) {
+		t.Fatal("a host given up before its start waits for an engine")
+	}
+	if ms, _ := l.List(ctx(t)); len(ms) != 0 {
+		t.Fatalf("an ended host is still listed: %+v", ms)
+	}
+}

@@ -262,6 +262,10 @@ func (s *server) serveConn(c *net.UnixConn, n uint64) {
 			_ = json.Unmarshal(b, &r)
 			if p := s.agent(); p != nil {
 				go p.Stop(time.Duration(r.GraceMs) * time.Millisecond)
+			} else {
+				// Given up before its start (Client.Stop): no agent to
+				// wait for an engine for.
+				s.end()
 			}
 		case fSnap:
 			s.mu.Lock()
