@@ -39,6 +39,9 @@ type harness struct {
 	log    []Event // what the events seen so far were, for assertions
 	// holdBackoff, if set, is the engine's first wait before a probe.
 	holdBackoff time.Duration
+	// exe, if set, is the chorus executable the engine names (testkit's
+	// otherwise).
+	exe string
 }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -110,7 +113,11 @@ func (h *harness) task(title string, opt beads.CreateOptions) string {
 
 func (h *harness) start() {
 	h.t.Helper()
-	eng, err := New(Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main", ChorusExe: testkit.Chorus(h.t), Cols: 100, Rows: 30, HoldBackoff: h.holdBackoff})
+	exe := h.exe
+	if exe == "" {
+		exe = testkit.Chorus(h.t)
+	}
+	eng, err := New(Options{Dir: h.dir, Config: h.cfg, Store: h.store, Target: "main", ChorusExe: exe, Cols: 100, Rows: 30, HoldBackoff: h.holdBackoff})
 	if err != nil {
 		h.t.Fatal(err)
 	}

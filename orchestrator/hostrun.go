@@ -59,9 +59,10 @@ func (e *Engine) runner() host.Runner {
 	if instance == "" {
 		instance = e.opt.Dir.Path
 	}
+	exe, args := hostCommand(e.opt.ChorusExe)
 	return &host.Local{
 		Dir: filepath.Join(e.opt.Dir.Path, "hosts"), Instance: instance,
-		Exe: e.opt.ChorusExe, Args: []string{"agent-host"},
+		Exe: exe, Args: args,
 		Orphan: time.Duration(e.cfg.Agents.HostOrphanSeconds) * time.Second,
 		LogDir: e.opt.Dir.Logs(),
 	}

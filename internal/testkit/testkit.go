@@ -62,9 +62,11 @@ func Build() (string, error) {
 			return
 		}
 		binPath = filepath.Join(binDir, "chorus")
-		// chorus-signal beside it, as `go install ./cmd/...` leaves them:
-		// agents' `chorus signal` goes through it.
-		for _, c := range []struct{ out, pkg string }{{binPath, "./cmd/chorus"}, {filepath.Join(binDir, "chorus-signal"), "./cmd/chorus-signal"}} {
+		// chorus-signal and chorus-agent-host beside it, as `go install
+		// ./cmd/...` leaves them: agents' `chorus signal` goes through
+		// the one, agent hosts are the other.
+		for _, c := range []struct{ out, pkg string }{{binPath, "./cmd/chorus"}, {filepath.Join(binDir, "chorus-signal"), "./cmd/chorus-signal"},
+			{filepath.Join(binDir, "chorus-agent-host"), "./cmd/chorus-agent-host"}} {
 			cmd := exec.Command("go", "build", "-o", c.out, c.pkg)
 			cmd.Dir = Root()
 			if out, err := cmd.CombinedOutput(); err != nil {
