@@ -10,6 +10,8 @@
 # Usage: scripts/bench-attach.sh                 LINES=10000 ROUNDS=7
 #        BENCH_TRACE=1 scripts/bench-attach.sh   also each chunk a client
 #            writes, on stderr: when it arrives (µs) and its size
+#        BENCH_DUMP=<dir> scripts/bench-attach.sh   also the bytes each
+#            attach's client wrote, one file per attach in <dir>
 #        BASE_REV=<revision> scripts/bench-attach.sh
 #            also measures Chorus built from that revision (its own engine
 #            and TUI) as a third side, in the same run.

@@ -46,8 +46,8 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 	}()
 	var pending []func()
 	apply := func(fn func()) { pending = append(pending, fn) }
-	// run made the first refresh; its view is on screen already.
-	u.loadTasks()
+	// run made the first refresh and started the first task load; its
+	// view is on screen already.
 	if u.pumpStarted != nil {
 		close(u.pumpStarted)
 	}
@@ -67,13 +67,7 @@ func (u *UI) pump(ctx context.Context, events <-chan orchestrator.Event) {
 		case ev := <-events:
 			u.onEvent(ev, apply)
 		case <-u.inWake:
-			u.inMu.Lock()
-			in := u.inbox
-			u.inbox = nil
-			u.inMu.Unlock()
-			for _, fn := range in {
-				fn()
-			}
+			u.takeInbox()
 			// Handlers queue UI work through u.pumpApply.
 			pending = append(pending, u.pumpPending...)
 			u.pumpPending = nil
@@ -185,6 +179,18 @@ func (u *UI) drawTiles(ids []string) {
 
 // pumpApply queues fn for the event goroutine from code running on the
 // pump (inbox handlers).
+// takeInbox runs what workers and handlers queued for the pump. Pump
+// only (run, before the pump starts).
+func (u *UI) takeInbox() {
+	u.inMu.Lock()
+	in := u.inbox
+	u.inbox = nil
+	u.inMu.Unlock()
+	for _, fn := range in {
+		fn()
+	}
+}
+
 func (u *UI) pumpApply(fn func()) { u.pumpPending = append(u.pumpPending, fn) }
 
 // refresh reads the engine's snapshot, creates and drops tiles, and

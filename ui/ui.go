@@ -307,8 +307,16 @@ func (u *UI) run(ctx context.Context) error {
 	case <-u.eng.Changed():
 	default:
 	}
+	// The task list is read meanwhile too: when it is in by the time the
+	// terminal is open, the first frame shows it, and no second frame of
+	// the whole screen follows a few milliseconds later.
+	u.taskGen = u.eng.Snapshot().TaskGen
+	u.loadTasks()
 	u.refresh(func(fn func()) { first = append(first, fn) })
 	o := <-opened
+	u.takeInbox()
+	first = append(first, u.pumpPending...)
+	u.pumpPending = nil
 	if o.err != nil {
 		u.clock.Stop()
 		for _, t := range u.tiles {

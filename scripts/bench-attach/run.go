@@ -231,6 +231,11 @@ func timeAttach(s side) (time.Duration, *ptyproc.Proc, error) {
 		return 0, nil, err
 	}
 	screen := term.New(cols, rows, term.WithScrollback(0), term.WithReplies(p))
+	var dump *os.File
+	if d := os.Getenv("BENCH_DUMP"); d != "" {
+		dump, _ = os.Create(fmt.Sprintf("%s/%s-%d", d, s.name, start.UnixMicro()))
+		defer dump.Close()
+	}
 	timeout := time.After(60 * time.Second)
 	for {
 		select {
@@ -239,6 +244,10 @@ func timeAttach(s side) (time.Duration, *ptyproc.Proc, error) {
 				return 0, nil, fmt.Errorf("%s's client ended before it showed the agents:\n%s", s.name, screen.Text())
 			}
 			screen.Write(chunk)
+			if dump != nil {
+				fmt.Fprintf(dump, "\n=== %d %d\n", time.Since(start).Microseconds(), len(chunk))
+				dump.Write(chunk)
+			}
 			if trace {
 				fmt.Fprintf(os.Stderr, "%d out %d %s\n", time.Now().UnixMicro(), len(chunk), s.name)
 			}

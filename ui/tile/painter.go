@@ -41,6 +41,7 @@ type Painter struct {
 	colors    map[tcell.Color]tcell.Color
 	styles    map[tcell.Style]styleSeq
 	cup       bool // SetCursor is plain CUP: formatted here, not by terminfo
+	dance     bool // tcell writes the bottom-right cell around automatic margins
 
 	buf    bytes.Buffer
 	cx, cy int // where the terminal's cursor is after buf; -1: unknown
@@ -97,7 +98,8 @@ func NewPainter(screen tcell.Screen, ti *terminfo.Terminfo) *Painter {
 	return &Painter{screen: screen, cells: cs.GetCells(), lock: lockerOf{cs}, ti: ti,
 		styles: map[tcell.Style]styleSeq{}, cx: -1, cy: -1, tcellDirty: true,
 		cursor: cursorState{x: -1, y: -1}, shown: cursorState{x: -1, y: -1},
-		cup: ti.SetCursor == "\x1b[%i%p1%d;%p2%dH"}
+		cup:   ti.SetCursor == "\x1b[%i%p1%d;%p2%dH",
+		dance: ti.AutoMargin && ti.DisableAutoMargin == "" && ti.InsertChar != ""}
 }
 
 // WriteToTTY makes the painter write its frames to the controlling
@@ -347,7 +349,7 @@ func (p *Painter) PutNarrow(x, y int, str string, style tcell.Style) {
 // something of its own to show, or the cell is the bottom-right one),
 // and reports whether it did. Caller holds the lock.
 func (p *Painter) narrow(x, y, w, h int, str string, style tcell.Style) bool {
-	if p.tcellDirty || (x == w-1 && y == h-1) {
+	if p.tcellDirty || p.corner(x, y, w, h) {
 		return false
 	}
 	// The common cell: compared with what the terminal shows and kept
@@ -373,13 +375,19 @@ func (p *Painter) narrow(x, y, w, h int, str string, style tcell.Style) bool {
 	return true
 }
 
+// corner reports whether (x, y) is the bottom-right cell of a w x h
+// screen on a terminal where tcell writes it with a dance around
+// automatic margins (insert a character, write the one before again):
+// such a cell is left to tcell. Elsewhere tcell writes it as any cell.
+func (p *Painter) corner(x, y, w, h int) bool { return p.dance && x == w-1 && y == h-1 }
+
 // put stores a cell through tcell's buffer. Caller holds the lock.
 func (p *Painter) put(x, y, w, h int, str string, style tcell.Style) (string, int) {
 	if len(p.touched) > 0 {
 		p.syncLocked()
 	}
 	rest, width := p.cells.Put(x, y, str, style)
-	if x == w-1 && y == h-1 {
+	if p.corner(x, y, w, h) {
 		// The bottom-right cell needs tcell's dance around automatic
 		// margins: left to tcell's Show.
 		p.tcellDirty = true

@@ -31,7 +31,8 @@ func (p *Painter) blank() {
 // formats each cell through its terminfo interpreter and character-set
 // encoder: for a first frame's chrome that took milliseconds after the
 // tiles were out. Cells whose style the painter does not speak (links,
-// underline colours or shapes) and the bottom-right cell stay for tcell.
+// underline colours or shapes) and a bottom-right cell tcell writes with
+// care (corner) stay for tcell.
 func (p *Painter) paintUnshown() {
 	if !p.tcellDirty {
 		return
@@ -49,7 +50,7 @@ func (p *Painter) paintUnshown() {
 	for y := range h {
 		for x := 0; x < w; x++ {
 			str, st, width := p.cells.Get(x, y)
-			if !p.cells.Dirty(x, y) || (x == w-1 && y == h-1) || !spoken(st) {
+			if !p.cells.Dirty(x, y) || p.corner(x, y, w, h) || !spoken(st) {
 				left = left || p.cells.Dirty(x, y)
 				// As tcell's walk: the cell a wide character covers is
 				// its, even when marked unshown.
