@@ -118,30 +118,52 @@ func checkTallyRecord(t *testing.T, line []byte, got record) {
 	}
 }
 
-// TestTallySnapshotMatchesFullParse: a file of good and broken lines
-// counts the same through the tally as through the full parse, and names
-// the same first bad line.
+// TestTallySnapshotMatchesFullParse: files of good and broken lines
+// (blank ones, duplicate ids, defer dates, labels, records that are not
+// tasks, both kinds of edge) count the same through the tally, in one
+// chunk or several, as through the full parse, with the same cache
+// window, and name the same first bad line.
 func TestTallySnapshotMatchesFullParse(t *testing.T) {
-	var b strings.Builder
-	for i := range 5000 {
-		fmt.Fprintf(&b, `{"id":"ch-%d","status":%q,"priority":1,"created_at":"2026-01-01T00:00:00Z","labels":["l%d"]`, i, []string{"open", "closed", "blocked", "in_progress"}[i%4], i%3)
-		if i > 0 {
-			fmt.Fprintf(&b, `,"dependencies":[{"issue_id":"ch-%d","depends_on_id":"ch-%d","type":%q}]`, i, i*7%i, []string{"blocks", "parent-child"}[i%2])
-		}
-		b.WriteString("}\n")
-		if i%997 == 0 {
-			b.WriteString(tallySeeds[(i/997)%len(tallySeeds)] + "\n")
-		}
-	}
-	data := []byte(b.String())
-	full := parseSnapshot(data, "issues.jsonl")
-	fast := parseSnapshotWith(data, "issues.jsonl", func(store []record, errs []error) { tallyAll(store, errs, false) })
 	now := time.Now()
-	if fc, tc := indexCounts(full, ReadyOptions{}, now), indexCounts(fast, ReadyOptions{}, now); fmt.Sprint(fc) != fmt.Sprint(tc) {
-		t.Fatalf("counts differ: full %+v, tally %+v", fc, tc)
-	}
-	if fmt.Sprint(full.bad) != fmt.Sprint(fast.bad) || full.bad == nil {
-		t.Fatalf("bad line: full %v, tally %v", full.bad, fast.bad)
+	for _, n := range []int{1, 50, 5000, 20000} {
+		for _, broken := range []int{0, 997, 4999} {
+			var b strings.Builder
+			for i := range n {
+				fmt.Fprintf(&b, `{"id":"ch-%d","status":%q,"priority":1,"created_at":"2026-01-01T00:00:00Z","labels":[%q]`,
+					i%(n-n/50+1), []string{"open", "closed", "blocked", "in_progress", "open"}[i%5], []string{"a", "failed", "deferred"}[i%3])
+				if i > 0 {
+					fmt.Fprintf(&b, `,"dependencies":[{"issue_id":"ch-%d","depends_on_id":"ch-%d","type":%q}]`, i, i*7%i, []string{"blocks", "parent-child", "related"}[i%3])
+				}
+				if i%11 == 0 {
+					fmt.Fprintf(&b, `,"defer_until":%q`, now.Add(time.Duration(i%3-1)*time.Hour).UTC().Format(time.RFC3339))
+				}
+				if i%13 == 0 {
+					b.WriteString(`,"_type":"note"`)
+				}
+				b.WriteString("}\n")
+				if i%7 == 0 {
+					b.WriteString("  \n")
+				}
+				if broken > 0 && i%broken == broken-1 {
+					b.WriteString(tallySeeds[(i/broken)%len(tallySeeds)] + "\n")
+				}
+			}
+			data := []byte(b.String())
+			full := parseSnapshot(data, "issues.jsonl")
+			fast := parseSnapshotWith(data, "issues.jsonl", func(store []record, errs []error) { tallyAll(store, errs, false) })
+			for _, opt := range []ReadyOptions{{}, {IncludeDeferred: true}, {ExcludeLabels: []string{"a"}}} {
+				if fc, tc := indexCounts(full, opt, now), indexCounts(fast, opt, now); fmt.Sprint(fc) != fmt.Sprint(tc) {
+					t.Fatalf("%d lines: counts differ: full %+v, tally %+v", n, fc, tc)
+				}
+			}
+			flo, fhi := deferWindow(full.recs, now)
+			if tlo, thi := deferWindow(fast.recs, now); flo != tlo || fhi != thi {
+				t.Fatalf("%d lines: window differs", n)
+			}
+			if fmt.Sprint(full.bad) != fmt.Sprint(fast.bad) || (broken > 0 && n > broken && full.bad == nil) {
+				t.Fatalf("%d lines: bad line: full %v, tally %v", n, full.bad, fast.bad)
+			}
+		}
 	}
 }
 
