@@ -369,6 +369,12 @@ func (t *tally) time(nullOK bool) (time.Time, bool) {
 
 // checkTime is time without the value: fastTime's shape checked by hand.
 func (t *tally) checkTime(nullOK bool) bool {
+	// The usual shape, "YYYY-MM-DDTHH:MM:SSZ", in place: its bytes are
+	// digits and separators, so no string check is needed.
+	if b, i := t.b, t.i; len(b)-i >= 22 && b[i] == '"' && b[i+21] == '"' && plainTime(b[i+1:i+21]) {
+		t.i = i + 22
+		return true
+	}
 	if t.null() {
 		return nullOK
 	}
@@ -389,13 +395,16 @@ func plainTime(b []byte) bool {
 	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[len(b)-1] != 'Z' {
 		return false
 	}
-	y, ok1 := digits(b[0:4])
-	mo, ok2 := digits(b[5:7])
-	d, ok3 := digits(b[8:10])
-	h, ok4 := digits(b[11:13])
-	mi, ok5 := digits(b[14:16])
-	sec, ok6 := digits(b[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) || h > 23 || mi > 59 || sec > 59 {
+	two := func(i int) int {
+		hi, lo := b[i]-'0', b[i+1]-'0'
+		if hi > 9 || lo > 9 {
+			return -1 << 10
+		}
+		return int(hi)*10 + int(lo)
+	}
+	cy, yy, mo, d, h, mi, sec := two(0), two(2), two(5), two(8), two(11), two(14), two(17)
+	y := cy*100 + yy
+	if cy < 0 || yy < 0 || mo < 1 || mo > 12 || d < 1 || d > daysIn(mo, y) || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 {
 		return false
 	}
 	if rest := b[19 : len(b)-1]; len(rest) > 0 {
@@ -472,7 +481,15 @@ func (t *tally) key(tab *tallyTable, sh *[]shapeKey, k int, seen *uint32) (f tal
 		// the last record had here, with its closing quote, is checked in
 		// one comparison instead of read and looked up.
 		e := &(*sh)[k]
-		if n := len(e.quoted); len(b)-i >= n && string(b[i:i+n]) == e.quoted {
+		n := len(e.quoted)
+		if len(b)-i >= 16 && n <= 16 {
+			// Two words, masked to the key's length.
+			if binary.LittleEndian.Uint64(b[i:])&e.mask[0] == e.word[0] && binary.LittleEndian.Uint64(b[i+8:])&e.mask[1] == e.word[1] {
+				t.i = i + n
+				f, found = e.f, e.found
+				goto member
+			}
+		} else if len(b)-i >= n && string(b[i:i+n]) == e.quoted {
 			t.i = i + n
 			f, found = e.f, e.found
 			goto member
@@ -492,6 +509,7 @@ func (t *tally) key(tab *tallyTable, sh *[]shapeKey, k int, seen *uint32) (f tal
 		f, found = tab.find(b[lo:i])
 		if k < maxShape {
 			e := shapeKey{quoted: string(b[lo : i+1]), f: f, found: found}
+			e.words()
 			if k < len(*sh) {
 				(*sh)[k] = e
 			} else if k == len(*sh) {
@@ -518,9 +536,23 @@ member:
 // shapeKey is a key as the last record had it at one place: its bytes
 // and closing quote, and its field.
 type shapeKey struct {
-	quoted string
-	f      tallyField
-	found  bool
+	quoted     string
+	word, mask [2]uint64 // quoted's first 16 bytes as two words, and which bytes count
+	f          tallyField
+	found      bool
+}
+
+func (e *shapeKey) words() {
+	var w [16]byte
+	n := copy(w[:], e.quoted)
+	for k := range 2 {
+		e.word[k] = binary.LittleEndian.Uint64(w[8*k:])
+		for j := range 8 {
+			if 8*k+j < n {
+				e.mask[k] |= 0xff << (8 * j)
+			}
+		}
+	}
 }
 
 // maxShape bounds the keys remembered per kind of object.
@@ -529,6 +561,10 @@ const maxShape = 64
 // next is after a member: true with more to come, false at the end;
 // ok false when neither follows.
 func (t *tally) next(close byte) (more, ok bool) {
+	if i := t.i; i+1 < len(t.b) && t.b[i] == ',' && t.b[i+1] > ' ' {
+		t.i = i + 1 // compact JSON: a comma, the next member at once
+		return true, true
+	}
 	t.ws()
 	if t.i < len(t.b) {
 		switch t.b[t.i] {

@@ -181,3 +181,23 @@ func TestTallyTakesOrdinaryRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainTimeMatchesFastTime: the tally's check of a time takes the
+// same strings fastTime reads, every byte of a few times varied.
+func TestPlainTimeMatchesFastTime(t *testing.T) {
+	for _, base := range []string{"2024-02-29T23:59:59Z", "2023-02-28T00:00:00.123456789Z", "1900-12-31T12:30:45.5Z", "0000-01-01T00:00:00Z"} {
+		for i := range len(base) {
+			for _, c := range []byte("0123456789-:TZ.\"/ a\x00\xff") {
+				b := []byte(base)
+				b[i] = c
+				_, want := fastTime(b)
+				if got := plainTime(b); got != want {
+					t.Fatalf("%q: plainTime %v, fastTime %v", b, got, want)
+				}
+				if got := plainTime(b[:i]); got != func() bool { _, ok := fastTime(b[:i]); return ok }() {
+					t.Fatalf("%q: plainTime and fastTime differ", b[:i])
+				}
+			}
+		}
+	}
+}
