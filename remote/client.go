@@ -40,7 +40,11 @@ type Client struct {
 	screens map[string]*term.Emulator
 	// fetching: screens asked for at the start, not yet taken by Screen
 	fetching map[string]fetch
-	err      error
+	// all: every agent's screen, asked for with the hello (a TUI's);
+	// allOnce waits for its answer.
+	all     *fetch
+	allOnce sync.Once
+	err     error
 
 	changed chan struct{}
 	done    chan struct{}
@@ -75,7 +79,6 @@ func Dial(ctx context.Context, path, role string) (*Client, error) {
 		// never sees an empty engine.
 		select {
 		case <-c.hasSnap:
-			c.prefetch()
 		case <-c.done:
 			return nil, c.Err()
 		case <-ctx.Done():
@@ -89,6 +92,15 @@ func Dial(ctx context.Context, path, role string) (*Client, error) {
 func (c *Client) handshake(r *bufio.Reader, role string) error {
 	if err := c.send(&Msg{T: "hello", Version: Version, Role: role}); err != nil {
 		return err
+	}
+	if role == RoleTUI {
+		// Sent before the hello's answer: the engine has the screens on
+		// their way with its first snapshot.
+		id, ch, err := c.start(&Msg{Op: "screens"})
+		if err != nil {
+			return err
+		}
+		c.all = &fetch{id, ch}
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	defer c.nc.SetReadDeadline(time.Time{})
@@ -351,6 +363,20 @@ func (c *Client) prefetch() {
 	}
 }
 
+// awaitAll waits for the answer to the screens request sent with the
+// hello, once. An engine that does not know the request answers with an
+// error: every agent's screen is then asked for at once (prefetch).
+func (c *Client) awaitAll() {
+	if c.all == nil {
+		return
+	}
+	c.allOnce.Do(func() {
+		if _, err := c.wait(context.Background(), c.all.id, c.all.ch); err != nil && c.Err() == nil {
+			c.prefetch()
+		}
+	})
+}
+
 func (c *Client) result(ctx context.Context, m *Msg, v any) error {
 	r, err := c.call(ctx, m)
 	if err != nil {
@@ -395,6 +421,13 @@ func (c *Client) Do(ctx context.Context, cmd orchestrator.Command) error {
 func (c *Client) Screen(agentID string) *term.Emulator {
 	c.mu.Lock()
 	emu := c.screens[agentID]
+	c.mu.Unlock()
+	if emu != nil {
+		return emu
+	}
+	c.awaitAll()
+	c.mu.Lock()
+	emu = c.screens[agentID]
 	c.mu.Unlock()
 	if emu != nil {
 		return emu

@@ -90,6 +90,12 @@ func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 // serve runs a server for e on a fresh socket and returns its path.
 func serve(t *testing.T, e Engine, stop func()) string {
 	t.Helper()
+	return serveWith(t, &Server{Eng: e, Stop: stop})
+}
+
+// serveWith runs srv on a fresh socket and returns its path.
+func serveWith(t *testing.T, srv *Server) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "chorus-remote")
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +107,6 @@ func serve(t *testing.T, e Engine, stop func()) string {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := &Server{Eng: e, Stop: stop}
 	done := make(chan struct{})
 	go func() { srv.Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); srv.Close(); <-done })
@@ -130,6 +135,39 @@ func waitText(t *testing.T, emu *term.Emulator, want string) {
 		case <-timeout:
 			t.Fatalf("the copy never showed %q:\n%s", want, emu.AllText())
 		}
+	}
+}
+
+// A TUI asks for every agent's screen with its hello: once that is
+// answered the copies are there, with no request for each. An engine
+// that does not know the request answers an error, and the client asks
+// for each screen instead; the copies are the same.
+func TestTUIAsksForEveryScreenWithItsHello(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		t.Run(fmt.Sprintf("old engine %v", old), func(t *testing.T) {
+			e := newEngine()
+			e.snap.Agents["a2"] = &orchestrator.AgentState{ID: "a2", TaskID: "t-2", Status: orchestrator.AgentRunning}
+			e.emus["a2"] = term.New(40, 5)
+			fmt.Fprint(e.emus["a1"], "\x1b[31mfirst\x1b[m agent\r\n")
+			fmt.Fprint(e.emus["a2"], "second agent\r\n")
+			c, err := Dial(context.Background(), serveWith(t, &Server{Eng: e, noScreens: old}), RoleTUI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.awaitAll()
+			c.mu.Lock()
+			held, asked := len(c.screens), len(c.fetching)
+			c.mu.Unlock()
+			if want := map[bool][2]int{false: {2, 0}, true: {0, 2}}[old]; held != want[0] || asked != want[1] {
+				t.Fatalf("after the screens' answer: %d copies held, %d asked for one by one; want %v", held, asked, want)
+			}
+			for id, emu := range e.emus {
+				if cp := c.Screen(id); cp == nil || cp.Text() != emu.Text() {
+					t.Fatalf("%s's copy is not the engine's screen:\n%v", id, cp)
+				}
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/term"
@@ -64,6 +65,9 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	closed bool
+
+	// noScreens: answer screens as an engine before it did (tests).
+	noScreens bool
 
 	snapMu  sync.Mutex
 	snapGen uint64 // bumped on every engine change
@@ -314,8 +318,12 @@ func (c *conn) handle(ctx context.Context, m *Msg) {
 	case "history":
 		c.history(m.Agent)
 	case "req":
-		if m.Op == "screen" {
-			c.watch(m.ID, m.Agent)
+		switch {
+		case m.Op == "screen":
+			c.watch(m.ID, m.Agent, nil)
+			return
+		case m.Op == "screens" && !c.s.noScreens:
+			c.watchAll(m.ID)
 			return
 		}
 		go c.reply(ctx, m)
@@ -377,15 +385,42 @@ func (c *conn) reply(ctx context.Context, m *Msg) {
 	c.sendNow(b)
 }
 
+// watchAll answers a screens request: every agent's screen, as watch
+// sends it, then one answer once all of them are queued. A TUI sends it
+// with its hello, so the screens follow the first snapshot without a
+// round trip for each agent's.
+func (c *conn) watchAll(id uint64) {
+	agents := c.s.Eng.Snapshot().Agents
+	var left atomic.Int64
+	left.Store(int64(len(agents)) + 1) // + this loop
+	done := func() {
+		if left.Add(-1) == 0 {
+			b, _ := appendMsg(nil, &Msg{T: "resp", ID: id})
+			c.sendNow(b)
+		}
+	}
+	for agent := range agents {
+		c.watch(0, agent, done)
+	}
+	done()
+}
+
 // watch answers a screen request with the agent's emulator state and
 // then streams its output. The reply is queued before the tap exists, so
-// it reaches the client before any output it does not contain.
-func (c *conn) watch(id uint64, agent string) {
+// it reaches the client before any output it does not contain. With id
+// 0 (part of a screens request) no answer follows the screen; then, if
+// set, runs once the screen is queued or the agent is found gone.
+func (c *conn) watch(id uint64, agent string, then func()) {
 	c.unwatch(agent)
 	emu := c.s.Eng.Screen(agent)
 	if emu == nil {
-		b, _ := appendMsg(nil, &Msg{T: "resp", ID: id, Agent: agent, Err: "no such agent"})
-		c.send(b)
+		if id != 0 {
+			b, _ := appendMsg(nil, &Msg{T: "resp", ID: id, Agent: agent, Err: "no such agent"})
+			c.send(b)
+		}
+		if then != nil {
+			then()
+		}
 		return
 	}
 	tap := &term.Tap{
@@ -402,8 +437,13 @@ func (c *conn) watch(id uint64, agent string) {
 		// The screen, then the answer: the copy exists when Screen
 		// returns. The history waits until the client asks for it.
 		b := appendScreen(nil, agent, p)
-		b, _ = appendMsg(b, &Msg{T: "resp", ID: id, Agent: agent, Cols: p.W, Rows: p.H})
+		if id != 0 {
+			b, _ = appendMsg(b, &Msg{T: "resp", ID: id, Agent: agent, Cols: p.W, Rows: p.H})
+		}
 		c.sendNow(b)
+		if then != nil {
+			then()
+		}
 	})
 	c.mu.Lock()
 	if c.closed {
