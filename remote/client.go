@@ -79,6 +79,9 @@ func Dial(ctx context.Context, path, role string) (*Client, error) {
 		// never sees an empty engine.
 		select {
 		case <-c.hasSnap:
+			if c.all == nil {
+				c.prefetch()
+			}
 		case <-c.done:
 			return nil, c.Err()
 		case <-ctx.Done():
@@ -95,12 +98,12 @@ func (c *Client) handshake(r *bufio.Reader, role string) error {
 	}
 	if role == RoleTUI {
 		// Sent before the hello's answer: the engine has the screens on
-		// their way with its first snapshot.
-		id, ch, err := c.start(&Msg{Op: "screens"})
-		if err != nil {
-			return err
+		// their way with its first snapshot. An engine that refuses the
+		// hello may have closed the connection already: its answer says
+		// why, not this write.
+		if id, ch, err := c.start(&Msg{Op: "screens"}); err == nil {
+			c.all = &fetch{id, ch}
 		}
-		c.all = &fetch{id, ch}
 	}
 	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	defer c.nc.SetReadDeadline(time.Time{})
