@@ -199,7 +199,9 @@ func (s *builtinStore) renewMemo(sn *snapshot, variant string, c Counts, bits []
 }
 
 // parseSnapshotMemo is parseSnapshot taking each unchanged line's index
-// fields from memo; it returns how many lines it decoded. sums are the
+// fields from memo and reading the others with the tally (tally.go): its
+// records hold what counting and the memo read, no more. It returns how
+// many lines it decoded. sums are the
 // lines' sums when already taken. mapped: data is a mapping read under
 // guard, whose faults in parallel decoding reach the calling goroutine.
 func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum, mapped bool) (*snapshot, int) {
@@ -228,12 +230,16 @@ func parseSnapshotMemo(data []byte, path string, memo *indexMemo, sums []lineSum
 		}
 		decoded = len(miss)
 		lineSums = sums
+		// Read with the tally: the memo and the counts need no more.
 		if len(miss) > len(store)/4 {
-			decodeParallel(store, errs, mapped) // mostly new: in parallel, as without a memo
+			tallyAll(store, errs, mapped) // mostly new: in parallel, as without a memo
 			return
 		}
-		for _, i := range miss {
-			decodeRecords(store[i:i+1], errs[i:i+1])
+		if len(miss) > 0 {
+			t := newTally()
+			for _, i := range miss {
+				t.records(store[i:i+1], errs[i:i+1])
+			}
 		}
 	})
 	sn.sums = lineSums

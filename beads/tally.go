@@ -145,6 +145,10 @@ type tally struct {
 	topShape, depShape []shapeKey
 }
 
+func newTally() *tally {
+	return &tally{strs: make(map[string]string, 64), deps: &depSlab{}, top: tallyTop(), dep: tallyDep()}
+}
+
 // tallyAll is tallyRecords in parallel chunks, as decodeParallel.
 func tallyAll(store []record, errs []error, mapped bool) {
 	workers := min(runtime.GOMAXPROCS(0), 4, len(store)/2000)
@@ -168,8 +172,9 @@ func tallyAll(store []record, errs []error, mapped bool) {
 
 // tallyRecords fills the counting fields of recs (line and raw set); a
 // line the tally is unsure of goes through decodeRecords.
-func tallyRecords(recs []record, errs []error) {
-	t := &tally{strs: make(map[string]string, 64), deps: &depSlab{}, top: tallyTop(), dep: tallyDep()}
+func tallyRecords(recs []record, errs []error) { newTally().records(recs, errs) }
+
+func (t *tally) records(recs []record, errs []error) {
 	for i := range recs {
 		r := &recs[i]
 		t.b, t.i, t.depth = r.raw, 0, 0
@@ -184,7 +189,7 @@ func tallyRecords(recs []record, errs []error) {
 // tallyLines is the tally of lines in turn by one reader, for tests;
 // false when it leaves the last to the index pass.
 func tallyLines(r *record, lines ...[]byte) bool {
-	t := &tally{strs: map[string]string{}, deps: &depSlab{}, top: tallyTop(), dep: tallyDep()}
+	t := newTally()
 	ok := false
 	for _, l := range lines {
 		*r = record{raw: l}
