@@ -37,8 +37,9 @@ type Options struct {
 // DefaultOrphan is how long a host waits without an engine by default.
 const DefaultOrphan = 10 * time.Minute
 
-// stopGrace is the grace of a stop the host decides itself.
-const stopGrace = 10 * time.Second
+// StopGrace is the grace of a stop the host decides itself (a pod told
+// to go included): a pod's own grace must cover it and the push after.
+const StopGrace = 10 * time.Second
 
 // server is one host: at most one agent, at most one engine connected.
 type server struct {
@@ -154,7 +155,7 @@ func (s *server) stopAgent() {
 	p := s.proc
 	s.mu.Unlock()
 	if p != nil {
-		p.Stop(stopGrace)
+		p.Stop(StopGrace)
 		s.waitExit()
 	}
 }

@@ -48,6 +48,12 @@ const (
 	socket = "chorus-host/agent.sock"
 )
 
+// podGrace is the shortest termination grace of a host's pod: the host's
+// stop of its agent and the push of its work after it (a push to a remote
+// far away, with its connection, takes seconds; the rest is margin). A
+// pod killed before the push loses what changed since the last one.
+const podGrace = host.StopGrace + 20*time.Second
+
 // Runner starts each agent host as a Job in Namespace.
 type Runner struct {
 	Config     *rest.Config // the cluster and credentials
@@ -61,8 +67,10 @@ type Runner struct {
 	Orphan     time.Duration // a host's wait for an engine (0: host.DefaultOrphan)
 	Deadline   time.Duration // the Job's active deadline (0: 24 h)
 	TTL        time.Duration // how long a finished Job stays (0: 1 h)
-	Grace      time.Duration // the pod's termination grace (0: 30 s)
-	Binary     string        // this chorus's version, told to hosts
+	// Grace is the pod's termination grace, at least podGrace: told to
+	// go, the host stops its agent (host.StopGrace) and pushes its work.
+	Grace  time.Duration
+	Binary string // this chorus's version, told to hosts
 	// Remote is the git remote's URL as pods reach it: each pod clones
 	// its task's branch from there into its own directory and pushes the
 	// work back (host.Spec.Git), never seeing the hub's files. "" has
@@ -190,7 +198,7 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnotationMeta: string(mj)}},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                 corev1.RestartPolicyNever,
-					TerminationGracePeriodSeconds: new(secs(r.Grace, 30*time.Second)),
+					TerminationGracePeriodSeconds: new(secs(max(r.Grace, podGrace), podGrace)),
 					Containers: []corev1.Container{{
 						Name: container, Image: r.Image, WorkingDir: r.WorkingDir,
 						Command: []string{r.exe(), "agent-host", "--socket", socket, "--orphan", orphan.String(), "--info", string(mj)},

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // (SIGTERM, within the pod's grace), the host stops the agent and pushes
 // the work under refs/chorus/wip/<branch>; the task's next pod clones
 // the branch and puts the work back, uncommitted, where the agent left
-// it; the task lands with it.
+// it; the task lands with it. The pod is deleted with its own grace
+// while the runner asks for less (2 s) than the host's stop takes: the
+// Job's pod gets enough for the stop and the push all the same.
 func TestUncommittedWorkSurvivesThePodsDeletion(t *testing.T) {
 	c := kubetest.Start(t, testkit.Root())
 	k := startKubeEngine(t, c, `
@@ -36,10 +39,16 @@ signal COMPLETE
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("the agent's pods: %v, %v", pods, err)
 	}
-	grace := int64(20)
+	var grace int64
+	if g := pods.Items[0].Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	if time.Duration(grace)*time.Second < host.StopGrace+10*time.Second {
+		t.Fatalf("the pod's terminationGracePeriodSeconds = %d with the runner's Grace %v: want the host's stop grace (%v) and a push", grace, k.r.Grace, host.StopGrace)
+	}
 	deleted := time.Now()
-	k.step(ev.Agent, "pod deleted (grace 20s)")
-	if err := c.Client.CoreV1().Pods("default").Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+	k.step(ev.Agent, fmt.Sprintf("pod deleted (its grace: %ds)", grace))
+	if err := c.Client.CoreV1().Pods("default").Delete(ctx, pods.Items[0].Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	done := k.events.Wait(func(e orchestrator.Event) bool {
