@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -118,6 +119,12 @@ func (r *agentRun) startHosted(oh *openedHost, sp ptyproc.Spec, wt worktree.Work
 	defer cancel()
 	hs := host.Spec{Argv: sp.Argv, Dir: sp.Dir, Env: append(sp.Env, signal.EnvHosted+"=1"), Unset: sp.Unset,
 		Cols: sp.Cols, Rows: sp.Rows, LogPath: sp.LogPath, Scrollback: r.e.cfg.Agents.Scrollback, Git: oh.git}
+	if oh.url != "" {
+		if err := r.farSpec(&hs); err != nil {
+			oh.cl.Stop(time.Second)
+			return nil, err
+		}
+	}
 	hp := newHostedProc(oh.cl)
 	if oh.url != "" {
 		// Set before the start: the agent may signal at once.
@@ -128,6 +135,33 @@ func (r *agentRun) startHosted(oh *openedHost, sp ptyproc.Spec, wt worktree.Work
 		return nil, err
 	}
 	return hp, nil
+}
+
+// farSpec fits a spec to a host that cannot see the hub's files: the
+// prompt file its argv names travels in the spec (the host writes it in
+// its own directory), and BEADS_DIR, the hub's task store, is left out:
+// the agent reaches the engine through its host (`chorus signal`, `note`,
+// `ask`), and its own checkout's .beads, if any, is what bd finds there.
+func (r *agentRun) farSpec(hs *host.Spec) error {
+	env := hs.Env[:0:0]
+	for _, kv := range hs.Env {
+		if !strings.HasPrefix(kv, "BEADS_DIR=") {
+			env = append(env, kv)
+		}
+	}
+	hs.Env = env
+	pf := r.promptFile()
+	for _, a := range hs.Argv {
+		if strings.Contains(a, pf) {
+			b, err := os.ReadFile(pf)
+			if err != nil {
+				return fmt.Errorf("reading the prompt file for the agent's host: %w", err)
+			}
+			hs.Files = append(hs.Files, host.File{Path: pf, Data: string(b)})
+			break
+		}
+	}
+	return nil
 }
 
 // adoption is a live agent host found at start for an agent of the

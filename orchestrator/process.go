@@ -197,6 +197,11 @@ func (r *agentRun) argv(t beads.Task, prompt string, extra ...string) []string {
 	return argv
 }
 
+// promptFile is where a prompt too long for argv goes (promptArg).
+func (r *agentRun) promptFile() string {
+	return filepath.Join(r.e.opt.Dir.Logs(), worktree.Slug(r.id)+".prompt.md")
+}
+
 // spawn starts the agent process and its output pump. record (the
 // iteration's state) is applied in the same engine message as the pid:
 // one state write on the start path instead of one per fact.
@@ -209,7 +214,7 @@ func (r *agentRun) spawn(t beads.Task, wt worktree.Worktree, prompt string, it, 
 	spawned := time.Now()
 	// A NUL cannot be passed in argv (exec fails with EINVAL) nor typed.
 	prompt = strings.ReplaceAll(prompt, "\x00", "")
-	arg, err := promptArg(prompt, filepath.Join(e.opt.Dir.Logs(), worktree.Slug(r.id)+".prompt.md"))
+	arg, err := promptArg(prompt, r.promptFile())
 	if err != nil {
 		return nil, fmt.Errorf("writing the prompt file: %w", err)
 	}

@@ -101,13 +101,16 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 	for i, a := range sp.Argv {
 		sp.Argv[i] = move(a)
 	}
+	if err := w.copyFiles(root, sp); err != nil {
+		return err
+	}
 	env := make([]string, 0, len(sp.Env)+1)
 	key, agent := "", ""
 	for _, kv := range sp.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
-		case signal.EnvDir:
-			continue
+		case signal.EnvDir, signal.EnvExe, "PATH":
+			continue // the hub's: set for here below
 		case signal.EnvKey:
 			key = v
 		case signal.EnvAgentID:
@@ -116,6 +119,11 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 		env = append(env, k+"="+move(v))
 	}
 	sp.Env = append(env, signal.EnvDir+"="+w.chorus)
+	// The hub's chorus and PATH name its machine's files: here the
+	// agent's chorus is this host's, first on the pod's own PATH.
+	if exe, err := os.Executable(); err == nil {
+		sp.Env = append(sp.Env, signal.EnvExe+"="+exe, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	if sp.LogPath != "" {
 		sp.LogPath = filepath.Join(root, "agent.log")
 	}
@@ -129,6 +137,29 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 			return fmt.Errorf("marking the clone trusted for Claude Code: %w", err)
 		}
 	}
+	return nil
+}
+
+// copyFiles writes the hub's files the argv names under root and names
+// the copies instead: the hub's paths do not exist here.
+func (w *gitWork) copyFiles(root string, sp *Spec) error {
+	if len(sp.Files) == 0 {
+		return nil
+	}
+	dir := filepath.Join(root, "files")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for i, f := range sp.Files {
+		to := filepath.Join(dir, fmt.Sprintf("%d-%s", i, filepath.Base(f.Path)))
+		if err := os.WriteFile(to, []byte(f.Data), 0o600); err != nil {
+			return fmt.Errorf("writing the agent's %s: %w", filepath.Base(f.Path), err)
+		}
+		for j, a := range sp.Argv {
+			sp.Argv[j] = strings.ReplaceAll(a, f.Path, to)
+		}
+	}
+	sp.Files = nil
 	return nil
 }
 

@@ -129,3 +129,25 @@ func TestGitHostClonesRelaysAndPushes(t *testing.T) {
 	cl3.Stop(time.Second)
 	_, _ = cl3.Wait()
 }
+
+// The hub's files an argv names are written under the host's root and
+// the argv names the copies, wherever in an argument the path stands.
+func TestCopyFilesNamesTheCopies(t *testing.T) {
+	root := t.TempDir()
+	hubFile := "/hub/.chorus/logs/a1.prompt.md"
+	sp := Spec{Argv: []string{"agent", "--flag", "they are in the file " + hubFile + ". Read it."},
+		Files: []File{{Path: hubFile, Data: "the long prompt"}}}
+	if err := (&gitWork{}).copyFiles(root, &sp); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(root, "files", "0-a1.prompt.md")
+	if want := "they are in the file " + to + ". Read it."; sp.Argv[2] != want || sp.Argv[1] != "--flag" {
+		t.Fatalf("argv %q, want its last argument %q", sp.Argv, want)
+	}
+	if b, err := os.ReadFile(to); err != nil || string(b) != "the long prompt" {
+		t.Fatalf("the copy: %q, %v", b, err)
+	}
+	if sp.Files != nil {
+		t.Fatalf("Files kept after the copy (%d): they would travel again in the host's Info", len(sp.Files))
+	}
+}

@@ -18,6 +18,16 @@ type Spec struct {
 	// Git, when set, has the host work in a clone of the remote rather
 	// than in Dir (which is on the hub): see Git.
 	Git *Git `json:"git,omitempty"`
+	// Files are files of the hub the agent's argv names (a prompt too
+	// long for a command line): a host with Git writes each in its own
+	// directory and names the copy in the argv instead.
+	Files []File `json:"files,omitempty"`
+}
+
+// File is one of Spec.Files: its path on the hub and what it holds.
+type File struct {
+	Path string `json:"path"`
+	Data string `json:"data"`
 }
 
 // Meta names a host: which agent of which instance it runs and where it

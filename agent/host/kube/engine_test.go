@@ -47,7 +47,8 @@ func (k *kengine) step(agent, what string) {
 
 // startKubeEngine makes a repository with tasks run by the scripted agent
 // (script), and starts the engine on it with the cluster runner.
-func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, parallel int) *kengine {
+// setup, when given, changes the config and the tasks' options first.
+func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, parallel int, setup ...func(*config.Config, *beads.CreateOptions)) *kengine {
 	t.Helper()
 	chorusBin := testkit.Chorus(t)
 	root := testkit.Repo(t)
@@ -62,6 +63,10 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 	// The pods meet the hub on a bare remote: they clone from it into
 	// directories of their own and push back; the script travels in
 	// the repository.
+	opts := beads.CreateOptions{Priority: 1}
+	for _, f := range setup {
+		f(&cfg, &opts)
+	}
 	bare := remoteFor(t, root)
 	cfg.Merge.Remote = "origin"
 	if _, err := config.Install(root, cfg); err != nil {
@@ -77,7 +82,7 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 	}
 	k := &kengine{c: c, root: root, bare: bare, timeline: map[string][]string{}}
 	for i := range tasks {
-		tk, err := st.Create(context.Background(), fmt.Sprintf("task %d", i), beads.CreateOptions{Priority: 1})
+		tk, err := st.Create(context.Background(), fmt.Sprintf("task %d", i), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
