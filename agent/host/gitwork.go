@@ -101,15 +101,15 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 	for i, a := range sp.Argv {
 		sp.Argv[i] = move(a)
 	}
-	if err := w.copyFiles(root, sp); err != nil {
-		return err
-	}
 	env := make([]string, 0, len(sp.Env)+1)
-	key, agent := "", ""
+	key, agent, hubExe := "", "", ""
 	for _, kv := range sp.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
-		case signal.EnvDir, signal.EnvExe, "PATH":
+		case signal.EnvExe:
+			hubExe = v
+			continue
+		case signal.EnvDir, "PATH":
 			continue // the hub's: set for here below
 		case signal.EnvKey:
 			key = v
@@ -120,9 +120,25 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 	}
 	sp.Env = append(env, signal.EnvDir+"="+w.chorus)
 	// The hub's chorus and PATH name its machine's files: here the
-	// agent's chorus is this host's, first on the pod's own PATH.
-	if exe, err := os.Executable(); err == nil {
-		sp.Env = append(sp.Env, signal.EnvExe+"="+exe, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// agent's chorus is this host's (a pod runs `chorus agent-host`),
+	// first on the pod's own PATH, and the
+	// prompt, which tells the agent to run chorus by its path (`… signal
+	// COMPLETE`), names this one.
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	sp.Env = append(sp.Env, signal.EnvExe+"="+exe, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if hubExe != "" && hubExe != exe {
+		for i := range sp.Argv {
+			sp.Argv[i] = replacePath(sp.Argv[i], hubExe, exe)
+		}
+		for i := range sp.Files {
+			sp.Files[i].Data = replacePath(sp.Files[i].Data, hubExe, exe)
+		}
+	}
+	if err := w.copyFiles(root, sp); err != nil {
+		return err
 	}
 	if sp.LogPath != "" {
 		sp.LogPath = filepath.Join(root, "agent.log")
@@ -138,6 +154,27 @@ func (w *gitWork) prepare(ctx context.Context, root string, sp *Spec) error {
 		}
 	}
 	return nil
+}
+
+// replacePath replaces the path from in s with to where it stands whole:
+// not where it begins a longer name (/x/chorus in /x/chorus-app).
+func replacePath(s, from, to string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, from)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(from)
+		b.WriteString(s[:i])
+		if end < len(s) && strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/", rune(s[end])) {
+			b.WriteString(from)
+		} else {
+			b.WriteString(to)
+		}
+		s = s[end:]
+	}
 }
 
 // copyFiles writes the hub's files the argv names under root and names

@@ -151,3 +151,18 @@ func TestCopyFilesNamesTheCopies(t *testing.T) {
 		t.Fatalf("Files kept after the copy (%d): they would travel again in the host's Info", len(sp.Files))
 	}
 }
+
+// The hub's chorus named in a prompt becomes the host's where the path
+// stands whole, not where it begins a longer name.
+func TestReplacePathWhole(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"Run `/hub/chorus signal COMPLETE`.", "Run `/pod/chorus signal COMPLETE`."},
+		{"'/hub/chorus' and /hub/chorus", "'/pod/chorus' and /pod/chorus"},
+		{"/hub/chorus-app/x /hub/chorus.d /hub/chorus/y", "/hub/chorus-app/x /hub/chorus.d /hub/chorus/y"},
+		{"no path here", "no path here"},
+	} {
+		if got := replacePath(tc.in, "/hub/chorus", "/pod/chorus"); got != tc.want {
+			t.Errorf("replacePath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

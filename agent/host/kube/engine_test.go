@@ -47,8 +47,9 @@ func (k *kengine) step(agent, what string) {
 
 // startKubeEngine makes a repository with tasks run by the scripted agent
 // (script), and starts the engine on it with the cluster runner.
-// setup, when given, changes the config and the tasks' options first.
-func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, parallel int, setup ...func(*config.Config, *beads.CreateOptions)) *kengine {
+// setup, when given, changes the config, the tasks' options and the
+// runner first.
+func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, parallel int, setup ...func(*config.Config, *beads.CreateOptions, *kube.Runner)) *kengine {
 	t.Helper()
 	chorusBin := testkit.Chorus(t)
 	root := testkit.Repo(t)
@@ -60,13 +61,17 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 	cfg.Mode = config.ModeAutopilot
 	cfg.Completion.StopGraceSeconds = 2
 	cfg.QualityCommands = []config.QualityCommand{{Name: "file", Command: "test -f out-$CHORUS_TASK_ID.txt", Required: true, Order: 1}}
+	dir := chorusdir.At(root)
+	k := &kengine{c: c, root: root, timeline: map[string][]string{}}
+	k.r = &kube.Runner{Config: c.Config, Namespace: "default", Instance: dir.Path,
+		Image: "unused", Exe: chorusBin, Grace: 2 * time.Second, Binary: "test", Timeline: k.step}
+	opts := beads.CreateOptions{Priority: 1}
+	for _, f := range setup {
+		f(&cfg, &opts, k.r)
+	}
 	// The pods meet the hub on a bare remote: they clone from it into
 	// directories of their own and push back; the script travels in
 	// the repository.
-	opts := beads.CreateOptions{Priority: 1}
-	for _, f := range setup {
-		f(&cfg, &opts)
-	}
 	bare := remoteFor(t, root)
 	cfg.Merge.Remote = "origin"
 	if _, err := config.Install(root, cfg); err != nil {
@@ -80,7 +85,8 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &kengine{c: c, root: root, bare: bare, timeline: map[string][]string{}}
+	k.bare = bare
+	k.r.Remote = "file://" + bare
 	for i := range tasks {
 		tk, err := st.Create(context.Background(), fmt.Sprintf("task %d", i), opts)
 		if err != nil {
@@ -89,10 +95,6 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 		k.ids = append(k.ids, tk.ID)
 	}
 	k.start = time.Now()
-	dir := chorusdir.At(root)
-	k.r = &kube.Runner{Config: c.Config, Namespace: "default", Instance: dir.Path,
-		Image: "unused", Exe: chorusBin, Grace: 2 * time.Second, Binary: "test", Timeline: k.step,
-		Remote: "file://" + bare}
 	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: cfg, Store: st, Target: "main",
 		ChorusExe: chorusBin, Cols: 100, Rows: 30, Runner: k.r})
 	if err != nil {
