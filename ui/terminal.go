@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"os"
 	"sync"
 
 	"github.com/gdamore/tcell/v2"
@@ -16,6 +17,7 @@ type Terminal struct {
 	done   chan struct{}
 	screen tcell.Screen
 	ti     *terminfo.Terminfo
+	held   *heldTTY // nil: tcell opened the terminal itself
 	err    error
 
 	mu     sync.Mutex
@@ -29,11 +31,11 @@ func OpenTerminal() *Terminal {
 	t := &Terminal{done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
-		s, ti, err := openTerminal()
+		s, ti, held, err := openHeldTerminal()
 		if err == nil {
 			err = s.Init()
 		}
-		t.screen, t.ti, t.err = s, ti, err
+		t.screen, t.ti, t.held, t.err = s, ti, held, err
 	}()
 	return t
 }
@@ -52,11 +54,18 @@ func (t *Terminal) take() (tcell.Screen, *terminfo.Terminfo, error) {
 	case t.closed:
 		return nil, nil, errTerminalClosed
 	}
+	if t.held != nil {
+		if err := t.held.release(); err != nil {
+			return nil, nil, err
+		}
+	}
 	return t.screen, t.ti, nil
 }
 
 // Close gives the terminal back as it was, unless a UI took it (the UI
-// does that when it ends). Safe to call more than once.
+// does that when it ends): nothing tcell wrote reaches it, so an attach
+// that goes no further prints its error without a flash of the
+// alternate screen. Safe to call more than once.
 func (t *Terminal) Close() {
 	<-t.done
 	t.mu.Lock()
@@ -66,6 +75,56 @@ func (t *Terminal) Close() {
 	}
 	t.closed = true
 	t.screen.Fini()
+}
+
+// openHeldTerminal is openTerminal on /dev/tty through a heldTTY.
+func openHeldTerminal() (tcell.Screen, *terminfo.Terminfo, *heldTTY, error) {
+	ti, err := tcell.LookupTerminfo(os.Getenv("TERM"))
+	if err != nil {
+		s, err := tcell.NewScreen()
+		return s, nil, nil, err
+	}
+	tty, err := tcell.NewDevTty()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	held := &heldTTY{Tty: tty, hold: true}
+	s, err := tcell.NewTerminfoScreenFromTtyTerminfo(held, ti)
+	return s, ti, held, err
+}
+
+// heldTTY keeps what tcell writes while the terminal is set up ahead of
+// the UI (entering the alternate screen, hiding the cursor) until a UI
+// takes it; given back unshown, it is never written.
+type heldTTY struct {
+	tcell.Tty
+	mu   sync.Mutex
+	hold bool
+	buf  []byte
+}
+
+func (t *heldTTY) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.hold {
+		t.buf = append(t.buf, p...)
+		return len(p), nil
+	}
+	return t.Tty.Write(p)
+}
+
+// release writes what was held and lets later writes through.
+func (t *heldTTY) release() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.hold {
+		return nil
+	}
+	t.hold = false
+	b := t.buf
+	t.buf = nil
+	_, err := t.Tty.Write(b)
+	return err
 }
 
 var errTerminalClosed = errors.New("the terminal was closed before the interface started")
