@@ -139,6 +139,7 @@ func (s *Service) publishLocked() {
 	st.Lost = append([]string(nil), st.Lost...)
 	st.Reverted = append([]string(nil), st.Reverted...)
 	s.snap.Store(&Snapshot{Items: items, Stats: st, Current: s.current, Idle: s.idleLocked()})
+	s.wakeLandingLocked()
 	select {
 	case s.changed <- struct{}{}:
 	default:

@@ -38,10 +38,12 @@ type Service struct {
 	draining  bool
 	reconcile bool
 	snap      atomic.Pointer[Snapshot]
-	sincePack int             // landings since the refs were last packed
-	batch     map[string]bool // the items of the batch the integrator holds
-	solo      map[string]bool // items to be processed alone (batch.go)
-	checking  map[string]bool // tasks in their checks, about to queue (gather.go)
+	sincePack int                        // landings since the refs were last packed
+	batch     map[string]bool            // the items of the batch the integrator holds
+	solo      map[string]bool            // items to be processed alone (batch.go)
+	checking  map[string]bool            // tasks in their checks, about to queue (gather.go)
+	landWait  map[string][]chan struct{} // Landing's channels, by task (landwait.go)
+	stopped   bool                       // Run returned: no landing is coming
 
 	// The locks below and mu above are taken in the order locks.go gives
 	// (TestLockOrder holds it).
@@ -198,6 +200,10 @@ func sortedQuality(q []config.QualityCommand) []config.QualityCommand {
 // time, on Run's.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.baselineTaken()
+	s.mu.Lock()
+	s.stopped = false
+	s.mu.Unlock()
+	defer s.stop()
 	if err := s.ensureIntegration(ctx); err != nil {
 		return err
 	}

@@ -202,8 +202,37 @@ func (r *agentRun) main(taskPicksAgent bool) {
 	}
 	r.ledgerFinal(out)
 	r.waitMeters()
+	if out.kind == outCompleted {
+		r.awaitLanding()
+	}
 	close(r.closed)
 	r.e.post(func() { r.e.finish(r, out) })
+}
+
+// landingWait bounds how long a finished run keeps its slot for its
+// task's landing (awaitLanding).
+const landingWait = 5 * time.Second
+
+// awaitLanding keeps the run's slot until its task's merge has landed,
+// when nothing but the merge service's own work stands before it
+// (merge.Service.Landing): the next agent's start (a worktree, its
+// processes, the task store) would compete with the landing for the
+// machine, and it starts from a target that holds this task's work.
+func (r *agentRun) awaitLanding() {
+	if r.e.merge == nil {
+		return
+	}
+	ch := r.e.merge.Landing(r.taskID)
+	if ch == nil {
+		return // a check or an approval first: that takes its own time
+	}
+	t := time.NewTimer(landingWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-r.ctx.Done():
+	}
 }
 
 // update applies fn to the loop's state from the supervisor, waiting for

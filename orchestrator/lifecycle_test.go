@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -308,5 +309,34 @@ exit 0
 	}
 	if got := git(t, h.root, "log", "-1", "--format=%s", refs[0]); got != "work to lose" {
 		t.Fatalf("kept %q", got)
+	}
+}
+
+// With no check before the landing, a finished agent's slot is kept until
+// its task has landed: the next task's agent starts from a target that
+// holds the last one's work (and its start does not compete with the
+// landing).
+func TestNextAgentStartsAfterTheLanding(t *testing.T) {
+	h := newHarness(t, "write f-$CHORUS_TASK_ID.txt work\ncommit \"feat: work\"\nsignal COMPLETE\n", func(c *config.Config) {
+		c.Mode = config.ModeAutopilot
+		c.Agents.MaxParallel = 1
+	})
+	ids := []string{h.task("first", beads.CreateOptions{Priority: 1}), h.task("second", beads.CreateOptions{Priority: 1}),
+		h.task("third", beads.CreateOptions{Priority: 1})}
+	h.start()
+	for _, id := range ids {
+		h.waitFor(kind("merge_landed", id))
+	}
+	h.waitIdle()
+	// main's merges, newest first: each task's branch holds the merge before it.
+	merges := strings.Fields(git(t, h.root, "log", "--first-parent", "--merges", "--format=%H", "main"))
+	if len(merges) != len(ids) {
+		t.Fatalf("%d merges on main, want %d", len(merges), len(ids))
+	}
+	for i := 0; i+1 < len(merges); i++ {
+		cmd := exec.Command("git", "-C", h.root, "merge-base", "--is-ancestor", merges[i+1], merges[i]+"^2")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("the task of %s started before %s landed: %v %s\n%s", merges[i][:10], merges[i+1][:10], err, out, h.report())
+		}
 	}
 }
