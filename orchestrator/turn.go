@@ -269,6 +269,9 @@ func (r *agentRun) complete(t beads.Task, wt worktree.Worktree, p agentProc, gen
 		tr.Completed = true
 		if e.merge != nil {
 			tr.Merge = &req
+			// Enqueue's save, next, writes this with the queue: one
+			// fsync on the way to the landing instead of two.
+			e.dirty = false
 		}
 	})
 	if e.merge != nil {
