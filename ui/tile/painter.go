@@ -413,7 +413,9 @@ func (p *Painter) put(x, y, w, h int, str string, style tcell.Style) (string, in
 func (p *Painter) emit(x, y, w int, str string, style tcell.Style, width int) int {
 	p.begin()
 	if x != p.cx || y != p.cy {
-		p.move(x, y)
+		if !p.skipBlanks(x, y, w) {
+			p.move(x, y)
+		}
 	}
 	if !p.curOK || style != p.cur {
 		seq := p.style(style)

@@ -346,7 +346,8 @@ func TestPainterThenFullDraw(t *testing.T) {
 
 // A full draw on the painter's screen, as tview's first frame, goes out
 // in one write: the tiles' cells and what tview drew through tcell (the
-// box), blank cells left out as the frame clears the screen first; the
+// box), blank cells left out as the frame clears the screen first (short
+// runs of them written as spaces, shorter than moving the cursor); the
 // terminal then shows what tcell alone would have drawn.
 func TestFullDrawThroughPainter(t *testing.T) {
 	paintEnv(t)
@@ -376,7 +377,8 @@ func TestFullDrawThroughPainter(t *testing.T) {
 	ok := len(each) == 1
 	if ok {
 		f := string(each[0])
-		ok = strings.Contains(f, "tests") && strings.Contains(f, "┌") && strings.Contains(f, "\x1b[2J") &&
+		// Short gaps between words are spaces, not cursor motions.
+		ok = strings.Contains(f, "agent: ran the") && strings.Contains(f, "┌") && strings.Contains(f, "\x1b[2J") &&
 			!strings.Contains(f, strings.Repeat(" ", 8))
 	}
 	if !ok {

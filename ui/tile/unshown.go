@@ -99,3 +99,39 @@ func (p *Painter) begin() {
 	}
 	p.cx, p.cy, p.curOK = -1, -1, false
 }
+
+// skipBlanks moves the cursor a few cells right on its row by writing
+// spaces, where the terminal shows spaces in the current style: shorter
+// than a cursor motion (about 7 bytes), and a first frame of text on a
+// cleared screen skips each gap between words. It reports whether it
+// did. Caller holds the lock.
+func (p *Painter) skipBlanks(x, y, w int) bool {
+	n := x - p.cx
+	if y != p.cy || p.cx < 0 || n <= 0 || n > 5 || !p.curOK {
+		return false
+	}
+	for i := p.cx; i < x; i++ {
+		if !p.showsBlank(i, y, w) {
+			return false
+		}
+	}
+	for range n {
+		p.buf.WriteByte(' ')
+	}
+	p.cx = x
+	return true
+}
+
+// showsBlank reports whether the terminal shows a space in the current
+// style at (x, y): painted so this frame or before (the shadow), or
+// shown by tcell's buffer.
+func (p *Painter) showsBlank(x, y, w int) bool {
+	if i := y*w + x; i < len(p.shadow) && p.shadow[i].set {
+		return p.shadow[i].str == " " && p.shadow[i].style == p.cur
+	}
+	if p.cells.Dirty(x, y) {
+		return false // not shown yet: the terminal's cell is not known here
+	}
+	str, st, width := p.cells.Get(x, y)
+	return str == " " && width == 1 && st == p.cur
+}
