@@ -297,6 +297,26 @@ func (s *server) snapshots(w *gitWork) {
 	}
 }
 
+// pushTold sends the branch and the uncommitted work back as soon as the
+// host is told to go (SIGTERM: a pod deleted, drained, evicted), before
+// its agent is stopped: a grace the deletion sets shorter than the stop
+// still leaves the work on the remote. pushEnd sends what the stop
+// changed.
+func (s *server) pushTold() {
+	s.mu.Lock()
+	w, over := s.git, s.exit != nil
+	s.mu.Unlock()
+	if w == nil || over {
+		return
+	}
+	t0 := time.Now()
+	if err := w.push(true); err != nil {
+		logf("%v", err)
+		return
+	}
+	logf("pushed %s and its uncommitted work when told to go in %.3fs", w.g.Branch, time.Since(t0).Seconds())
+}
+
 // pushEnd sends the branch and the uncommitted work back once the agent
 // ended (its own exit, a stop, the pod told to go), before the exit is
 // told: the hub follows the branch when it hears it.

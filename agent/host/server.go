@@ -116,6 +116,7 @@ func Serve(ctx context.Context, path string, opt Options) error {
 	select {
 	case <-s.ended:
 	case <-ctx.Done():
+		s.pushTold()
 		s.stopAgent()
 	}
 	ln.Close()
