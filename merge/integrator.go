@@ -74,6 +74,7 @@ func (in *integrator) run(ctx context.Context) error {
 			q.opMu.Lock()
 			in.observeTarget()
 			q.opMu.Unlock()
+			in.warm(ctx)
 			q.baselineTaken()
 		}
 		w := q.take()
@@ -109,6 +110,17 @@ func (in *integrator) run(ctx context.Context) error {
 			q.opMu.Unlock()
 		}
 	}
+}
+
+// warm starts what the first landing would otherwise start on its path:
+// the object store's cat-file, and the repository's settings and
+// identities its commits are written with (three git processes). A
+// failure is left for that landing to meet (nothing failed is cached).
+func (in *integrator) warm(ctx context.Context) {
+	if tip, err := in.readTarget(); err == nil {
+		_ = in.treeOf(tip)
+	}
+	_, _, _ = in.objs.Ident(ctx)
 }
 
 // ancestor reports whether a is an ancestor of (or equal to) b in the

@@ -325,3 +325,35 @@ func TestUntestedCandidateSavedOnceBeforeLanding(t *testing.T) {
 		})
 	}
 }
+
+// The first landing of a service starts no git process of its own but
+// the fast-forward: the object store's reader and the settings and
+// identities commits are written with were read when the service started
+// (before its baseline).
+func TestFirstLandingStartsOnlyTheFastForward(t *testing.T) {
+	r := newRepo(t)
+	branch, _ := r.agentBranch("fl-1", "main", map[string]string{"fl.txt": "fl\n"}, false)
+	trace := filepath.Join(t.TempDir(), "trace")
+	t.Setenv("GIT_TRACE", trace)
+	h := start(t, r, nil, nil)
+	<-h.svc.Baseline() // taken once the service has warmed up
+	if err := os.WriteFile(trace, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.enqueue(Request{TaskID: "fl-1", Branch: branch})
+	h.waitStatus("fl-1", StatusLanded)
+	raw, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	ff := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "merge --ff-only") })
+	if ff < 0 {
+		t.Fatalf("no fast-forward traced:\n%s", raw)
+	}
+	for _, l := range lines[:ff] {
+		if strings.Contains(l, "trace: built-in: git") || strings.Contains(l, "trace: exec:") {
+			t.Errorf("started on the landing's path: %s", l)
+		}
+	}
+}
