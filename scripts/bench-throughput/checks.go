@@ -57,7 +57,7 @@ func runChecks(b *bench, rounds int) {
 // chorusChecks runs one autopilot session of b.agents tasks on as many
 // agents and returns the seconds from the last COMPLETE to the last landing.
 func (b *bench) chorusChecks(round int) (float64, error) {
-	dir, err := b.setupChorus(fmt.Sprintf("chorus-checks-%d", round), b.quality)
+	dir, err := b.setupChorus(fmt.Sprintf("chorus-checks-%d", round), b.quality, false)
 	if err != nil {
 		return 0, err
 	}

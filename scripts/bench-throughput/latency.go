@@ -66,7 +66,7 @@ func runLatency(b *bench, rounds int) {
 // chorusLatency runs one autopilot session of b.n tasks with one agent and
 // returns each task's signal→landing time in ms.
 func (b *bench) chorusLatency(round int) ([]float64, error) {
-	dir, err := b.setupChorus(fmt.Sprintf("chorus-lat-%d", round), "")
+	dir, err := b.setupChorus(fmt.Sprintf("chorus-lat-%d", round), "", false)
 	if err != nil {
 		return nil, err
 	}

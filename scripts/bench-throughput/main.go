@@ -11,8 +11,9 @@
 // write a file, `git add -A`, `git commit`, then under one lock a serial
 // `git merge --no-ff` into main (checked out in the repository root), and
 // removing the worktree and branch. Chorus runs `--autopilot --headless
-// --max-agents AGENTS` with the built-in scripted agent doing the same edit
-// and commit, and its built-in task store.
+// --max-agents AGENTS` with an agent that is bash doing the same edit and
+// commit and then `chorus signal COMPLETE` (BENCH_AGENT=go: the built-in
+// scripted agent), and its built-in task store.
 //
 // With -quality CMD both sides run a required check: the shell pipeline
 // after each merge, under the merge lock (undoing a merge it fails);
@@ -29,8 +30,12 @@
 // that command, for a profile (in -latency too); BENCH_TRACE=1 with
 // -latency prints each task's events in ms after its stamp (where the
 // time goes between the signal and the landing); BENCH_VERBOSE=1 prints git subcommands;
-// BENCH_TIMING=1 adds each git subcommand's CPU; BENCH_SIGNAL=cli has the
-// agent start `chorus signal` rather than send from its own process.
+// BENCH_TIMING=1 adds each git subcommand's CPU; BENCH_AGENT=go has the
+// throughput mode's agent be the built-in scripted agent (a start of the
+// whole chorus binary per task) rather than a shell doing the shell
+// side's edit and commit, then `chorus signal COMPLETE`; BENCH_SIGNAL=cli
+// has that scripted agent start `chorus signal` rather than send from its
+// own process.
 package main
 
 import (
@@ -302,7 +307,13 @@ commit "feat: task work"
 
 // setupChorus makes a repository set up for Chorus: the scripted agent as
 // the default, the quality command if any, b.n tasks.
-func (b *bench) setupChorus(name, quality string) (string, error) {
+//
+// shellAgent: the agent is bash doing the shell side's edit and commit and
+// then `chorus signal COMPLETE` (the chorus on its PATH, chorus-signal
+// when that is installed beside chorus), so both sides' agents do the
+// same work the same way; otherwise the built-in scripted agent runs
+// agent.script.
+func (b *bench) setupChorus(name, quality string, shellAgent bool) (string, error) {
 	dir, err := b.repo(name)
 	if err != nil {
 		return "", err
@@ -334,6 +345,9 @@ func (b *bench) setupChorus(name, quality string) (string, error) {
 		return "", errors.New("config.json has no agents.available")
 	}
 	avail["script"] = map[string]any{"command": b.chorus, "args": []string{"scripted-agent", "--script", "agent.script"}}
+	if shellAgent {
+		avail["script"] = map[string]any{"command": "bash", "args": []string{"-c", shellAgentScript}}
+	}
 	agents["default"] = "script"
 	if os.Getenv("DIRECT") == "1" {
 		agents["host"] = false // agents as the engine's children, not hosted
@@ -366,8 +380,16 @@ func (b *bench) setupChorus(name, quality string) (string, error) {
 	return dir, nil
 }
 
+// shellAgentScript is the shell side's edit and commit (see pipeline) and
+// the signal. The prompt Chorus appends becomes $0 and is ignored.
+const shellAgentScript = `set -eu
+echo "$CHORUS_TASK_ID" >"f-$CHORUS_TASK_ID.txt"
+git add -A
+git commit -q --no-verify -m "feat: task work"
+exec chorus signal COMPLETE`
+
 func (b *bench) runChorus() (result, error) {
-	dir, err := b.setupChorus("chorus", b.quality)
+	dir, err := b.setupChorus("chorus", b.quality, os.Getenv("BENCH_AGENT") != "go")
 	if err != nil {
 		return result{}, err
 	}
