@@ -280,6 +280,23 @@ func (b *bench) shell() (result, error) {
 	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("/.worktrees/\n"), 0o644); err != nil {
 		return result{}, err
 	}
+	// The same tree as Chorus's repository (its project files and the
+	// scripted agent's script), so both sides' worktrees check out and
+	// remove the same files.
+	init := exec.Command(b.chorus, "-C", dir, "init", "--yes")
+	init.Env = b.env(os.DevNull)
+	if out, err := init.CombinedOutput(); err != nil {
+		return result{}, fmt.Errorf("chorus init: %v: %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agent.script"), []byte(fmt.Sprintf(agentScript, "send")), 0o644); err != nil {
+		return result{}, err
+	}
+	if err := b.git(dir, "add", "-A"); err != nil {
+		return result{}, err
+	}
+	if err := b.git(dir, "commit", "-q", "-m", "chorus setup"); err != nil {
+		return result{}, err
+	}
 	log := filepath.Join(b.root, "shell-git.log")
 	cmd := exec.Command("bash", "-c", pipeline)
 	cmd.Dir = dir
