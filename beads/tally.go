@@ -713,34 +713,54 @@ func (t *tally) dependencies(r *record) bool {
 		r.deps = nil
 		return true
 	}
-	deps := t.deps.scratch[:0]
+	// Read straight into the slab: a Dependency is 112 bytes, and copying
+	// each one out of a return value, into a scratch slice and then into
+	// the slab was a tenth of the first count.
+	sl := t.deps
+	at := len(sl.chunk)
 	empty, ok := t.open('[', ']')
 	for more := ok && !empty; more; {
 		t.ws()
-		var d Dependency
-		if d, ok = t.dependency(r.id); !ok {
+		if len(sl.chunk) == cap(sl.chunk) {
+			// This record's edges so far move to a fresh chunk: a record's
+			// edges are one slice.
+			n := len(sl.chunk) - at
+			c := make([]Dependency, n, max(512, 2*n))
+			copy(c, sl.chunk[at:])
+			sl.chunk, at = c, 0
+		}
+		sl.chunk = sl.chunk[:len(sl.chunk)+1]
+		d := &sl.chunk[len(sl.chunk)-1]
+		*d = Dependency{} // a slot given back by a line that failed
+		if !t.dependency(r.id, d) {
+			sl.chunk = sl.chunk[:at]
 			return false
 		}
-		deps = append(deps, d)
 		if more, ok = t.next(']'); !ok {
+			sl.chunk = sl.chunk[:at]
 			return false
 		}
 	}
-	t.deps.scratch = deps
-	r.deps = t.deps.keep(deps)
-	return ok
+	if !ok {
+		sl.chunk = sl.chunk[:at]
+		return false
+	}
+	r.deps = nil
+	if len(sl.chunk) > at {
+		r.deps = sl.chunk[at:len(sl.chunk):len(sl.chunk)] // no room to grow into the next record's
+	}
+	return true
 }
 
 // dependency reads one dependency of the task with id own (as read so
-// far: the index pass compares issue_id with it the same way).
-func (t *tally) dependency(own string) (Dependency, bool) {
-	var d Dependency
+// far: the index pass compares issue_id with it the same way) into d.
+func (t *tally) dependency(own string, d *Dependency) bool {
 	empty, ok := t.open('{', '}')
 	var seen uint32
 	for k, more := 0, ok && !empty; more; k++ {
 		f, found, ok := t.key(t.dep, &t.depShape, k, &seen)
 		if !ok {
-			return d, false
+			return false
 		}
 		if !found {
 			ok = t.skip()
@@ -762,11 +782,11 @@ func (t *tally) dependency(own string) (Dependency, bool) {
 			}
 		}
 		if !ok {
-			return d, false
+			return false
 		}
 		if more, ok = t.next('}'); !ok {
-			return d, false
+			return false
 		}
 	}
-	return d, ok
+	return ok
 }
