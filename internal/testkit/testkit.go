@@ -69,6 +69,8 @@ func Build() (string, error) {
 			{filepath.Join(binDir, "chorus-agent-host"), "./cmd/chorus-agent-host"}} {
 			cmd := exec.Command("go", "build", "-o", c.out, c.pkg)
 			cmd.Dir = Root()
+			// Static, as the README installs it.
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("building %s: %v\n%s", c.pkg, err, out)
 				return
