@@ -12,6 +12,9 @@ import (
 	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
+// The chorus binaries the tests start are built once and removed after.
+func TestMain(m *testing.M) { testkit.Main(m) }
+
 func run(t *testing.T, env []string, bin string, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)

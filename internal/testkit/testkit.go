@@ -87,6 +87,16 @@ func Cleanup() {
 	}
 }
 
+// Main runs a package's tests and then removes the binary Chorus or Build
+// built, which would otherwise stay in the temporary directory: use it as
+// TestMain in every package that builds one and needs no TestMain of its
+// own.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
 // Git runs git in dir and returns its trimmed output, failing the test on
 // an error.
 func Git(tb testing.TB, dir string, args ...string) string {
