@@ -67,7 +67,12 @@ func Build() (string, error) {
 		// the one, agent hosts are the other.
 		for _, c := range []struct{ out, pkg string }{{binPath, "./cmd/chorus"}, {filepath.Join(binDir, "chorus-signal"), "./cmd/chorus-signal"},
 			{filepath.Join(binDir, "chorus-agent-host"), "./cmd/chorus-agent-host"}} {
-			cmd := exec.Command("go", "build", "-o", c.out, c.pkg)
+			// Without version control stamps, as test binaries are built:
+			// an engine running inside a test then takes these for its
+			// own build (chorus-signal and chorus-agent-host are used only
+			// beside a chorus of the same build), in a clone as in a
+			// linked worktree, where nothing is stamped.
+			cmd := exec.Command("go", "build", "-buildvcs=false", "-o", c.out, c.pkg)
 			cmd.Dir = Root()
 			// Static, as the README installs it.
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
