@@ -110,7 +110,7 @@ func TestCodexNeedsHelpAnswered(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.waitFor(kind(orchestrator.EvCompleted, id))
-			if got := git(t, h.root, "show", "agent/"+profile+"/"+id+":colour.txt"); got != "blue" {
+			if got := h.committed(t, id, "agent/"+profile+"/"+id, "colour.txt"); got != "blue" {
 				t.Fatalf("colour.txt = %q\n%s", got, h.report())
 			}
 		})

@@ -77,6 +77,18 @@ func git(t *testing.T, dir string, args ...string) string {
 	return testkit.Git(t, dir, args...)
 }
 
+// committed is file as task id's branch holds it: on the branch while it
+// is there; once the task has landed its branch is gone (its tip kept
+// under refs/chorus/), so on main after the landing.
+func (h *harness) committed(t *testing.T, id, branch, file string) string {
+	t.Helper()
+	if out, err := exec.Command("git", "-C", h.root, "show", branch+":"+file).Output(); err == nil {
+		return strings.TrimSpace(string(out))
+	}
+	h.waitFor(kind("merge_landed", id))
+	return git(t, h.root, "show", "main:"+file)
+}
+
 // newHarness makes a repository with one commit, a built-in task store, a
 // model server, and the built-in agent profiles pointed at the installed
 // CLIs, with throwaway homes.

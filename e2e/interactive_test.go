@@ -115,7 +115,7 @@ func TestClaudeInteractiveQualityFeedback(t *testing.T) {
 			t.Fatalf("delivery trouble: %s", ev.Text)
 		}
 	}
-	if got := git(t, h.root, "show", "agent/claude/"+id+":result.txt"); got != "good" {
+	if got := h.committed(t, id, "agent/claude/"+id, "result.txt"); got != "good" {
 		t.Fatalf("result.txt = %q", got)
 	}
 	if tk := h.get(id); tk.Status != beads.StatusClosed {
@@ -177,7 +177,7 @@ func TestClaudeInteractiveNeedsHelpAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor(kind(orchestrator.EvCompleted, id))
-	if got := git(t, h.root, "show", "agent/claude/"+id+":colour.txt"); got != "blue" {
+	if got := h.committed(t, id, "agent/claude/"+id, "colour.txt"); got != "blue" {
 		t.Fatalf("colour.txt = %q\n%s", got, h.report())
 	}
 }
