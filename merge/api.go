@@ -82,6 +82,15 @@ func (s *Service) Changed() <-chan struct{} { return s.changed }
 // Events delivers notifications; when nobody reads, the oldest are dropped.
 func (s *Service) Events() <-chan Event { return s.events }
 
+// Delivered reports that a reader that has handled read events has seen
+// every event emitted so far (or dropped unread). The snapshot's Idle can
+// be published before the event that led to it is read: a reader deciding
+// that all is done needs both.
+func (s *Service) Delivered(read uint64) bool {
+	dropped := s.dropped.Load() // first: emitted only grows, so this errs toward "in transit"
+	return read+dropped >= s.emitted.Load()
+}
+
 // Idle reports that nothing can run: the queue is empty, paused, or holds
 // only items that wait for a person (or for such an item, as a dependency).
 func (s *Service) Idle() bool {

@@ -68,6 +68,9 @@ type Service struct {
 	clean        *cleaner // cleans up after landings, on a goroutine of its own
 	changed      chan struct{}
 	events       chan Event
+	// emitted and dropped count events put on events and dropped from it
+	// unread, so a reader can tell none is still in transit (Delivered).
+	emitted, dropped atomic.Uint64
 
 	// wtMu guards wtCache, the worktrees' git dirs as last read (git.go).
 	wtMu    sync.Mutex
@@ -244,6 +247,7 @@ func (s *Service) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = s.opt.Now()
 	}
+	s.emitted.Add(1) // before the send: a reader never sees more than was emitted
 	for {
 		select {
 		case s.events <- e:
@@ -253,6 +257,7 @@ func (s *Service) emit(e Event) {
 		// Full: drop the oldest so the integrator never blocks on a slow reader.
 		select {
 		case <-s.events:
+			s.dropped.Add(1)
 		default:
 		}
 	}

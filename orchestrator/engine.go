@@ -132,7 +132,9 @@ type Engine struct {
 	more   []chan struct{}
 
 	// Owned by the loop goroutine.
-	idleTold  bool // EvIdle was emitted for the idleness that lasts
+	idleTold bool // EvIdle was emitted for the idleness that lasts
+	// mergeRead counts the merge service's events the loop has handled.
+	mergeRead uint64
 	st        *State
 	stw       *stateWriter         // writes st: snapshot + journal
 	runs      map[string]*agentRun // by agent id

@@ -80,6 +80,7 @@ func (e *Engine) forwardMerge(ctx context.Context) {
 				// Dated when the merge service saw it happen (a landing:
 				// when the target took the commit), not when the loop got
 				// to it.
+				e.mergeRead++
 				e.emit(Event{Kind: kind, Time: ev.Time, Task: ev.TaskID, Text: text, Fields: map[string]any{"commit": ev.Commit}})
 				if ev.Kind == merge.EventLanded {
 					e.needReady = true

@@ -27,8 +27,10 @@ func (e *Engine) idle() bool {
 		return false
 	}
 	// The merge service's published snapshot, never its lock: its worker
-	// may be waiting on this loop to persist.
-	if e.merge != nil && !e.merge.Snapshot().Idle {
+	// may be waiting on this loop to persist. Its events must all be
+	// handled too: the snapshot can turn idle while the landing that made
+	// it so is still on its way to this loop.
+	if e.merge != nil && (!e.merge.Snapshot().Idle || !e.merge.Delivered(e.mergeRead)) {
 		return false
 	}
 	if e.st.Mode == config.ModeAutopilot && !e.st.Paused {
