@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chorus-dev/chorus/internal/testkit"
 )
 
 // readyRepo is a repository with 10,000 tasks and 20,000 dependencies in
@@ -115,7 +116,7 @@ func statusVsGitStatus(b *testing.B, how string) {
 			b.Fatalf("%s %v: %v", name, args, err)
 		}
 		wall = time.Since(start)
-		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), wall
+		return testkit.CPU(cmd.ProcessState), wall
 	}
 	var cpuR, wallR []float64
 	b.ResetTimer()
@@ -175,12 +176,6 @@ func statusVsGitStatus(b *testing.B, how string) {
 		wallR = append(wallR, float64(aw)/float64(bw))
 	}
 	b.StopTimer()
-	report := func(rs []float64, unit string) {
-		slices.Sort(rs)
-		b.ReportMetric(rs[len(rs)/2], unit+"-median")
-		b.ReportMetric(rs[0], unit+"-min")
-		b.ReportMetric(rs[len(rs)-1], unit+"-max")
-	}
-	report(cpuR, "cpu-ratio")
-	report(wallR, "wall-ratio")
+	testkit.ReportSpread(b, cpuR, "cpu-ratio")
+	testkit.ReportSpread(b, wallR, "wall-ratio")
 }

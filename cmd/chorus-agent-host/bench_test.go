@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -50,7 +49,7 @@ func startHost(tb testing.TB, exe string, args ...string) (ready, cpu time.Durat
 		tb.Fatal(err)
 	}
 	_ = cmd.Wait()
-	return ready, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return ready, testkit.CPU(cmd.ProcessState)
 }
 
 // The small host is a host: it listens, says so, and a stop ends it.
@@ -73,12 +72,6 @@ func BenchmarkHostStart(b *testing.B) {
 		wall = append(wall, float64(sw)/float64(fw))
 		cpu = append(cpu, float64(sc)/float64(max(fc, 100*time.Microsecond)))
 	}
-	report := func(rs []float64, unit string) {
-		slices.Sort(rs)
-		b.ReportMetric(rs[len(rs)/2], unit+"-median")
-		b.ReportMetric(rs[0], unit+"-min")
-		b.ReportMetric(rs[len(rs)-1], unit+"-max")
-	}
-	report(wall, "ready-small/full")
-	report(cpu, "cpu-small/full")
+	testkit.ReportSpread(b, wall, "ready-small/full")
+	testkit.ReportSpread(b, cpu, "cpu-small/full")
 }

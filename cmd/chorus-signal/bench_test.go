@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func BenchmarkSignalStart(b *testing.B) {
 		if cmd.ProcessState == nil {
 			b.Fatalf("%s did not start", name)
 		}
-		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return testkit.CPU(cmd.ProcessState)
 	}
 	var fullR, fastR []float64
 	for b.Loop() {
@@ -40,12 +39,6 @@ func BenchmarkSignalStart(b *testing.B) {
 		fullR = append(fullR, float64(f)/float64(g))
 		fastR = append(fastR, float64(s)/float64(g))
 	}
-	report := func(rs []float64, unit string) {
-		slices.Sort(rs)
-		b.ReportMetric(rs[len(rs)/2], unit+"-median")
-		b.ReportMetric(rs[0], unit+"-min")
-		b.ReportMetric(rs[len(rs)-1], unit+"-max")
-	}
-	report(fullR, "chorus/git")
-	report(fastR, "chorus-signal/git")
+	testkit.ReportSpread(b, fullR, "chorus/git")
+	testkit.ReportSpread(b, fastR, "chorus-signal/git")
 }
