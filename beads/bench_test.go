@@ -216,3 +216,51 @@ func countsAfterChange(b *testing.B, change func(line []byte) []byte) {
 		count()
 	}
 }
+
+// Open + counts with the cache removed first: a store nobody counted
+// (cold), and the count after the first change that follows a first
+// count (firstchanged).
+func BenchmarkBuiltinCountsCold10k(b *testing.B) {
+	for _, how := range []string{"cold", "firstchanged"} {
+		b.Run(how, func(b *testing.B) {
+			repo := initRepo(b)
+			writeBig(b, repo, 10000)
+			path := filepath.Join(repo, ".beads", "issues.jsonl")
+			orig, err := os.ReadFile(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			changed := bytes.Replace(orig, []byte(`"title":"Task number 9999:`), []byte(`"title":"Task number 9999 (1):`), 1)
+			count := func() {
+				s, err := beads.Open(bg, beads.OpenOptions{RepoDir: repo})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := beads.CountTasks(bg, s, beads.ReadyOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			write := func(data []byte) {
+				if err := os.WriteFile(path+".tmp", data, 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.Rename(path+".tmp", path); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				b.StopTimer()
+				if err := os.RemoveAll(filepath.Join(repo, ".beads", "chorus-cache")); err != nil {
+					b.Fatal(err)
+				}
+				if how == "firstchanged" {
+					write(orig)
+					count()
+					write(changed)
+				}
+				b.StartTimer()
+				count()
+			}
+		})
+	}
+}

@@ -54,6 +54,7 @@ type snapshot struct {
 	memoRead *indexMemo
 	memoFrom []int32
 	memo     *memoCounts
+	blocks   []countBlock // a first count's (parseFirst), to be kept
 }
 
 // OpenBuiltin opens the built-in store in beadsDir (normally from

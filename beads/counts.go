@@ -69,7 +69,7 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 		var buf bytes.Buffer
 		err := copyPayload(&buf, f, e)
 		f.Close()
-		if err == nil && json.Unmarshal(buf.Bytes(), &c) == nil && c.ByStatus != nil {
+		if err == nil && json.Unmarshal(countsPart(buf.Bytes()), &c) == nil && c.ByStatus != nil {
 			return c, nil
 		}
 	}
@@ -83,8 +83,8 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 	out, err := s.renderCached(path, variant, codeID(), load, func(sn *snapshot, now time.Time) func() ([]byte, error) {
 		bad = sn.bad
 		if sn.memo != nil {
-			c := sn.memo.Counts
-			return func() ([]byte, error) { return json.Marshal(c) }
+			c, blocks := sn.memo.Counts, sn.memo.blocks
+			return func() ([]byte, error) { b, err := json.Marshal(c); return withBlocks(b, blocks), err }
 		}
 		var bits []byte
 		if sn.sums != nil {
@@ -92,14 +92,15 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 		}
 		c := countRecords(sn, opt, now, bits)
 		s.renewMemo(sn, variant, c, bits, now)
-		return func() ([]byte, error) { return json.Marshal(c) }
+		blocks := countBlocks(sn, variant, c, now)
+		return func() ([]byte, error) { b, err := json.Marshal(c); return withBlocks(b, blocks), err }
 	})
 	release() // nothing kept refers to the file's bytes: counts were copied out
 	if err != nil {
 		return Counts{}, err
 	}
 	c = Counts{}
-	if err := json.Unmarshal(out, &c); err != nil {
+	if err := json.Unmarshal(countsPart(out), &c); err != nil {
 		return Counts{}, err
 	}
 	c.Malformed = bad

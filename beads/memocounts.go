@@ -18,6 +18,7 @@ type memoCounts struct {
 	Lo, Hi  int64
 	Counts  Counts
 	bits    []byte // when written: each record's state (memoReady…)
+	blocks  []byte // when taken from count blocks: those blocks, kept again
 }
 
 // A record's state for the memo's counts, as Ready computed it.
