@@ -83,6 +83,16 @@ type Emulator struct {
 
 	syncSince time.Time // when mode 2026 was set
 
+	// The TextSince reader: the mark it was last handed (readNext), and,
+	// once a reflow has re-cut the history since, the row it reads from
+	// instead (readFloor): the first row holding text it had not read.
+	// Reflowed history is not new text; without this a resize made the
+	// reader read the whole history again.
+	readNext  uint64
+	readFloor uint64
+	readValid bool
+	floorSet  bool
+
 	// input filter state; persists across writes so any chunking of the
 	// stream gives the same result.
 	fstate  filterState

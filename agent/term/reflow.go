@@ -15,6 +15,20 @@ func (e *Emulator) reflow(w, h int) {
 	}
 	oldW, oldLen := e.w, e.sb.len()
 	n := oldLen + len(e.main.rows)
+	// The TextSince reader's first unread row (the screen's first row when
+	// it has read all the history), to find where its text is cut anew.
+	readAt, readRow := -1, 0
+	if e.readValid {
+		mark := e.readNext
+		if e.floorSet {
+			mark = e.readFloor
+		}
+		first := e.sb.total - uint64(oldLen)
+		readAt = oldLen
+		if mark < e.sb.total {
+			readAt = int(max(mark, first) - first)
+		}
+	}
 	at := func(i int) row {
 		if i < oldLen {
 			return e.sb.at(i) // valid until the next at: copied below
@@ -47,6 +61,11 @@ func (e *Emulator) reflow(w, h int) {
 	curOff := -1
 	for i := 0; i <= last; i++ {
 		r := at(i)
+		if i == readAt {
+			// The next row produced starts the logical line holding row
+			// i: read from there, a little text again rather than less.
+			readRow = base + len(win)
+		}
 		if i == oldLen+cy {
 			curOff = len(line) + cx
 		}
@@ -114,6 +133,13 @@ func (e *Emulator) reflow(w, h int) {
 	// Row numbers only grow (TextSince): a narrower history repeats a few
 	// rows to a reader, a wider one skips none.
 	nsb.total = e.sb.total + uint64(max(top-oldLen, 0))
+	if readAt > last {
+		readRow = top // nothing it had not read is left but the screen
+	}
+	if readAt >= 0 {
+		// Row j of the new history is numbered total-top+j.
+		e.readFloor, e.floorSet = nsb.total-uint64(top)+uint64(readRow), true
+	}
 	e.sb = nsb
 	rows := make([]row, 0, h)
 	rows = append(rows, win[:min(h, len(win))]...)

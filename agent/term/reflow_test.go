@@ -2,6 +2,7 @@ package term
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 )
@@ -91,5 +92,83 @@ func TestRowText(t *testing.T) {
 	}
 	if _, _, ok := e.RowText(first - 1); ok {
 		t.Error("history reachable from the alternate screen")
+	}
+}
+
+// A resize re-cuts the history, but the text in it was read: the reader
+// of TextSince gets the screen and what it had not read, not the whole
+// history again (at the first attach to agents that printed 10,000 lines
+// each, re-reading it took the engine seconds of CPU).
+func TestReflowDoesNotReplayReadHistory(t *testing.T) {
+	e := New(120, 40, WithScrollback(10000))
+	for i := range 5000 {
+		fmt.Fprintf(e, "line %05d of what an agent printed, long enough to wrap when narrower\r\n", i)
+	}
+	_, next := e.TextSince(0)
+	for _, w := range []int{50, 200, 33} {
+		e.Resize(w, 20)
+		text, n := e.TextSince(next)
+		next = n
+		if strings.Contains(text, "line 04000") || strings.Count(text, "\n") > 60 {
+			t.Fatalf("after a resize to %d columns the reader got %d lines again:\n%.300s", w, strings.Count(text, "\n"), text)
+		}
+	}
+	// Unread rows before the resize are still read after it.
+	e.Write([]byte("unread one\r\n"))
+	for i := range 60 {
+		fmt.Fprintf(e, "filler %02d\r\n", i)
+	}
+	e.Resize(120, 20)
+	e.Resize(25, 20) // twice before the reader comes back
+	if text, _ := e.TextSince(next); !strings.Contains(text, "unread one") || strings.Contains(text, "line 04990") {
+		t.Fatalf("after two resizes the reader misses its unread row or reads old ones:\n%s", text)
+	}
+}
+
+// Whatever the writes, reads and resizes, a reader that passes back its
+// mark reads every line at least once, and reads little twice.
+func TestTextSinceAcrossResizesRandom(t *testing.T) {
+	for seed := int64(1); seed <= 200; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		e := New(20+rng.Intn(100), 5+rng.Intn(30), WithScrollback(100000))
+		seen := map[string]int{}
+		var next uint64
+		read := func() {
+			text, n := e.TextSince(next)
+			next = n
+			for _, l := range strings.Split(text, "\n") {
+				if strings.HasPrefix(l, "L") {
+					seen[strings.Fields(l)[0]]++
+				}
+			}
+		}
+		lines := 0
+		for step := 0; step < 60; step++ {
+			switch rng.Intn(4) {
+			case 0:
+				e.Resize(10+rng.Intn(120), 3+rng.Intn(40))
+			case 1:
+				read()
+			default:
+				for k := rng.Intn(40); k > 0; k-- {
+					fmt.Fprintf(e, "L%d %s\r\n", lines, strings.Repeat("x", rng.Intn(90)))
+					lines++
+				}
+			}
+		}
+		read()
+		again := 0
+		for i := range lines {
+			n := seen[fmt.Sprintf("L%d", i)]
+			if n == 0 {
+				t.Fatalf("seed %d: line L%d of %d was never read", seed, i, lines)
+			}
+			again += n - 1
+		}
+		// The screen is read every time, so its lines come again; the
+		// history does not.
+		if again > 60*45 {
+			t.Errorf("seed %d: %d lines read again", seed, again)
+		}
 	}
 }

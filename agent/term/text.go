@@ -81,9 +81,20 @@ func (e *Emulator) ScrollbackLines() int {
 // since it may still change. Rows already evicted are skipped.
 //
 // This is what signal detection should call: it reads only new history.
+// A reader that passes back the mark it was last given reads, after a
+// resize re-cut the history, only the rows holding text it had not read.
 func (e *Emulator) TextSince(from uint64) (text string, next uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.readValid && e.floorSet && from == e.readNext {
+		from = e.readFloor
+	}
+	text, next = e.textSince(from)
+	e.readNext, e.readValid, e.floorSet = next, true, false
+	return text, next
+}
+
+func (e *Emulator) textSince(from uint64) (text string, next uint64) {
 	total := e.sb.total
 	first := total - uint64(e.sb.len()) // number of the oldest kept row
 	if from < first {
@@ -132,7 +143,9 @@ func (e *Emulator) TextSince(from uint64) (text string, next uint64) {
 
 // AllText returns the whole scrollback and screen as plain text.
 func (e *Emulator) AllText() string {
-	t, _ := e.TextSince(0)
+	e.mu.Lock()
+	t, _ := e.textSince(0)
+	e.mu.Unlock()
 	return t
 }
 

@@ -104,10 +104,25 @@ var screenText = sync.OnceValue(func() *regexp.Regexp {
 // of its output that is not an event), with its reset time when the
 // screen gives one.
 func Screen(text string, now time.Time) (Finding, bool) {
-	if !mayShowLimit(text) {
-		return Finding{}, false
+	// Every form screenText knows lies within one line and holds "429"
+	// or "limit": the machine runs only on such lines, first to last (its
+	// first match in the text is the first in them). Over a whole screen,
+	// or a history of line numbers that contain 429, it cost 20 µs a line.
+	var loc []int
+	for at := 0; at < len(text) && loc == nil; {
+		end := strings.IndexByte(text[at:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += at
+		}
+		if line := text[at:end]; mayShowLimit(line) {
+			if m := screenText().FindStringIndex(line); m != nil {
+				loc = []int{at + m[0], at + m[1]}
+			}
+		}
+		at = end + 1
 	}
-	loc := screenText().FindStringIndex(text)
 	if loc == nil {
 		return Finding{}, false
 	}

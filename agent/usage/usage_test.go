@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +110,51 @@ func BenchmarkScreenNoLimit(b *testing.B) {
 	screen := strings.Repeat("● Reading file src/lib/parser.go (120 lines) and editing the handler\n", 40)
 	for b.Loop() {
 		Screen(screen, time.Time{})
+	}
+}
+
+// Screen runs its machine line by line; over random screens mixing every
+// form with near misses, line numbers and blank lines it finds what the
+// machine run over the whole text finds.
+func TestScreenLineByLineAsWhole(t *testing.T) {
+	now := time.Date(2026, 11, 28, 1, 0, 0, 0, time.Local)
+	parts := []string{"API Error: 429 {\"type\":\"rate_limit_error\"}", "API Error (429)", "Usage limit reached", "weekly limit reached",
+		"You've hit your usage limit", "you have hit your limit", "Rate limit reached for gpt", "last status: 429",
+		"  429 ✓ agent 3: edited", "error 429, retrying in 5s", "rate-limit hit, retrying in 30 seconds", "limit reached|1764291600",
+		"Claude usage limit reached. Your limit will reset at 5pm", "resets 3am", "unlimited", "LIMIT", "lim\nit", "42\n9",
+		"pkg/mod042/file_0429.go", "", " ", "API Error:", "x429y", "rate", "limit", "retrying in 2 minutes", "ok"}
+	whole := func(text string) (Finding, bool) {
+		loc := screenText().FindStringIndex(text)
+		if loc == nil {
+			return Finding{}, false
+		}
+		start := strings.LastIndexByte(text[:loc[0]], '\n') + 1
+		end := len(text)
+		if i := strings.IndexByte(text[loc[1]:], '\n'); i >= 0 {
+			end = loc[1] + i
+			if j := strings.IndexByte(text[end+1:], '\n'); j >= 0 {
+				end = end + 1 + j
+			}
+		}
+		said := text[start:end]
+		return Finding{Text: oneLine(said), Reset: resetIn(said, now)}, true
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for k := rng.Intn(12); k > 0; k-- {
+			b.WriteString(parts[rng.Intn(len(parts))])
+			if rng.Intn(3) > 0 {
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte(' ')
+			}
+		}
+		text := b.String()
+		gf, gok := Screen(text, now)
+		wf, wok := whole(text)
+		if gf != wf || gok != wok {
+			t.Fatalf("%q:\nline by line %+v %v\nwhole text   %+v %v", text, gf, gok, wf, wok)
+		}
 	}
 }
