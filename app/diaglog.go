@@ -10,6 +10,8 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/merge"
@@ -23,7 +25,9 @@ func openDiagLog(p *project, stderr io.Writer) (*slog.Logger, func(), error) {
 	if _, err := chorusdir.ParseLogLevel(os.Getenv(chorusdir.LogLevelEnv)); err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
-	stopProfile := startCPUProfile(stderr)
+	stopCPU := startCPUProfile(stderr)
+	stopHeap := startHeapProfile(stderr)
+	stopProfile := func() { stopHeap(); stopCPU() }
 	log, c, err := p.dir.OpenDiagLog()
 	if err == nil {
 		return log, func() { _ = c.Close(); stopProfile() }, nil
@@ -57,6 +61,50 @@ func startCPUProfile(stderr io.Writer) func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}
+}
+
+// HeapProfileEnv names a file that receives a Go heap profile of the
+// session every 5 seconds while it runs (the last one stays), when set;
+// "%p" as for CPUProfileEnv. What a long session holds is what matters,
+// not what is left at its end.
+const HeapProfileEnv = "CHORUS_HEAPPROFILE"
+
+func startHeapProfile(stderr io.Writer) func() {
+	path := os.Getenv(HeapProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
+	write := func() error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		runtime.GC() // the profile's in-use figures are as of the last collection
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	if err := write(); err != nil {
+		fmt.Fprintf(stderr, "chorus: no heap profile (%s): %v\n", HeapProfileEnv, err)
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				_ = write()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
 }
 
 // logSessionStart records what this session is: enough to tell runs apart

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Attaching to 8 agents that printed LINES lines each, and the memory that
-# holds them: Chorus (engine + attached TUI, through the remote package and
-# the real ui) against tmux (server + client, 8 tiled panes, history-limit
-# 10000 as the engine's scrollback) in the same run, ROUNDS interleaved
-# attaches each, on 200x60 PTYs that answer like a terminal. An attach is
-# timed from the client's start until every agent's last line is on its
-# screen. See scripts/bench-attach/main.go.
+# holds them: Chorus against tmux (server + client, 8 tiled panes,
+# history-limit 10000 as the engine's scrollback) in the same run, ROUNDS
+# interleaved attaches each, on 200x60 PTYs that answer like a terminal.
+# An attach is timed from the client's start until every agent's last line
+# is on its screen. See scripts/bench-attach/main.go.
+#
+# Two Chorus sides: "chorus" is the real program as installed (`chorus
+# --autopilot --headless` running 8 tasks whose hosted agents print, then
+# `chorus attach`; its memory counts the engine, the agent hosts and the
+# TUI), "ui+remote" the remote package serving the same emulators to the
+# real ui package, without the rest of the engine or of chorus's start.
 #
 # Usage: scripts/bench-attach.sh                 LINES=10000 ROUNDS=7
 #        BENCH_TRACE=1 scripts/bench-attach.sh   also each chunk a client
@@ -25,6 +30,9 @@ ROUNDS=${ROUNDS:-7}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 (cd "$ROOT" && go build -o "$TMP/bench-attach" ./scripts/bench-attach)
+# The real program, installed as the README does (its helpers beside it).
+mkdir -p "$TMP/bin" && (cd "$ROOT" && go build -o "$TMP/bin/" ./cmd/...)
+export BENCH_CHORUS=$TMP/bin/chorus
 if [[ -n ${BASE_REV:-} ]]; then
 	git -C "$ROOT" worktree add -q --detach "$TMP/base-src" "$BASE_REV"
 	# The benchmark itself is today's, built against that revision.

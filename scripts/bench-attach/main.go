@@ -4,6 +4,8 @@
 //
 //	bench-attach print LINES I      print LINES lines of agent-like output,
 //	                                then END-I, then wait to be killed
+//	bench-attach print-task LINES   the same as a real engine's agent, I
+//	                                its task's place in $BENCH_TASKS
 //	bench-attach serve LINES        8 agents (print under PTYs), their
 //	                                emulators served on $BENCH_SOCK by the
 //	                                remote package, as chorus engine does
@@ -63,6 +65,8 @@ func main() {
 	switch {
 	case len(os.Args) == 4 && os.Args[1] == "print":
 		err = printLines(atoi(os.Args[2]), atoi(os.Args[3]))
+	case len(os.Args) >= 3 && os.Args[1] == "print-task": // then the prompt
+		err = printLines(atoi(os.Args[2]), taskIndex())
 	case len(os.Args) == 3 && os.Args[1] == "serve":
 		err = serve(os.Getenv("BENCH_SOCK"), atoi(os.Args[2]))
 	case len(os.Args) == 2 && os.Args[1] == "attach":
@@ -70,7 +74,7 @@ func main() {
 	case len(os.Args) == 4 && os.Args[1] == "run":
 		err = run(atoi(os.Args[2]), atoi(os.Args[3]))
 	default:
-		err = errors.New("usage: bench-attach print LINES I | serve LINES | attach | run LINES ROUNDS")
+		err = errors.New("usage: bench-attach print LINES I | print-task LINES | serve LINES | attach | run LINES ROUNDS")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-attach:", err)

@@ -19,10 +19,10 @@ import (
 
 // side is one thing attached to: tmux, or a Chorus engine.
 type side struct {
-	name   string
-	argv   []string // the client
-	env    []string
-	server int // pid of the server holding the agents' terminals
+	name    string
+	argv    []string // the client
+	env     []string
+	servers func() []int // the processes holding the agents' terminals
 }
 
 // trace ($BENCH_TRACE=1) prints when each chunk of a client's output
@@ -48,7 +48,17 @@ func run(lines, rounds int) error {
 		return err
 	}
 	sides := []side{tm}
-	bins := []struct{ name, exe string }{{"chorus", exe}}
+	if ch := os.Getenv("BENCH_CHORUS"); ch != "" {
+		s, stop, err := startReal(ch, exe, tmp, lines)
+		defer stop()
+		if err != nil {
+			return err
+		}
+		sides = append(sides, s)
+	}
+	// The engine stand-in: the remote package serving emulators, attached
+	// to by the real ui package in a small client.
+	bins := []struct{ name, exe string }{{"ui+remote", exe}}
 	if base := os.Getenv("BENCH_BASE"); base != "" {
 		bins = append(bins, struct{ name, exe string }{"chorus@base", base})
 	}
@@ -72,7 +82,7 @@ func run(lines, rounds int) error {
 	}
 	before := map[string]int{}
 	for _, s := range sides {
-		before[s.name], _ = memory(s.server)
+		before[s.name], _ = memoryOf(s.servers())
 	}
 	times := map[string][]float64{}
 	// Memory of server + client, with the client attached a second, each
@@ -89,7 +99,7 @@ func run(lines, rounds int) error {
 			times[s.name] = append(times[s.name], d.Seconds())
 			time.Sleep(time.Second)
 			var m mem
-			m.server[0], m.server[1] = memory(s.server)
+			m.server[0], m.server[1] = memoryOf(s.servers())
 			m.client[0], m.client[1] = memory(p.Pid())
 			mems[s.name] = append(mems[s.name], m)
 			p.Stop(time.Second)
@@ -112,6 +122,9 @@ func run(lines, rounds int) error {
 		server, client := "tmux server", "client"
 		if s.name != tm.name {
 			server, client = "engine", "TUI"
+			if s.name == "chorus" {
+				server = "engine+hosts"
+			}
 		}
 		col := func(f func(mem) float64) string {
 			var v []float64
@@ -177,7 +190,8 @@ func startTmux(exe, tmp string, lines int) (side, func(), error) {
 	if err != nil {
 		return s, stop, err
 	}
-	s.server, _ = strconv.Atoi(pid)
+	server, _ := strconv.Atoi(pid)
+	s.servers = func() []int { return []int{server} }
 	return s, stop, nil
 }
 
@@ -215,7 +229,7 @@ func startChorus(name, exe, sock string, lines int) (side, func(), error) {
 	case <-time.After(5 * time.Minute):
 		return s, stop, fmt.Errorf("%s's engine was not ready in 5 minutes", name)
 	}
-	s.server = cmd.Process.Pid
+	s.servers = func() []int { return []int{cmd.Process.Pid} }
 	return s, stop, nil
 }
 
@@ -297,6 +311,15 @@ func memory(pid int) (rss, pss int) {
 		return 0
 	}
 	return field(fmt.Sprintf("/proc/%d/status", pid), "VmRSS"), field(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
+}
+
+// memoryOf sums memory over processes.
+func memoryOf(pids []int) (rss, pss int) {
+	for _, pid := range pids {
+		r, p := memory(pid)
+		rss, pss = rss+r, pss+p
+	}
+	return rss, pss
 }
 
 func mb(kb int) float64 { return float64(kb) / 1024 }
