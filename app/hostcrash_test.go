@@ -323,7 +323,7 @@ signal COMPLETE
 	// comes back.
 	kept := strings.Fields(testkit.Git(t, dir, "for-each-ref", "--format=%(refname)", "refs/chorus/kept/"+id+"/"))
 	if len(kept) != 1 || !strings.HasSuffix(kept[0], "-wip") {
-		logs, _ := filepath.Glob(filepath.Join(dir, ".chorus", "logs", "host-*"))
+		logs, _ := filepath.Glob(filepath.Join(dir, ".chorus", "logs", host.HostsLog))
 		for _, l := range logs {
 			b, _ := os.ReadFile(l)
 			t.Logf("%s: %s", l, b)

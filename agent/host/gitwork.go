@@ -335,7 +335,16 @@ func (s *server) pushEnd() {
 	logf("pushed %s and its uncommitted work at the agent's end in %.3fs", w.g.Branch, time.Since(t0).Seconds())
 }
 
-// logf writes a dated line to the host's stderr: the pod's log.
+// logName is the agent this host runs, named on its log lines: local
+// hosts share one log file (HostsLog).
+var logName string
+
+// logf writes a dated line to the host's stderr: the pod's log, or the
+// local hosts' shared one.
 func logf(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "%s agent host: %s\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, a...))
+	who := ""
+	if logName != "" {
+		who = fmt.Sprintf("%s (pid %d): ", logName, os.Getpid())
+	}
+	fmt.Fprintf(os.Stderr, "%s agent host: %s%s\n", time.Now().UTC().Format(time.RFC3339Nano), who, fmt.Sprintf(format, a...))
 }

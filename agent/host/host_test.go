@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -324,6 +326,10 @@ func TestLocalRunnerHostInItsOwnSession(t *testing.T) {
 	if err := cl.Start(ctx(t), Spec{Argv: []string{"sh", "-c", "echo up; exec sleep 600"}}); err != nil {
 		t.Fatal(err)
 	}
+	// Hosts share one log file: a start creates no file of its own there.
+	if ents, err := os.ReadDir(l.LogDir); err != nil || len(ents) != 1 || ents[0].Name() != HostsLog {
+		t.Fatalf("log folder holds %v (%v), want only %s", ents, err, HostsLog)
+	}
 	ms, err := l.List(ctx(t))
 	if err != nil || len(ms) != 1 || ms[0].AgentID != "claude/t-1" || ms[0].Version != Version {
 		t.Fatalf("List = %+v, %v", ms, err)
@@ -394,5 +400,23 @@ func TestStopBeforeStartEndsHost(t *testing.T) {
 	}
 	if ms, _ := l.List(ctx(t)); len(ms) != 0 {
 		t.Fatalf("an ended host is still listed: %+v", ms)
+	}
+}
+
+// A host's lines name its agent and process: local hosts share a log.
+func TestLogfNamesTheAgent(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, oldName := os.Stderr, logName
+	os.Stderr, logName = w, "claude/t-9"
+	logf("kept %s", "refs/x")
+	os.Stderr, logName = old, oldName
+	w.Close()
+	b, _ := io.ReadAll(r)
+	want := fmt.Sprintf(" agent host: claude/t-9 (pid %d): kept refs/x\n", os.Getpid())
+	if !strings.HasSuffix(string(b), want) {
+		t.Fatalf("logf wrote %q, want it to end in %q", b, want)
 	}
 }

@@ -65,7 +65,7 @@ type Local struct {
 	Exe      string        // the chorus executable
 	Args     []string      // before the host's flags: e.g. ["agent-host"]
 	Orphan   time.Duration // a host's wait for an engine (0: DefaultOrphan)
-	LogDir   string        // where a host writes its own diagnostics ("" discards them)
+	LogDir   string        // where hosts write their own diagnostics, in HostsLog ("" discards them)
 	Binary   string        // this chorus's version, told to hosts
 }
 
@@ -98,6 +98,9 @@ func (l *Local) socketPath(id string) string {
 
 func (l *Local) metaPath(id string) string { return filepath.Join(l.Dir, slug(id)+".json") }
 
+// HostsLog is the file in Local.LogDir that local hosts' stderr goes to.
+const HostsLog = "hosts.log"
+
 // Start runs `Exe Args... --socket … --meta … --orphan …` and waits for it
 // to listen.
 func (l *Local) Start(ctx context.Context, m Meta) (*Client, error) {
@@ -118,8 +121,12 @@ func (l *Local) Start(ctx context.Context, m Meta) (*Client, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
 	if l.LogDir != "" {
+		// One file for every host, appended to: a file of its own per
+		// host cost each agent start a file creation (on ext4 up to a
+		// millisecond of kernel time), for a log that is nearly always
+		// empty. A host's own lines name its agent (logf).
 		if err := os.MkdirAll(l.LogDir, 0o700); err == nil {
-			if f, err := os.OpenFile(filepath.Join(l.LogDir, "host-"+slug(m.AgentID)+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			if f, err := os.OpenFile(filepath.Join(l.LogDir, HostsLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 				defer f.Close()
 				cmd.Stderr = f
 			}
@@ -249,6 +256,7 @@ func Main(args []string, binary string) error {
 			return fmt.Errorf("agent-host: --info: %w", err)
 		}
 	}
+	logName = m.AgentID
 	// The engine's signals and terminal are not ours: a SIGHUP or SIGINT
 	// meant for it must not end the agent.
 	signalIgnore()

@@ -592,10 +592,10 @@ func (s *server) keepWork() {
 	if err == nil && wip != "" {
 		var k worktree.Kept
 		if k, err = worktree.KeepCommit(ctx, dir, task, worktree.KeptWIP, wip); err == nil {
-			fmt.Fprintf(os.Stderr, "agent host: no engine came back; the agent's uncommitted work is kept at %s\n", k.Ref)
+			logf("no engine came back; the agent's uncommitted work is kept at %s", k.Ref)
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "agent host: keeping the agent's uncommitted work in %s: %v\n", dir, err)
+		logf("keeping the agent's uncommitted work in %s: %v", dir, err)
 	}
 }
