@@ -2,7 +2,9 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +24,7 @@ func (e *Engine) suggestPatterns(commit string) {
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		text, err := gitx.Git(context.Background(), e.opt.Dir.Root, "show", commit+":"+learningsPath)
+		text, err := e.learningsAt(context.Background(), commit)
 		if err != nil {
 			return // no learnings file on the target yet
 		}
@@ -44,6 +46,19 @@ func (e *Engine) suggestPatterns(commit string) {
 		case <-e.loopDone:
 		}
 	}()
+}
+
+// learningsAt is the learnings file of commit, read through the object
+// store the engine shares with the merge service when there is one: a
+// `git show` per landing was a git process start for each task.
+func (e *Engine) learningsAt(ctx context.Context, commit string) (string, error) {
+	if o := e.wt.Objects; o != nil {
+		b, err := o.FileAt(ctx, commit, learningsPath)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return strings.TrimRight(string(b), "\n"), err
+		}
+	}
+	return gitx.Git(ctx, e.opt.Dir.Root, "show", commit+":"+learningsPath)
 }
 
 // SuggestionText is how a suggestion is put to a person, with the
