@@ -53,15 +53,53 @@ func keyHash(key string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// keyFile is where an agent's key hash is published. Agent ids are made
-// of safe characters; anything else is hashed so it cannot leave the folder.
-func keyFile(chorusDir, agentID string) string {
-	name := agentID
-	if !safeName(name) {
+// keyName is the part of an agent's key file names that names the
+// agent. Agent ids are made of safe characters; anything else is hashed
+// so it cannot leave the folder.
+func keyName(agentID string) string {
+	if !safeName(agentID) {
 		h := sha256.Sum256([]byte(agentID))
-		name = "x-" + hex.EncodeToString(h[:16])
+		return "x-" + hex.EncodeToString(h[:16])
 	}
-	return filepath.Join(chorusDir, KeysDir, name)
+	return agentID
+}
+
+// keyFile is where the hash of agentID's key is published: in the file's
+// name (agent, dot, hash), not in its contents. Each published name is a
+// hard link to one empty file (keyAnchor), so publishing creates no
+// inode: a file creation costs up to a millisecond of kernel time on ext4
+// under churn, a link a hundredth of that, and every agent start
+// publishes a key.
+func keyFile(chorusDir, agentID, key string) string {
+	return filepath.Join(chorusDir, KeysDir, keyName(agentID)+"."+keyHash(key))
+}
+
+// keyAnchor is the file every published key name links to.
+const keyAnchor = ".published"
+
+// publishedKeys lists the names published for agentID (any key).
+func publishedKeys(chorusDir, agentID string) ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(chorusDir, KeysDir))
+	if err != nil {
+		return nil, err
+	}
+	prefix := keyName(agentID) + "."
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); len(n) == len(prefix)+sha256.Size*2 && strings.HasPrefix(n, prefix) && isHex(n[len(prefix):]) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+func isHex(s string) bool {
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func safeName(s string) bool {
@@ -76,32 +114,55 @@ func safeName(s string) bool {
 	return true
 }
 
-// PublishKey records the hash of agentID's key, readable by the owner only.
+// PublishKey records the hash of agentID's key, readable by the owner
+// only; a key published for agentID before is void from then on.
 func PublishKey(chorusDir, agentID, key string) error {
 	dir := filepath.Join(chorusDir, KeysDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	path := keyFile(chorusDir, agentID)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(keyHash(key)+"\n"), 0o600); err != nil {
+	anchor := filepath.Join(dir, keyAnchor)
+	if err := os.Link(anchor, keyFile(chorusDir, agentID, key)); err == nil || errors.Is(err, fs.ErrExist) {
+		// Published (again): any other key of the agent goes.
+		return retireKeys(chorusDir, agentID, key)
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	// The first key of this folder: its anchor first.
+	f, err := os.OpenFile(anchor, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
 		return err
 	}
-	return nil
+	f.Close()
+	if err := os.Link(anchor, keyFile(chorusDir, agentID, key)); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return retireKeys(chorusDir, agentID, key)
 }
 
 // RetireKey removes agentID's published key hash: its signals are no
 // longer wanted.
-func RetireKey(chorusDir, agentID string) error {
-	err := os.Remove(keyFile(chorusDir, agentID))
+func RetireKey(chorusDir, agentID string) error { return retireKeys(chorusDir, agentID, "") }
+
+// retireKeys removes the names published for agentID but keep's.
+func retireKeys(chorusDir, agentID, keep string) error {
+	names, err := publishedKeys(chorusDir, agentID)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		p := filepath.Join(chorusDir, KeysDir, n)
+		if keep != "" && p == keyFile(chorusDir, agentID, keep) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // RetireAllKeys removes every published key hash: a new engine gives its
@@ -128,17 +189,21 @@ func CheckKey(chorusDir, agentID, key string) error {
 	if key == "" {
 		return fmt.Errorf("%w: %s is not set; only the agent Chorus started can signal for its task (run this from the agent's own shell)", ErrBadKey, EnvKey)
 	}
-	b, err := os.ReadFile(keyFile(chorusDir, agentID))
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: agent %s is not running in this Chorus session (it finished, or Chorus restarted and gave it a new key); nothing was sent%w", ErrBadKey, agentID, errNoKeyFile)
+	st, err := os.Lstat(keyFile(chorusDir, agentID, key))
+	if err == nil && st.Mode().IsRegular() {
+		return nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: reading the key of agent %s: %v", ErrBadKey, agentID, err)
 	}
-	if !hmac.Equal([]byte(strings.TrimSpace(string(b))), []byte(keyHash(key))) {
-		return fmt.Errorf("%w: %s does not belong to agent %s; an agent can only signal for itself (check %s and %s)", ErrBadKey, EnvKey, agentID, EnvAgentID, EnvTaskID)
+	names, err := publishedKeys(chorusDir, agentID)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: reading the key of agent %s: %v", ErrBadKey, agentID, err)
 	}
-	return nil
+	if len(names) == 0 {
+		return fmt.Errorf("%w: agent %s is not running in this Chorus session (it finished, or Chorus restarted and gave it a new key); nothing was sent%w", ErrBadKey, agentID, errNoKeyFile)
+	}
+	return fmt.Errorf("%w: %s does not belong to agent %s; an agent can only signal for itself (check %s and %s)", ErrBadKey, EnvKey, agentID, EnvAgentID, EnvTaskID)
 }
 
 // mac is the HMAC-SHA256 of the envelope's identity and signal, each field

@@ -2,6 +2,7 @@ package signal
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,13 +47,38 @@ func TestSendSignsAndKeyFiles(t *testing.T) {
 	if err := PublishKey(dir, "claude-t-1", key); err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.Stat(keyFile(dir, "claude-t-1"))
+	st, err := os.Stat(keyFile(dir, "claude-t-1", key))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", st, err)
 	}
-	b, _ := os.ReadFile(keyFile(dir, "claude-t-1"))
-	if string(b) == key || len(b) == 0 {
-		t.Fatalf("key file holds %q", b)
+	if strings.Contains(keyFile(dir, "claude-t-1", key), key) {
+		t.Fatalf("key file %s names the key", keyFile(dir, "claude-t-1", key))
+	}
+	// Published again with a new key, the old one is void; the files are
+	// links to one, so publishing creates none.
+	again, _ := NewKey()
+	if err := PublishKey(dir, "claude-t-1", again); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckKey(dir, "claude-t-1", key); !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "does not belong") {
+		t.Fatalf("the replaced key: %v", err)
+	}
+	if err := PublishKey(dir, "claude-t-2", key); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.Stat(keyFile(dir, "claude-t-1", again))
+	b, _ := os.Stat(keyFile(dir, "claude-t-2", key))
+	if !os.SameFile(a, b) {
+		t.Fatal("two published keys are files of their own")
+	}
+	if err := RetireKey(dir, "claude-t-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckKey(dir, "claude-t-2", key); !errors.Is(err, errNoKeyFile) {
+		t.Fatalf("a retired agent's key: %v", err)
+	}
+	if err := PublishKey(dir, "claude-t-1", key); err != nil {
+		t.Fatal(err)
 	}
 	ch := serve(t, dir, nil)
 	if err := Send(Sender{Dir: dir, AgentID: "claude-t-1", TaskID: "t-1", Key: key}, Signal{Type: Complete}); err != nil {
@@ -66,7 +92,7 @@ func TestSendSignsAndKeyFiles(t *testing.T) {
 		t.Fatalf("the envelope carries the key: %s", raw)
 	}
 	// Odd agent ids stay inside the keys folder.
-	if got := keyFile(dir, "../../etc"); filepath.Dir(got) != filepath.Join(dir, KeysDir) {
+	if got := keyFile(dir, "../../etc", key); filepath.Dir(got) != filepath.Join(dir, KeysDir) {
 		t.Errorf("key file of an odd id: %s", got)
 	}
 	if err := RetireAllKeys(dir); err != nil {
