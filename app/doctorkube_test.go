@@ -21,6 +21,9 @@ import (
 // it, the check passes.
 func TestDoctorChecksTheClusterRunner(t *testing.T) {
 	c := kubetest.Start(t, testkit.Root())
+	// Doctor reaches the cluster through chorus-kube, found on PATH (this
+	// test's executable has none beside it).
+	t.Setenv("PATH", filepath.Dir(testkit.ChorusKube(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
 	dir := gitRepo(t)
 	if r := chorus(t, dir, "init", "--yes", "--prefix", "ch"); r.code != 0 {
 		t.Fatal(r.stderr)

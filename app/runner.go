@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/chorus-dev/chorus/agent/host"
-	"github.com/chorus-dev/chorus/agent/host/kube"
+	"github.com/chorus-dev/chorus/agent/host/kubeproc"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/gitx"
@@ -21,26 +15,13 @@ import (
 
 // hostRunner is the runner `runner` in the config names: nil for local
 // (then agents.host decides whether agents run in hosts), a Kubernetes
-// runner for "kubernetes".
+// runner for "kubernetes", which runs chorus-kube (so chorus links no
+// Kubernetes client); it reads the kubeconfig now, so a cluster that is
+// not configured is said before any agent starts.
 func hostRunner(cfg config.Config, dir chorusdir.Dir) (host.Runner, error) {
 	rc := cfg.Runner
 	if rc.Kind != config.RunnerKubernetes {
 		return nil, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if rc.Kubeconfig != "" {
-		rules.ExplicitPath = rc.Kubeconfig
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: rc.Context})
-	rest, err := cc.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("runner.kind is kubernetes, but its cluster is not configured: %w (set runner.kubeconfig and runner.context in .chorus/config.json)", err)
-	}
-	ns := rc.Namespace
-	if ns == "" {
-		if ns, _, err = cc.Namespace(); err != nil || ns == "" {
-			ns = "default"
-		}
 	}
 	in, err := dir.Instance()
 	if err != nil {
@@ -50,33 +31,12 @@ func hostRunner(cfg config.Config, dir chorusdir.Dir) (host.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &kube.Runner{Config: rest, Namespace: ns, Instance: in.ID, Image: rc.Image, Remote: url,
-		Exe: rc.ChorusPath, WorkingDir: rc.WorkingDir,
-		Orphan: time.Duration(cfg.Agents.HostOrphanSeconds) * time.Second}
-	for _, k := range sortedKeys(rc.Env) {
-		r.Env = append(r.Env, corev1.EnvVar{Name: k, Value: rc.Env[k]})
-	}
-	for _, k := range sortedKeys(rc.EnvFromSecrets) {
-		secret, key, _ := strings.Cut(rc.EnvFromSecrets[k], "/")
-		r.Env = append(r.Env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}})
-	}
-	for _, k := range sortedKeys(rc.Resources) {
-		q, err := resource.ParseQuantity(rc.Resources[k])
-		if err != nil {
-			return nil, fmt.Errorf("runner.resources %q: %q is not a quantity such as 500m, 2 or 4Gi", k, rc.Resources[k])
-		}
-		kind, name, _ := strings.Cut(k, ".")
-		list := &r.Resources.Requests
-		if kind == "limits" {
-			list = &r.Resources.Limits
-		}
-		if *list == nil {
-			*list = corev1.ResourceList{}
-		}
-		(*list)[corev1.ResourceName(name)] = q
-	}
-	return r, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return kubeproc.New(ctx, "", kubeproc.Config{Kubeconfig: rc.Kubeconfig, Context: rc.Context, Namespace: rc.Namespace,
+		Instance: in.ID, Image: rc.Image, Exe: rc.ChorusPath, WorkingDir: rc.WorkingDir, Remote: url,
+		Env: rc.Env, EnvFromSecrets: rc.EnvFromSecrets, Resources: rc.Resources,
+		Orphan: time.Duration(cfg.Agents.HostOrphanSeconds) * time.Second})
 }
 
 // podRemote is the URL the pods reach merge.remote at: runner.remoteURL,
@@ -110,7 +70,7 @@ func checkRunner(ctx context.Context, r *doctorReport, cfg config.Config, d chor
 		r.add("cluster", levelFail, "%s", oneLine(err))
 		return
 	}
-	kr, ok := rn.(*kube.Runner)
+	kr, ok := rn.(*kubeproc.Runner)
 	if !ok {
 		return
 	}
@@ -136,13 +96,4 @@ func checkRunner(ctx context.Context, r *doctorReport, cfg config.Config, d chor
 		level = levelFail
 	}
 	r.add(f.Check, level, "%s", f.Detail)
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

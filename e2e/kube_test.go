@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/chorus-dev/chorus/agent/host/kube"
+	"github.com/chorus-dev/chorus/agent/host/kubeproc"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/config"
 	"github.com/chorus-dev/chorus/internal/kubetest"
@@ -37,9 +38,15 @@ func TestClaudeInAPodCompletes(t *testing.T) {
 	git(t, h.root, "init", "-q", "--bare", bare)
 	git(t, bare, "config", "uploadpack.allowFilter", "true")
 	git(t, h.root, "remote", "add", "origin", "file://"+bare)
-	h.runner = &kube.Runner{Config: c.Config, Namespace: "default", Instance: h.dir.Path, Image: "unused",
-		Exe: chorusBin, Grace: 2 * time.Second, Binary: "test", Remote: "file://" + bare,
-		Timeline: func(agent, step string) { t.Logf("%s: %s", agent, step) }}
+	// Through chorus-kube, as the chorus binary runs it.
+	kr, err := kubeproc.New(context.Background(), testkit.ChorusKube(t), kubeproc.Config{Kubeconfig: c.Kubeconfig,
+		Namespace: "default", Instance: h.dir.Path, Image: "unused", Exe: chorusBin, Grace: 2 * time.Second,
+		Binary: "test", Remote: "file://" + bare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr.Timeline = func(agent, step string) { t.Logf("%s: %s", agent, step) }
+	h.runner = kr
 	id := h.task("say hello", beads.CreateOptions{})
 	h.srv.Add(modelserver.Script{Match: []string{id}, Turns: []modelserver.Turn{
 		{Tools: []modelserver.Tool{modelserver.Bash("echo hello > hello.txt && " + commit("feat: hello", id) + " && chorus signal COMPLETE")}},

@@ -284,3 +284,30 @@ func parseTree(t *testing.T, root, module string) map[string]*pkg {
 	}
 	return pkgs
 }
+
+// The chorus executable links no Kubernetes package: Go initialises every
+// linked package at each start (status, signal, attach): client-go's
+// cost each start 2.8 ms of CPU, and it doubled the binary. The Kubernetes
+// runner is chorus-kube's, run by agent/host/kubeproc.
+func TestChorusLinksNoKubernetes(t *testing.T) {
+	root, module := moduleRoot(t)
+	for _, goos := range []string{"linux", "darwin"} {
+		cmd := exec.Command("go", "list", "-deps", module+"/cmd/chorus")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS="+goos)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, stderrOf(err))
+		}
+		var k8s []string
+		for dep := range strings.Lines(string(out)) {
+			if dep = strings.TrimSpace(dep); strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, module+"/agent/host/kube") && dep != module+"/agent/host/kubeproc" {
+				k8s = append(k8s, dep)
+			}
+		}
+		if len(k8s) > 0 {
+			t.Errorf("GOOS=%s: cmd/chorus links %d Kubernetes packages (%s…): reach the cluster through agent/host/kubeproc (chorus-kube), not agent/host/kube",
+				goos, len(k8s), strings.Join(k8s[:min(len(k8s), 3)], ", "))
+		}
+	}
+}

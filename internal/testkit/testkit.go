@@ -85,6 +85,32 @@ func Build() (string, error) {
 	return binPath, buildErr
 }
 
+var (
+	kubeOnce sync.Once
+	kubeErr  error
+)
+
+// ChorusKube builds chorus-kube beside the chorus binary (Chorus), as
+// `go install ./cmd/...` leaves it, on first use, and returns its path:
+// the tests whose chorus runs agents on Kubernetes call it (it links
+// client-go, so the others do not pay its build).
+func ChorusKube(tb testing.TB) string {
+	tb.Helper()
+	Chorus(tb)
+	kubeOnce.Do(func() {
+		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(binDir, "chorus-kube"), "./cmd/chorus-kube")
+		cmd.Dir = Root()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			kubeErr = fmt.Errorf("building ./cmd/chorus-kube: %v\n%s", err, out)
+		}
+	})
+	if kubeErr != nil {
+		tb.Fatal(kubeErr)
+	}
+	return filepath.Join(binDir, "chorus-kube")
+}
+
 // Cleanup removes the built binary; call it from TestMain after m.Run.
 func Cleanup() {
 	if binDir != "" {

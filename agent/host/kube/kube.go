@@ -166,6 +166,35 @@ func (r *Runner) Selector(agentID string) string {
 // Start creates the agent's Job, waits for its pod to run and for exec to
 // reach the host in it, and connects.
 func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
+	var cl *host.Client
+	if _, err := r.start(ctx, m, r.handshake(&cl)); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// handshake is the greeter of an engine in this process: its client,
+// made on the stream, goes in *cl.
+func (r *Runner) handshake(cl **host.Client) greeter {
+	return func(ctx context.Context, c net.Conn, name string) (<-chan struct{}, error) {
+		var err error
+		if *cl, err = host.Handshake(ctx, c, name, r.Binary); err != nil {
+			return nil, err
+		}
+		return (*cl).Done(), nil
+	}
+}
+
+// greeter says hello to the host over a new exec stream c. It returns
+// once the host answered, with what ends the engine's side of the stream
+// (closed: the engine is done with it), or the error for which the
+// stream is torn down (and, but for a host of another version, another
+// tried).
+type greeter func(ctx context.Context, c net.Conn, name string) (done <-chan struct{}, err error)
+
+// start creates the Job and connects with greet; the channel is closed
+// once the stream has ended.
+func (r *Runner) start(ctx context.Context, m host.Meta, greet greeter) (<-chan struct{}, error) {
 	m.Instance, m.Version, m.Socket = r.Instance, host.Version, socket
 	mj, err := json.Marshal(m)
 	if err != nil {
@@ -217,7 +246,7 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 		return nil, fmt.Errorf("creating the agent's Job in namespace %s: %w", r.Namespace, err)
 	}
 	r.mark(m.AgentID, "Job created")
-	cl, err := r.connect(ctx, m.AgentID, labelUID+"="+string(created.UID), true)
+	ended, err := r.connect(ctx, m.AgentID, labelUID+"="+string(created.UID), true, greet)
 	if err != nil {
 		// Nothing is left behind a start that failed.
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -225,7 +254,7 @@ func (r *Runner) Start(ctx context.Context, m host.Meta) (*host.Client, error) {
 		cancel()
 		return nil, err
 	}
-	return cl, nil
+	return ended, nil
 }
 
 // List returns the hosts of this instance whose pods live.
@@ -254,7 +283,11 @@ func (r *Runner) List(ctx context.Context) ([]host.Meta, error) {
 
 // Connect reaches a listed host through its pod's exec.
 func (r *Runner) Connect(ctx context.Context, m host.Meta) (*host.Client, error) {
-	return r.connect(ctx, m.AgentID, r.Selector(m.AgentID), false)
+	var cl *host.Client
+	if _, err := r.connect(ctx, m.AgentID, r.Selector(m.AgentID), false, r.handshake(&cl)); err != nil {
+		return nil, err
+	}
+	return cl, nil
 }
 
 // Stop asks the host to stop its agent (its work kept), then deletes the
@@ -357,7 +390,8 @@ func (r *Runner) runningPod(ctx context.Context, sel string, strict bool) (*core
 // connect waits for the pod, then retries exec until the host in it
 // answers: right after a pod starts, exec can fail (container not found)
 // and the host may not listen yet.
-func (r *Runner) connect(ctx context.Context, agentID, sel string, strict bool) (*host.Client, error) {
+// It returns what is closed once the stream has ended.
+func (r *Runner) connect(ctx context.Context, agentID, sel string, strict bool, greet greeter) (<-chan struct{}, error) {
 	pod, err := r.runningPod(ctx, sel, strict)
 	if err != nil {
 		return nil, err
@@ -365,10 +399,10 @@ func (r *Runner) connect(ctx context.Context, agentID, sel string, strict bool) 
 	r.mark(agentID, "pod Running")
 	wait := 50 * time.Millisecond
 	for {
-		cl, err := r.dial(ctx, pod.Name)
+		ended, err := r.dial(ctx, pod.Name, greet)
 		if err == nil {
 			r.mark(agentID, "exec ready, host connected")
-			return cl, nil
+			return ended, nil
 		}
 		if errors.As(err, new(host.ErrVersion)) {
 			return nil, err
@@ -388,8 +422,9 @@ func (r *Runner) connect(ctx context.Context, agentID, sel string, strict bool) 
 	}
 }
 
-// dial runs the bridge in the pod through exec and says hello over it.
-func (r *Runner) dial(ctx context.Context, pod string) (*host.Client, error) {
+// dial runs the bridge in the pod through exec and has greet say hello
+// over it; the channel is closed once the stream has ended.
+func (r *Runner) dial(ctx context.Context, pod string, greet greeter) (<-chan struct{}, error) {
 	engine, far := net.Pipe()
 	sctx, cancel := context.WithCancel(context.Background())
 	var errb lockedBuffer
@@ -400,21 +435,22 @@ func (r *Runner) dial(ctx context.Context, pod string) (*host.Client, error) {
 		cancel()
 		ended <- err
 	}()
-	cl, err := host.Handshake(ctx, engine, pod+":"+socket, r.Binary)
+	done, err := greet(ctx, engine, pod+":"+socket)
 	if err != nil {
+		engine.Close()
 		cancel()
 		if xerr := <-ended; xerr != nil {
 			err = fmt.Errorf("%w (exec: %v %s)", err, xerr, strings.TrimSpace(errb.String()))
 		}
 		return nil, err
 	}
-	// The stream lives as long as the connection. Once the client is done
+	// The stream lives as long as the connection. Once the engine is done
 	// its last words (the bye after an exit) still travel: closing its
 	// end ends the bridge's stdin, and the bridge ends when the host
 	// closes; the stream is cut only if that takes too long.
 	go func() {
 		select {
-		case <-cl.Done():
+		case <-done:
 			engine.Close()
 			t := time.NewTimer(30 * time.Second)
 			defer t.Stop()
@@ -426,7 +462,7 @@ func (r *Runner) dial(ctx context.Context, pod string) (*host.Client, error) {
 		}
 		cancel()
 	}()
-	return cl, nil
+	return sctx.Done(), nil
 }
 
 // exec runs cmd in the pod's host container, WebSocket first, SPDY when

@@ -22,6 +22,7 @@ import (
 func TestBinaryNightLandsThroughTheRemote(t *testing.T) {
 	c := kubetest.Start(t, testkit.Root())
 	chorusBin := testkit.Chorus(t)
+	testkit.ChorusKube(t) // the engine's runner, beside it
 	root := testkit.Repo(t)
 	cfg := config.Default()
 	cfg.Project.TaskIDPrefix = "t"

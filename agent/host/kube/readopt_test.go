@@ -112,6 +112,7 @@ func TestEngineKilledReadoptsThePods(t *testing.T) {
 	const n = 3
 	c := kubetest.Start(t, testkit.Root())
 	chorusBin := testkit.Chorus(t)
+	testkit.ChorusKube(t) // the engine's runner, beside it
 	root := testkit.Repo(t)
 	flag := filepath.Join(t.TempDir(), "go-on")
 	cfg := config.Default()
