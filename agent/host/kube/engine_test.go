@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/agent/host/kube"
+	"github.com/chorus-dev/chorus/agent/host/kubeproc"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -50,6 +52,20 @@ func (k *kengine) step(agent, what string) {
 // setup, when given, changes the config, the tasks' options and the
 // runner first.
 func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, parallel int, setup ...func(*config.Config, *beads.CreateOptions, *kube.Runner)) *kengine {
+	t.Helper()
+	return startKube(t, c, script, tasks, parallel, false, setup...)
+}
+
+// runnerWays runs f with the engine's runner in this process and, as the
+// chorus binary has it, through chorus-kube (agent/host/kubeproc).
+func runnerWays(t *testing.T, f func(t *testing.T, viaProc bool)) {
+	t.Run("in-process", func(t *testing.T) { f(t, false) })
+	t.Run("chorus-kube", func(t *testing.T) { f(t, true) })
+}
+
+// startKube is startKubeEngine; viaProc: the engine's runner is
+// kubeproc's, running chorus-kube with k.r's settings.
+func startKube(t *testing.T, c *kubetest.Cluster, script string, tasks, parallel int, viaProc bool, setup ...func(*config.Config, *beads.CreateOptions, *kube.Runner)) *kengine {
 	t.Helper()
 	chorusBin := testkit.Chorus(t)
 	root := testkit.Repo(t)
@@ -94,9 +110,20 @@ func startKubeEngine(t *testing.T, c *kubetest.Cluster, script string, tasks, pa
 		}
 		k.ids = append(k.ids, tk.ID)
 	}
+	var rn host.Runner = k.r
+	if viaProc {
+		pr, err := kubeproc.New(context.Background(), testkit.ChorusKube(t), kubeproc.Config{Kubeconfig: c.Kubeconfig,
+			Namespace: k.r.Namespace, Instance: k.r.Instance, Image: k.r.Image, Exe: k.r.Exe, Grace: k.r.Grace,
+			Binary: k.r.Binary, Remote: k.r.Remote, Orphan: k.r.Orphan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr.Timeline = k.step
+		rn = pr
+	}
 	k.start = time.Now()
 	eng, err := orchestrator.New(orchestrator.Options{Dir: dir, Config: cfg, Store: st, Target: "main",
-		ChorusExe: chorusBin, Cols: 100, Rows: 30, Runner: k.r})
+		ChorusExe: chorusBin, Cols: 100, Rows: 30, Runner: rn})
 	if err != nil {
 		t.Fatal(err)
 	}
