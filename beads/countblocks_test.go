@@ -265,3 +265,26 @@ func TestCountBlocksDamagedAreNotTaken(t *testing.T) {
 		t.Error("missing blocks answered")
 	}
 }
+
+// The first count's sums, taken by several workers as runs are read,
+// are those of the whole file read first and summed after.
+func TestTallyBlocksMatchSumsAfterRead(t *testing.T) {
+	n := 2*tallyShare + 100
+	if testing.Short() {
+		n = 3000
+	}
+	data := join(memoLines(n))
+	var got []countBlock
+	sn := parseSnapshotWith(data, "f", func(store []record, errs []error) { got = tallyBlocks(data, store, errs, false) })
+	want := parseSnapshotWith(data, "f", func(store []record, errs []error) { tallyAll(store, errs, false) })
+	spans := blockSpans(data, want.recs)
+	if sn.bad != nil || len(got) != len(spans) || len(got) != (n+memoBlock-1)/memoBlock {
+		t.Fatalf("bad %v, %d runs summed, %d spans", sn.bad, len(got), len(spans))
+	}
+	for k, span := range spans {
+		fields, _ := countFieldsSum(want.recs[k*memoBlock:min(len(want.recs), (k+1)*memoBlock)], nil)
+		if got[k] != (countBlock{sumLine(span), fields}) {
+			t.Fatalf("run %d: sums %+v, want %+v", k, got[k], countBlock{sumLine(span), fields})
+		}
+	}
+}
