@@ -44,6 +44,7 @@ func newEngineCmd(g *globals) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			longLived()
+			engineHeap()
 			var ready io.WriteCloser
 			if readyFD > 0 {
 				ready = readyPipe(readyFD)

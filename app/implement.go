@@ -222,6 +222,7 @@ func runHeadless(ctx context.Context, p *project, s beads.Store, o *runOptions, 
 // runHeadlessWith is runHeadless with a first step run once the engine is up.
 func runHeadlessWith(ctx context.Context, p *project, s beads.Store, o *runOptions, out io.Writer, first func(*orchestrator.Engine) error) error {
 	longLived()
+	engineHeap()
 	ss, release, err := startSession(ctx, p, s, out)
 	if err != nil {
 		return err

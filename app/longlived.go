@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sync"
 )
 
@@ -22,5 +23,18 @@ var inBinary bool
 var longLived = sync.OnceFunc(func() {
 	if inBinary && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
+	}
+})
+
+// engineHeap tunes the collector of a process that runs the engine: it
+// holds every agent's terminal history (13 MB of live heap for 8 agents ×
+// 10,000 lines) and allocates little per byte it reads, so with the default
+// GOGC half its footprint was room for garbage it rarely makes. Collecting
+// at half again the live heap instead of twice it cut its memory by 7–10 MB
+// (Pss, 8 × 10,000 lines) for a collection every few seconds when busy.
+// GOGC set by the user wins.
+var engineHeap = sync.OnceFunc(func() {
+	if inBinary && os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
 	}
 })
