@@ -381,3 +381,35 @@ func TestPeerUID(t *testing.T) {
 		t.Fatalf("peer uid %d, %v; want %d", uid, err, os.Getuid())
 	}
 }
+
+// A frame a client waits for is sent at once, even when it is queued
+// while the writer waits out the batching interval for output queued
+// before it: an attach's screens came a whole interval late when a
+// snapshot had just been sent.
+func TestAnswerDoesNotWaitOutTheInterval(t *testing.T) {
+	e := newEngine()
+	held := make(chan struct{}, 8)
+	srv := &Server{Eng: e, Interval: time.Hour, onHold: func() { held <- struct{}{} }}
+	c, err := Dial(context.Background(), serveWith(t, srv), RoleTUI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.awaitAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// An answer sent now: the writer's last batch is from now on.
+	if err := c.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdPause}); err != nil {
+		t.Fatal(err)
+	}
+	// A change: its snapshot is batched, so the writer waits an interval.
+	e.changed <- struct{}{}
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the writer never waited out the interval for the snapshot")
+	}
+	if err := c.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdResume}); err != nil {
+		t.Fatalf("the answer waited for the batching interval: %v", err)
+	}
+}

@@ -68,6 +68,9 @@ type Server struct {
 
 	// noScreens: answer screens as an engine before it did (tests).
 	noScreens bool
+	// onHold is called when a connection's writer starts waiting out the
+	// batching interval (tests).
+	onHold func()
 
 	snapMu  sync.Mutex
 	snapGen uint64 // bumped on every engine change
@@ -566,10 +569,28 @@ func (c *conn) writer() {
 		// more wake-up (and one more of the runtime's monitor) a frame.
 		if due := onGrid(last.Add(c.s.Interval/2), c.s.Interval); !urgent && time.Now().Before(due) {
 			timer.Reset(time.Until(due))
-			select {
-			case <-timer.C:
-			case <-c.done:
-				return
+			if c.s.onHold != nil {
+				c.s.onHold()
+			}
+			// A frame a client waits for (sendNow) ends the wait: an
+			// attach's screens, queued just after a snapshot was sent,
+			// waited out the interval (about 40 ms of a 20 ms attach).
+		wait:
+			for {
+				select {
+				case <-timer.C:
+					break wait
+				case <-c.wake:
+					c.mu.Lock()
+					urgent = c.urgent
+					c.mu.Unlock()
+					if urgent {
+						timer.Stop()
+						break wait
+					}
+				case <-c.done:
+					return
+				}
 			}
 		}
 		// The first reader's output woke the writer; the other readers of
