@@ -201,6 +201,7 @@ type conn struct {
 	urgent bool // an answer is queued: send without waiting
 	closed bool
 	wake   chan struct{}
+	hurry  chan struct{} // a frame a client waits for is queued
 	done   chan struct{}
 	taps   map[string]func() // agent → detach
 	inputs map[string]io.Writer
@@ -214,7 +215,7 @@ type item struct {
 }
 
 func (s *Server) serve(ctx context.Context, nc *net.UnixConn) {
-	c := &conn{s: s, nc: nc, open: map[string]int{}, wake: make(chan struct{}, 1), done: make(chan struct{}),
+	c := &conn{s: s, nc: nc, open: map[string]int{}, wake: make(chan struct{}, 1), hurry: make(chan struct{}, 1), done: make(chan struct{}),
 		taps: map[string]func(){}, inputs: map[string]io.Writer{}}
 	defer c.close()
 	r := bufio.NewReaderSize(nc, 64<<10)
@@ -527,6 +528,12 @@ func (c *conn) queueFrame(frame []byte, now bool) {
 	c.size += len(frame)
 	c.urgent = c.urgent || now
 	c.mu.Unlock()
+	if now {
+		select {
+		case c.hurry <- struct{}{}:
+		default:
+		}
+	}
 	c.poke()
 }
 
@@ -575,22 +582,13 @@ func (c *conn) writer() {
 			// A frame a client waits for (sendNow) ends the wait: an
 			// attach's screens, queued just after a snapshot was sent,
 			// waited out the interval (about 40 ms of a 20 ms attach).
-		wait:
-			for {
-				select {
-				case <-timer.C:
-					break wait
-				case <-c.wake:
-					c.mu.Lock()
-					urgent = c.urgent
-					c.mu.Unlock()
-					if urgent {
-						timer.Stop()
-						break wait
-					}
-				case <-c.done:
-					return
-				}
+			// Output does not: it waits for the grid point as before.
+			select {
+			case <-timer.C:
+			case <-c.hurry:
+				timer.Stop()
+			case <-c.done:
+				return
 			}
 		}
 		// The first reader's output woke the writer; the other readers of
@@ -607,6 +605,10 @@ func (c *conn) writer() {
 		// would only wake it for an empty flush.
 		select {
 		case <-c.wake:
+		default:
+		}
+		select {
+		case <-c.hurry:
 		default:
 		}
 		c.mu.Unlock()
