@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -205,7 +206,13 @@ func parseSnapshotWith(data []byte, path string, decode func(store []record, err
 	for i := range store {
 		r, err := &store[i], errs[i]
 		if err == nil && r.kind == "issue" {
-			if prev, dup := sn.byID[r.id]; dup {
+			// One map operation per task: a duplicate shows as a map that did
+			// not grow, and the first task keeps the id.
+			n := len(sn.byID)
+			sn.byID[r.id] = len(sn.recs)
+			if len(sn.byID) == n {
+				prev := firstTask(sn.recs, r.id)
+				sn.byID[r.id] = prev
 				err = fmt.Errorf("duplicate id %q (first on line %d)", r.id, sn.recs[prev].line)
 			}
 		}
@@ -215,12 +222,14 @@ func parseSnapshotWith(data []byte, path string, decode func(store []record, err
 				sn.bad = fmt.Errorf("%w: %s:%d: %v — fix or remove that line", ErrMalformed, path, r.line, err)
 			}
 		}
-		if r.kind == "issue" {
-			sn.byID[r.id] = len(sn.recs)
-		}
 		sn.recs = append(sn.recs, r)
 	}
 	return sn
+}
+
+// firstTask is the index of the task with id in recs, which has one.
+func firstTask(recs []*record, id string) int {
+	return slices.IndexFunc(recs, func(r *record) bool { return r.kind == "issue" && r.id == id })
 }
 
 // decodeAll is decodeRecords in parallel chunks on a big file.

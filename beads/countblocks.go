@@ -41,6 +41,15 @@ type countBlock struct {
 // returned for reuse.
 func countFieldsSum(recs []*record, buf []byte) (lineSum, []byte) {
 	b := buf[:0]
+	for _, r := range recs {
+		b = appendCountFields(b, r)
+	}
+	return sumLine(b), b
+}
+
+// appendCountFields appends what counting reads from r to b, as
+// countFieldsSum sums it.
+func appendCountFields(b []byte, r *record) []byte {
 	str := func(s string) {
 		if len(s) < 0x80 {
 			b = append(b, byte(len(s))) // its uvarint, without the call
@@ -49,7 +58,7 @@ func countFieldsSum(recs []*record, buf []byte) (lineSum, []byte) {
 		}
 		b = append(b, s...)
 	}
-	for _, r := range recs {
+	{
 		str(r.kind)
 		str(r.id)
 		str(r.status)
@@ -77,7 +86,7 @@ func countFieldsSum(recs []*record, buf []byte) (lineSum, []byte) {
 			str(d.Type)
 		}
 	}
-	return sumLine(b), b
+	return b
 }
 
 // tallyShare is the fewest records the first count gives a worker.
@@ -87,16 +96,26 @@ const tallyShare = 16384
 // records is read its count block is summed, while its bytes are at hand
 // (summed after the whole pass they were read from memory again: a
 // quarter of the cost). nil when a record is not a line of data.
+//
+// Once summed, the edges of a record counting does not follow (edgesUnread)
+// are given back to the slab for the next record's: the records are for
+// a count without memo bits only.
 func tallyBlocks(data []byte, store []record, errs []error, mapped bool) []countBlock {
 	blocks := make([]countBlock, (len(store)+memoBlock-1)/memoBlock)
 	ok := true
 	run := func(lo, hi int) { // runs lo to hi
 		t := newTally()
 		var buf []byte
-		recs := make([]*record, memoBlock)
 		for k := lo; k < hi; k++ {
 			a, b := k*memoBlock, min(len(store), (k+1)*memoBlock)
-			t.records(store[a:b], errs[a:b])
+			buf = buf[:0]
+			for j := a; j < b; j++ {
+				t.records(store[j:j+1], errs[j:j+1])
+				buf = appendCountFields(buf, &store[j])
+				if edgesUnread(&store[j]) {
+					t.giveBack(&store[j])
+				}
+			}
 			last := store[b-1].raw
 			start, ok1 := offsetIn(data, store[a].raw)
 			end, ok2 := offsetIn(data, last)
@@ -105,10 +124,7 @@ func tallyBlocks(data []byte, store []record, errs []error, mapped bool) []count
 				return
 			}
 			blocks[k].raw = sumLine(data[start : end+len(last)])
-			for j := a; j < b; j++ {
-				recs[j-a] = &store[j]
-			}
-			blocks[k].fields, buf = countFieldsSum(recs[:b-a], buf)
+			blocks[k].fields = sumLine(buf)
 		}
 	}
 	// A worker is worth its hand-off only for a big share: on two cores,

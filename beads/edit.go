@@ -46,7 +46,7 @@ func (s *builtinStore) Delete(ctx context.Context, id string) error {
 		if r.kind == "issue" && r.id == id {
 			continue
 		}
-		if slices.ContainsFunc(r.deps, func(d Dependency) bool { return d.DependsOnID == id }) {
+		if slices.ContainsFunc(r.deps, func(d edge) bool { return d.DependsOnID == id }) {
 			full, err := sn.full(r)
 			if err != nil {
 				return err

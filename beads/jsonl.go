@@ -141,8 +141,8 @@ func decodeWith(s *scanner, r *record) error {
 }
 
 // dependency reads one dependency record of the task with id own.
-func (s *scanner) dependency(own string) (Dependency, error) {
-	var d Dependency
+func (s *scanner) dependency(own string) (edge, error) {
+	var d edge
 	var seen uint32
 	dep := depFields()
 	err := s.object(func(k []byte) error {
@@ -166,7 +166,7 @@ func (s *scanner) dependency(own string) (Dependency, error) {
 		case "type":
 			d.Type, err = s.itext()
 		case "created_at":
-			d.CreatedAt, err = s.time()
+			_, err = s.time()
 		default:
 			err = s.checkField(f)
 		}

@@ -96,18 +96,18 @@ func (s *scanner) checkField(f *tableField) error {
 // depSlab holds the dependencies of many records in a few allocations
 // rather than a slice grown per record.
 type depSlab struct {
-	scratch []Dependency // one record's, while it is read
-	chunk   []Dependency
+	scratch []edge // one record's, while it is read
+	chunk   []edge
 }
 
 // keep copies deps into the slab; the slice it returns has no room to
 // grow, so appending to it never writes over another record's.
-func (d *depSlab) keep(deps []Dependency) []Dependency {
+func (d *depSlab) keep(deps []edge) []edge {
 	if len(deps) == 0 {
 		return nil
 	}
 	if cap(d.chunk)-len(d.chunk) < len(deps) {
-		d.chunk = make([]Dependency, 0, max(512, len(deps)))
+		d.chunk = make([]edge, 0, max(512, len(deps)))
 	}
 	at := len(d.chunk)
 	d.chunk = append(d.chunk, deps...)

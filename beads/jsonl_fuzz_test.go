@@ -106,7 +106,7 @@ func checkAgainstEncodingJSON(t *testing.T, line []byte) {
 	if got.kind != kind || got.id != wt.ID || got.status != wt.Status || got.priority != wt.Priority ||
 		got.itype != wt.IssueType || got.assignee != wt.Assignee || !got.created.Equal(wt.CreatedAt) ||
 		!got.deferUntil.Equal(wdefer) || got.ephemeral != want.Ephemeral ||
-		!slices.Equal(got.labels, wt.Labels) || !sameIndexDeps(got.deps, wt.Dependencies) {
+		!slices.Equal(got.labels, wt.Labels) || !sameIndexDeps(got.deps, edgesOf(wt.Dependencies)) {
 		t.Fatalf("%q: index fields differ:\n got %+v\nwant %+v (kind %q)", line, got, wt, kind)
 	}
 	ft := *full.task
@@ -123,11 +123,7 @@ func sameDeps(a, b []Dependency) bool {
 }
 
 // sameIndexDeps compares what the index pass reads of dependencies.
-func sameIndexDeps(a, b []Dependency) bool {
-	return slices.EqualFunc(a, b, func(x, y Dependency) bool {
-		return x.IssueID == y.IssueID && x.DependsOnID == y.DependsOnID && x.Type == y.Type && x.CreatedAt.Equal(y.CreatedAt)
-	})
-}
+func sameIndexDeps(a, b []edge) bool { return slices.Equal(a, b) }
 
 func sameTime(a, b *time.Time) bool {
 	if a == nil || b == nil {

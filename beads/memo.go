@@ -48,7 +48,7 @@ type memoRec struct {
 	ephemeral               bool
 	deferUntil              time.Time
 	labels                  []string
-	deps                    []Dependency
+	deps                    []edge
 }
 
 // indexMemo is a read memo: its view, the record each line's sum names
@@ -58,7 +58,7 @@ type indexMemo struct {
 	v      *memoView
 	at     map[lineSum]int
 	labels []string
-	deps   []Dependency
+	deps   []edge
 }
 
 // find returns the memo's record for line i with sum, if it has one.
@@ -513,15 +513,15 @@ func readMemo(path string) *indexMemo {
 	}
 	// Labels and dependencies of all records share two arrays: one
 	// allocation each rather than two per record.
-	return &indexMemo{v: v, labels: make([]string, 0, 2*v.n), deps: make([]Dependency, 0, 2*v.n)}
+	return &indexMemo{v: v, labels: make([]string, 0, 2*v.n), deps: make([]edge, 0, 2*v.n)}
 }
 
 // decodeMemoRec decodes the record at b[i:] into r and returns where it
 // ends. Labels and dependencies are appended to the shared arrays when
 // given, else to arrays of their own.
-func decodeMemoRec(b string, i int, r *memoRec, labels *[]string, deps *[]Dependency) (int, error) {
+func decodeMemoRec(b string, i int, r *memoRec, labels *[]string, deps *[]edge) (int, error) {
 	if labels == nil {
-		labels, deps = new([]string), new([]Dependency)
+		labels, deps = new([]string), new([]edge)
 	}
 	uv := func() (uint64, error) {
 		v, n := binary.Uvarint([]byte(b[i:min(len(b), i+binary.MaxVarintLen64)]))
@@ -582,7 +582,7 @@ func decodeMemoRec(b string, i int, r *memoRec, labels *[]string, deps *[]Depend
 	if nd > 0 {
 		start := len(*deps)
 		for range nd {
-			var d Dependency
+			var d edge
 			for _, p := range []*string{&d.IssueID, &d.DependsOnID, &d.Type} {
 				if *p, err = str(); err != nil {
 					return i, err

@@ -212,7 +212,7 @@ func compareForCounting(line []byte, v *memoView, i int, strs map[string]string)
 func countsAfter(v *memoView, c Counts, moved []movedRec, opt ReadyOptions, now time.Time) (Counts, bool) {
 	recs := make([]memoRec, v.n)
 	labels := make([]string, 0, 2*v.n)
-	deps := make([]Dependency, 0, 2*v.n)
+	deps := make([]edge, 0, 2*v.n)
 	at := 0
 	for i := range recs {
 		var err error

@@ -64,9 +64,7 @@ func sameButStatusAndLabels(a, b *snapshot) bool {
 		o := b.recs[i]
 		if r.kind != o.kind || r.id != o.id || r.itype != o.itype || r.ephemeral != o.ephemeral ||
 			!r.deferUntil.Equal(o.deferUntil) ||
-			!slices.EqualFunc(r.deps, o.deps, func(x, y Dependency) bool {
-				return x.IssueID == y.IssueID && x.DependsOnID == y.DependsOnID && x.Type == y.Type
-			}) {
+			!slices.Equal(r.deps, o.deps) {
 			return false
 		}
 	}

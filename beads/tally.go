@@ -438,9 +438,9 @@ func (t *tally) dependencies(r *record) bool {
 		r.deps = nil
 		return true
 	}
-	// Read straight into the slab: a Dependency is 112 bytes, and copying
-	// each one out of a return value, into a scratch slice and then into
-	// the slab was a tenth of the first count.
+	// Read straight into the slab: copying each edge out of a return
+	// value, into a scratch slice and then into the slab was a tenth of
+	// the first count (when each was a 112-byte Dependency).
 	sl := t.deps
 	at := len(sl.chunk)
 	empty, ok := t.open('[', ']')
@@ -450,13 +450,13 @@ func (t *tally) dependencies(r *record) bool {
 			// This record's edges so far move to a fresh chunk: a record's
 			// edges are one slice.
 			n := len(sl.chunk) - at
-			c := make([]Dependency, n, max(512, 2*n))
+			c := make([]edge, n, max(512, 2*n))
 			copy(c, sl.chunk[at:])
 			sl.chunk, at = c, 0
 		}
 		sl.chunk = sl.chunk[:len(sl.chunk)+1]
 		d := &sl.chunk[len(sl.chunk)-1]
-		*d = Dependency{} // a slot given back by a line that failed
+		*d = edge{} // a slot given back by a line that failed
 		if !t.dependency(r.id, d) {
 			sl.chunk = sl.chunk[:at]
 			return false
@@ -477,9 +477,20 @@ func (t *tally) dependencies(r *record) bool {
 	return true
 }
 
+// giveBack returns r's edges to the slab when they are the last it holds
+// (read by this tally, not by the index pass), for the next record's, and
+// leaves r without edges.
+func (t *tally) giveBack(r *record) {
+	c, n := t.deps.chunk, len(r.deps)
+	if n > 0 && n <= len(c) && &c[len(c)-n] == &r.deps[0] {
+		t.deps.chunk = c[:len(c)-n]
+		r.deps = nil
+	}
+}
+
 // dependency reads one dependency of the task with id own (as read so
 // far: the index pass compares issue_id with it the same way) into d.
-func (t *tally) dependency(own string, d *Dependency) bool {
+func (t *tally) dependency(own string, d *edge) bool {
 	empty, ok := t.open('{', '}')
 	var seen uint32
 	for k, more := 0, ok && !empty; more; k++ {
