@@ -11,6 +11,9 @@
 # `chorus attach`; its memory counts the engine, the agent hosts and the
 # TUI), "ui+remote" the remote package serving the same emulators to the
 # real ui package, without the rest of the engine or of chorus's start.
+# Memory is each side's VmRSS and Pss, also Pss by process name (the
+# engine, the agent hosts together, the client), with the client attached
+# a second; CHORUS_HEAPPROFILE reaches the engine and the TUI.
 #
 # Usage: scripts/bench-attach.sh                 LINES=10000 ROUNDS=7
 #        BENCH_TRACE=1 scripts/bench-attach.sh   also each chunk a client

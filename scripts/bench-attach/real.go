@@ -35,6 +35,9 @@ func startReal(chorus, exe, tmp string, lines int) (side, func(), error) {
 	env := append(os.Environ(), "HOME="+home, "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
 		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com")
 	s := side{name: "chorus", argv: []string{chorus, "-C", dir, "attach"}, env: slices.Concat(clientEnv, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")})}
+	if v := os.Getenv("CHORUS_HEAPPROFILE"); v != "" {
+		s.env = append(s.env, "CHORUS_HEAPPROFILE="+v) // the TUI's too
+	}
 	stop := func() {}
 	run := func(argv ...string) (string, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)

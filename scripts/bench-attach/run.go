@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,6 +90,7 @@ func run(lines, rounds int) error {
 	// round: Go's heap is measured as users get it, between collections.
 	type mem struct{ server, client [2]int } // VmRSS, Pss in kB
 	mems := map[string][]mem{}
+	parts := map[string]map[string][]float64{} // side → process name → Pss, MB
 	for r := range rounds {
 		for k := range sides {
 			s := sides[(k+r)%len(sides)] // a different side first each round
@@ -102,6 +104,12 @@ func run(lines, rounds int) error {
 			m.server[0], m.server[1] = memoryOf(s.servers())
 			m.client[0], m.client[1] = memory(p.Pid())
 			mems[s.name] = append(mems[s.name], m)
+			if parts[s.name] == nil {
+				parts[s.name] = map[string][]float64{}
+			}
+			for name, kb := range pssByName(s.servers(), p.Pid()) {
+				parts[s.name][name] = append(parts[s.name][name], mb(kb))
+			}
 			p.Stop(time.Second)
 		}
 	}
@@ -136,6 +144,15 @@ func run(lines, rounds int) error {
 		fmt.Printf("  %-12s RSS: %s %s, %s %s, sum %s; Pss sum %s; %s RSS after the first attach %.1f\n", s.name,
 			server, col(func(m mem) float64 { return mb(m.server[0]) }), client, col(func(m mem) float64 { return mb(m.client[0]) }),
 			col(func(m mem) float64 { return sum(m, 0) }), col(func(m mem) float64 { return sum(m, 1) }), server, mb(before[s.name]))
+	}
+	fmt.Printf("Pss by process, MB (median, min-max):\n")
+	for _, s := range sides {
+		names := slices.Sorted(maps.Keys(parts[s.name]))
+		var out []string
+		for _, n := range names {
+			out = append(out, n+" "+stats(parts[s.name][n]))
+		}
+		fmt.Printf("  %-12s %s\n", s.name, strings.Join(out, ", "))
 	}
 	for _, s := range sides[1:] {
 		var rss, pss []float64
@@ -311,6 +328,28 @@ func memory(pid int) (rss, pss int) {
 		return 0
 	}
 	return field(fmt.Sprintf("/proc/%d/status", pid), "VmRSS"), field(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss")
+}
+
+// pssByName sums the Pss of servers by their command's name (×N when
+// several share one), the client's as "client".
+func pssByName(servers []int, client int) map[string]int {
+	kb, count := map[string]int{}, map[string]int{}
+	for _, pid := range servers {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		name := strings.TrimSpace(string(b))
+		_, p := memory(pid)
+		kb[name] += p
+		count[name]++
+	}
+	_, kb["client"] = memory(client)
+	out := map[string]int{}
+	for n, v := range kb {
+		if count[n] > 1 {
+			n = fmt.Sprintf("%s x%d", n, count[n])
+		}
+		out[n] = v
+	}
+	return out
 }
 
 // memoryOf sums memory over processes.
