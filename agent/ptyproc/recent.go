@@ -4,35 +4,56 @@ import "sync"
 
 const recentCap = 64 << 10
 
-// Recent keeps the last output of a terminal with absolute offsets, and
-// wakes waiters on each chunk: what Type reads to confirm its input. The
-// zero value is ready to use.
+// Recent keeps the output of a terminal while someone types into it
+// (Type, between Watch and its stop), with absolute offsets, and wakes
+// waiters on each chunk: what Type reads to confirm its input. Output
+// nobody waits on is counted, not kept: an engine of 8 agents held 1–2 MB
+// of it for nothing. The zero value is ready to use.
 type Recent struct {
-	mu      sync.Mutex
-	total   int64         // bytes added so far
-	recent  []byte        // the last recentCap bytes at least (up to twice that)
-	changed chan struct{} // closed and replaced on every chunk
+	mu       sync.Mutex
+	total    int64         // bytes added so far
+	watchers int           // Types under way
+	recent   []byte        // while watched: the last recentCap bytes at least (up to twice that)
+	changed  chan struct{} // closed on the next chunk; nil: nobody asked
 }
 
 // Add records a chunk of output.
 func (r *Recent) Add(b []byte) {
 	r.mu.Lock()
 	r.total += int64(len(b))
-	r.recent = append(r.recent, b...)
-	// Up to twice the cap is kept, so the last recentCap bytes move down
-	// once per recentCap bytes read rather than on every chunk.
-	if len(r.recent) > 2*recentCap {
-		r.recent = append(r.recent[:0], r.recent[len(r.recent)-recentCap:]...)
+	if r.watchers > 0 {
+		r.recent = append(r.recent, b...)
+		// Up to twice the cap is kept, so the last recentCap bytes move
+		// down once per recentCap bytes read rather than on every chunk.
+		if len(r.recent) > 2*recentCap {
+			r.recent = append(r.recent[:0], r.recent[len(r.recent)-recentCap:]...)
+		}
 	}
 	if r.changed != nil {
 		close(r.changed)
+		r.changed = nil
 	}
-	r.changed = make(chan struct{})
 	r.mu.Unlock()
 }
 
+// Watch starts keeping output, from the current offset on, until the
+// returned stop is called (once).
+func (r *Recent) Watch() (stop func()) {
+	r.mu.Lock()
+	r.watchers++
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		if r.watchers--; r.watchers == 0 {
+			r.recent = nil
+		}
+		r.mu.Unlock()
+	}
+}
+
 // Since returns the output after absolute offset off (as much as is still
-// kept), the current offset, and a channel closed on the next chunk.
+// kept: only what came while watched), the current offset, and a channel
+// closed on the next chunk.
 func (r *Recent) Since(off int64) ([]byte, int64, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

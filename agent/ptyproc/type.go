@@ -59,6 +59,7 @@ func (p *Proc) Type(ctx context.Context, text string, opts TypeOptions) error {
 // output read since, done is closed when the process has ended.
 func Type(ctx context.Context, w io.Writer, rec *Recent, done <-chan struct{}, text string, opts TypeOptions) error {
 	t := typist{w: w, rec: rec, done: done}
+	defer rec.Watch()()
 	return t.typ(ctx, text, opts)
 }
 
