@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
+
+	"github.com/chorus-dev/chorus/memtrim"
 )
 
 // inBinary is set by Main: tests that run commands in process keep their
@@ -23,6 +25,11 @@ var inBinary bool
 var longLived = sync.OnceFunc(func() {
 	if inBinary && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
+	}
+	if inBinary {
+		// What a burst (an attach served or drawn, an agent's flood)
+		// left in the heap goes back once the process is quiet.
+		memtrim.Start(memtrim.Period, memtrim.Default)
 	}
 })
 

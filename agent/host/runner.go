@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/ptyproc"
+	"github.com/chorus-dev/chorus/memtrim"
 )
 
 // Runner starts agent hosts, finds the live ones of an instance and
@@ -267,6 +268,9 @@ func Main(args []string, binary string) error {
 	// One processor: the host mostly hands chunks from one goroutine to
 	// the next, which costs less without waking other threads.
 	runtime.GOMAXPROCS(1)
+	// The collections are rare: give back what a burst of output left
+	// once the agent is quiet.
+	memtrim.Start(memtrim.Period, memtrim.Default)
 	// A pod told to go (SIGTERM, its grace before the kill) stops its
 	// agent, so its work goes back to the remote (Spec.Git).
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
