@@ -26,8 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-runewidth"
-
 	"github.com/gdamore/tcell/v2"
 	"github.com/gdamore/tcell/v2/terminfo"
 	"github.com/rivo/tview"
@@ -247,10 +245,6 @@ func newUI(o Options) (*UI, error) {
 	if o.Engine == nil || o.Store == nil {
 		return nil, errors.New("ui: an engine and a task store are needed")
 	}
-	// The first width asked of a rune past U+02FF (the frame's box
-	// lines) fills go-runewidth's 2 MiB table; done here, it overlaps the
-	// terminal's setup instead of delaying the first frame.
-	go runewidth.RuneWidth('─')
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -3,8 +3,8 @@ package ui
 import (
 	"fmt"
 
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/gdamore/tcell/v2"
-	"github.com/mattn/go-runewidth"
 	"github.com/rivo/tview"
 
 	"github.com/chorus-dev/chorus/ui/present"
@@ -64,7 +64,7 @@ func (th theme) tileBorder(selected, attention bool) (tcell.Color, tcell.Style) 
 func printLine(s tcell.Screen, x, y, w int, l present.Line, th theme, base tcell.Style, override bool) int {
 	total := 0
 	for _, seg := range l {
-		total += runewidth.StringWidth(seg.Text)
+		total += term.StringWidth(seg.Text)
 	}
 	limit := w
 	if total > w {
@@ -81,7 +81,7 @@ func printLine(s tcell.Screen, x, y, w int, l present.Line, th theme, base tcell
 			st = st.Background(bg).Reverse(attrs&tcell.AttrReverse != 0)
 		}
 		for _, r := range seg.Text {
-			rw := runewidth.RuneWidth(r)
+			rw := term.RuneWidth(r)
 			if rw == 0 {
 				continue
 			}

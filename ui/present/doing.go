@@ -5,8 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mattn/go-runewidth"
-
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/orchestrator"
 )
 
@@ -157,28 +156,28 @@ func NarrowLabel(label string, progress, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	if runewidth.StringWidth(label) <= w {
+	if term.StringWidth(label) <= w {
 		return label
 	}
 	bar := " | " + ProgressBar(progress, 10)
 	i, head := strings.Index(label, bar), strings.Index(label, ") ")
 	if progress <= 0 || i < 0 || head < 0 || head+2 > i {
-		return runewidth.Truncate(label, w, "…")
+		return term.Truncate(label, w, "…")
 	}
 	rest := label[:i] + label[i+len(bar):]
 	h, tail := rest[:head+2], rest[head+2:]
 	// The short bar when it fits beside the head, else the percent alone,
 	// else the percent first.
 	for _, p := range []string{ProgressBar(progress, 5), fmt.Sprintf("%d%%", progress)} {
-		full, hw := h+p+" · "+tail, runewidth.StringWidth(h+p)
+		full, hw := h+p+" · "+tail, term.StringWidth(h+p)
 		switch {
-		case runewidth.StringWidth(full) <= w:
+		case term.StringWidth(full) <= w:
 			return full
 		case hw < w: // room for the "…" that says more was cut
-			return runewidth.Truncate(full, w, "…")
+			return term.Truncate(full, w, "…")
 		case hw == w:
 			return h + p
 		}
 	}
-	return runewidth.Truncate(fmt.Sprintf("%d%% ", progress)+label[:i], w, "…")
+	return term.Truncate(fmt.Sprintf("%d%% ", progress)+label[:i], w, "…")
 }

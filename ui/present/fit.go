@@ -1,6 +1,6 @@
 package present
 
-import "github.com/mattn/go-runewidth"
+import "github.com/chorus-dev/chorus/agent/term"
 
 // HeaderTail is the end of the header that Fit never cuts.
 func HeaderTail() Line { return Line{{" │ ", Dim}, {"? help", Dim}} }
@@ -9,7 +9,7 @@ func HeaderTail() Line { return Line{{" │ ", Dim}, {"? help", Dim}} }
 func (l Line) Width() int {
 	n := 0
 	for _, s := range l {
-		n += runewidth.StringWidth(s.Text)
+		n += term.StringWidth(s.Text)
 	}
 	return n
 }
@@ -60,13 +60,13 @@ func cut(l Line, w int) Line {
 	var out Line
 	used := 0
 	for _, s := range l {
-		sw := runewidth.StringWidth(s.Text)
+		sw := term.StringWidth(s.Text)
 		if used+sw <= w-1 {
 			out = append(out, s)
 			used += sw
 			continue
 		}
-		out = append(out, Seg{runewidth.Truncate(s.Text, w-used, "…"), s.Class})
+		out = append(out, Seg{term.Truncate(s.Text, w-used, "…"), s.Class})
 		break
 	}
 	return out

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/gdamore/tcell/v2"
-	"github.com/mattn/go-runewidth"
 	"github.com/rivo/tview"
 
 	"github.com/chorus-dev/chorus/agent/term"
@@ -202,7 +201,7 @@ func (t *Tile) fullTitle() string {
 		mark = " [scrollback]"
 	}
 	if _, _, w, _ := t.GetRect(); w > 4 {
-		title = runewidth.Truncate(title, max(1, w-4-runewidth.StringWidth(mark)), "…")
+		title = term.Truncate(title, max(1, w-4-term.StringWidth(mark)), "…")
 	}
 	return title + mark
 }
