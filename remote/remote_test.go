@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -411,5 +412,63 @@ func TestAnswerDoesNotWaitOutTheInterval(t *testing.T) {
 	}
 	if err := c.Do(ctx, orchestrator.Command{Kind: orchestrator.CmdResume}); err != nil {
 		t.Fatalf("the answer waited for the batching interval: %v", err)
+	}
+}
+
+// countingEngine tells each snapshot the server takes.
+type countingEngine struct {
+	*engine
+	took chan orchestrator.Snapshot
+}
+
+func (e countingEngine) Snapshot() orchestrator.Snapshot {
+	s := e.engine.Snapshot()
+	e.took <- s
+	return s
+}
+
+// An engine change that leaves the snapshot as it was (an agent resized,
+// a read) sends the TUI nothing: the UI drew its whole screen again for
+// each one, a few milliseconds after an attach's first frame.
+func TestUnchangedSnapshotIsNotSentAgain(t *testing.T) {
+	e := countingEngine{newEngine(), make(chan orchestrator.Snapshot, 8)}
+	nc, err := net.Dial("unix", serveWith(t, &Server{Eng: e, Interval: time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	b, _ := appendMsg(nil, &Msg{T: "hello", Version: Version, Role: RoleTUI})
+	if _, err := nc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(nc)
+	var snaps []int // each snapshot's Running, in the order read
+	next := func() {
+		for {
+			kind, p, err := readFrame(r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m Msg
+			if kind == frameMsg && json.Unmarshal(p, &m) == nil && m.T == "snap" {
+				snaps = append(snaps, m.Snap.Running)
+				return
+			}
+		}
+	}
+	next() // the first, after the hello
+	<-e.took
+	// A change that changed nothing, taken by the server before the
+	// next one that did.
+	e.changed <- struct{}{}
+	<-e.took
+	e.mu.Lock()
+	e.snap.Running = 2
+	e.mu.Unlock()
+	e.changed <- struct{}{}
+	<-e.took
+	next()
+	if len(snaps) != 2 || snaps[1] != 2 {
+		t.Fatalf("snapshots read (their Running): %v; want [1 2]", snaps)
 	}
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,6 +77,7 @@ type Server struct {
 	snapGen uint64 // bumped on every engine change
 	snapAt  uint64 // the generation snapJS encodes
 	snapJS  []byte
+	snapID  uint64 // bumped when snapJS's bytes change
 }
 
 // Serve accepts clients on ln until ctx ends or Close; it returns once the
@@ -169,8 +171,10 @@ func (s *Server) each(fn func(*conn)) {
 }
 
 // snapshot is the latest snapshot framed, encoded once per change for all
-// clients.
-func (s *Server) snapshot() []byte {
+// clients, and an id that changes only with its bytes: an engine change
+// that left the snapshot as it was (an agent's resize, a read) is not
+// sent again, where a TUI would draw its whole screen for it.
+func (s *Server) snapshot() ([]byte, uint64) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
 	if s.snapJS == nil || s.snapAt != s.snapGen {
@@ -178,11 +182,15 @@ func (s *Server) snapshot() []byte {
 		b, err := appendMsg(nil, &Msg{T: "snap", Snap: &snap})
 		if err != nil {
 			s.Log.Error("the snapshot could not be encoded", "err", err)
-			return nil
+			return nil, 0
 		}
-		s.snapJS, s.snapAt = b, s.snapGen
+		if !bytes.Equal(b, s.snapJS) {
+			s.snapJS = b
+			s.snapID++
+		}
+		s.snapAt = s.snapGen
 	}
-	return s.snapJS
+	return s.snapJS, s.snapID
 }
 
 // conn is one client. Everything it is sent goes through one ordered
@@ -559,6 +567,7 @@ func (c *conn) writer() {
 	<-timer.C
 	var last time.Time
 	var buf []byte
+	var sent uint64 // the snapshot id last written
 	for {
 		select {
 		case <-c.wake:
@@ -624,8 +633,11 @@ func (c *conn) writer() {
 			}
 		}
 		if snap {
-			if _, err := w.Write(c.s.snapshot()); err != nil {
-				return
+			if b, id := c.s.snapshot(); id != sent {
+				if _, err := w.Write(b); err != nil {
+					return
+				}
+				sent = id
 			}
 		}
 		if err := w.Flush(); err != nil {
