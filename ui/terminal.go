@@ -19,6 +19,9 @@ type Terminal struct {
 	ti     *terminfo.Terminfo
 	held   *heldTTY // nil: tcell opened the terminal itself
 	err    error
+	// resumeGC ends the hold on the collector taken with the terminal
+	// (pauseGC): the UI's first frame or Close ends it.
+	resumeGC func()
 
 	mu     sync.Mutex
 	taken  bool // a UI runs on it and ends it
@@ -28,7 +31,12 @@ type Terminal struct {
 // OpenTerminal starts opening and initialising the terminal; it returns
 // at once. Close it unless a UI ran on it.
 func OpenTerminal() *Terminal {
-	t := &Terminal{done: make(chan struct{})}
+	// The collector is held off from here, not only from the UI's start:
+	// dialing the engine and copying the agents' screens crossed the
+	// runtime's first heap goal, and the collection then still running
+	// when the UI paused it made the UI wait for its marking (8 to 20 ms
+	// of a loaded machine's attach; GODEBUG=gctrace=1).
+	t := &Terminal{done: make(chan struct{}), resumeGC: pauseGC()}
 	go func() {
 		defer close(t.done)
 		s, ti, held, err := openHeldTerminal()
@@ -67,6 +75,7 @@ func (t *Terminal) take() (tcell.Screen, *terminfo.Terminfo, error) {
 // that goes no further prints its error without a flash of the
 // alternate screen. Safe to call more than once.
 func (t *Terminal) Close() {
+	t.resumeGC()
 	<-t.done
 	t.mu.Lock()
 	defer t.mu.Unlock()

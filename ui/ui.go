@@ -210,6 +210,7 @@ type testHooks struct {
 	keySeq      atomic.Int64
 	afterFn     func()
 	onScreen    func(tcell.Screen)
+	tasksWait   time.Duration // firstTasksWait; tests wait longer
 	pumpStarted chan struct{} // closed once the pump's first load is under way
 	keyDone     chan struct{}
 	afterFlush  []func()
@@ -269,6 +270,7 @@ func newUI(o Options) (*UI, error) {
 	if u.gridSpec == "" {
 		u.gridSpec = "auto"
 	}
+	u.tasksWait = firstTasksWait
 	u.theme = newTheme(o.NoColor)
 	u.keys = newKeymap()
 	if u.keys.has(prefix) {
@@ -308,6 +310,7 @@ func (u *UI) run(ctx context.Context) error {
 	u.loadTasks()
 	u.refresh(func(fn func()) { first = append(first, fn) })
 	o := <-opened
+	u.awaitTasks(u.tasksWait)
 	u.takeInbox()
 	first = append(first, u.pumpPending...)
 	u.pumpPending = nil
@@ -329,12 +332,24 @@ func (u *UI) run(ctx context.Context) error {
 	}
 	u.app.EnableMouse(true).EnablePaste(true)
 	u.app.SetInputCapture(u.capture)
-	u.app.SetAfterDrawFunc(func(tcell.Screen) {
+	// Once the first frame is out: the collector back on, FirstFrame.
+	shown := func() {
 		resumeGC()
+		if t := u.o.Terminal; t != nil {
+			t.resumeGC()
+		}
 		if f := u.o.FirstFrame; f != nil {
 			u.o.FirstFrame = nil
 			f()
 		}
+	}
+	if u.painter != nil {
+		// After the painter's write, not before tview's Show (below).
+		u.painter.OnShown(shown)
+		shown = func() {}
+	}
+	u.app.SetAfterDrawFunc(func(tcell.Screen) {
+		shown()
 		if u.afterFn != nil {
 			u.afterFn()
 		}
@@ -363,6 +378,32 @@ func (u *UI) run(ctx context.Context) error {
 	close(appDone)
 	<-stopped
 	return err
+}
+
+// firstTasksWait bounds how long the first frame waits for the task list
+// once the terminal is open: a list read after the first frame redrew
+// the whole screen, every tile's cells again (17 KB for eight agents),
+// a few milliseconds after it, and an attach then showed the agents
+// only with that second frame. The built-in store's list takes about a
+// millisecond; a slow store's comes with a later frame, as before.
+const firstTasksWait = 10 * time.Millisecond
+
+// awaitTasks waits up to max for the task load under way, taking the
+// pump's inbox as results arrive. Before the pump starts only.
+func (u *UI) awaitTasks(max time.Duration) {
+	if !u.loading {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	for u.loading {
+		select {
+		case <-u.inWake:
+			u.takeInbox()
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // openedScreen is the terminal run draws on, once set up.

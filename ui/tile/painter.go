@@ -64,6 +64,8 @@ type Painter struct {
 	shown      cursorState
 
 	drawn atomic.Uint64 // the size of the last full draw, w<<32|h (Drawn)
+
+	shownFn func() // runs once after the next Show's write (OnShown)
 }
 
 // shadowCell is a painted cell tcell's buffer does not hold yet.
@@ -254,6 +256,7 @@ func (s *paintScreen) SetClipboard(b []byte) { s.p.touch(); s.Screen.SetClipboar
 // tile), then tcell's own: the agents' screens reach the terminal before
 // tcell has walked its buffer.
 func (s *paintScreen) Show() {
+	defer s.p.afterShow()
 	if s.ownStyle {
 		// tcell draws default cells in the screen's style: its own draw.
 		s.p.writeQueued()
@@ -263,6 +266,19 @@ func (s *paintScreen) Show() {
 	}
 	s.p.paintUnshown()
 	s.p.Flush()
+}
+
+// OnShown runs f once, after the next frame shown through Screen has
+// been written: tview's after-draw hook runs before its Show, and what
+// stops the world there (GOMAXPROCS, a collection) held the frame back.
+// Event goroutine.
+func (p *Painter) OnShown(f func()) { p.shownFn = f }
+
+func (p *Painter) afterShow() {
+	if f := p.shownFn; f != nil {
+		p.shownFn = nil
+		f()
+	}
 }
 
 // Sync repaints everything from tcell's buffer, which holds every painted

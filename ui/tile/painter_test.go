@@ -426,3 +426,31 @@ func TestPainterScreenLeavesOutResizeToShownSize(t *testing.T) {
 		t.Errorf("events = %q, want %q", got, want)
 	}
 }
+
+// OnShown runs once, after the frame of the next Show is written, not
+// before: what it does (GOMAXPROCS, the collector back on) stops the
+// world, and before the write it held the first frame back.
+func TestOnShownRunsAfterTheWrite(t *testing.T) {
+	paintEnv(t)
+	s := newTermScreen(t, 34, 8)
+	p, ps := startPainter(t, s)
+	s.tty.take()
+	var at []string // what the terminal had been sent when it ran
+	p.OnShown(func() {
+		b, _ := s.tty.take()
+		at = append(at, string(b))
+	})
+	tl := New(term.New(30, 4), nil)
+	tl.Box = tview.NewFlex().Box
+	tl.SetRect(0, 0, 30, 4)
+	tl.Emulator().Write([]byte("first frame"))
+	ps.Clear()
+	tl.Draw(ps)
+	ps.Show()
+	tl.Emulator().Write([]byte(" and more"))
+	tl.Draw(ps)
+	ps.Show()
+	if len(at) != 1 || !strings.Contains(at[0], "first frame") {
+		t.Fatalf("OnShown ran %d times, with the terminal sent %q; want once, after the frame", len(at), at)
+	}
+}
