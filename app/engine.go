@@ -318,6 +318,12 @@ func attachOnce(ctx context.Context, p *project, g *globals, s beads.Store, c *r
 	return nil, nil
 }
 
+// engineDial is a dial's outcome.
+type engineDial struct {
+	c   *remote.Client
+	err error
+}
+
 func newAttachCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "attach",
@@ -329,19 +335,39 @@ the engine too. Several terminals may attach at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			p, err := g.loadProject(ctx, cmd.ErrOrStderr(), true)
+			p, err := g.findProject(ctx)
 			if err != nil {
 				return err
 			}
-			if !isTTY(cmd.InOrStdin()) || !isTTY(os.Stdout) {
-				return withCode(ExitUsage, errors.New("attach needs a terminal; `chorus events --json` follows the engine without one"))
+			tty := isTTY(cmd.InOrStdin()) && isTTY(os.Stdout)
+			// The terminal is set up and the engine dialed while the
+			// config is read (a millisecond or two of JSON); the terminal
+			// is given back as it was if the attach goes no further.
+			var term *ui.Terminal
+			dialed := make(chan engineDial, 1)
+			if tty {
+				term = ui.OpenTerminal()
+				defer term.Close()
+				go func() {
+					c, err := runningEngine(ctx, p, remote.RoleTUI, "attach to")
+					dialed <- engineDial{c, err}
+				}()
+			} else {
+				close(dialed)
 			}
-			// The terminal is set up while the engine is dialed; given
-			// back as it was if the attach goes no further.
-			term := ui.OpenTerminal()
-			defer term.Close()
-			c, err := runningEngine(ctx, p, remote.RoleTUI, "attach to")
+			err = g.loadConfig(p, cmd.ErrOrStderr(), true)
+			d := <-dialed
+			if err == nil && !tty {
+				err = withCode(ExitUsage, errors.New("attach needs a terminal; `chorus events --json` follows the engine without one"))
+			}
+			if err == nil {
+				err = d.err
+			}
+			c := d.c
 			if err != nil {
+				if c != nil {
+					c.Close()
+				}
 				return err
 			}
 			s, err := p.store(ctx)

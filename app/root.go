@@ -185,11 +185,29 @@ func (g *globals) repoRoot(ctx context.Context) (string, error) {
 // loadProject resolves the repository and loads its config. When the
 // project has no config yet and required is false, defaults are used.
 func (g *globals) loadProject(ctx context.Context, stderr io.Writer, required bool) (*project, error) {
+	p, err := g.findProject(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.loadConfig(p, stderr, required); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// findProject resolves the repository, its config not read yet
+// (loadConfig).
+func (g *globals) findProject(ctx context.Context) (*project, error) {
 	root, err := g.repoRoot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := &project{root: root, dir: chorusdir.At(root)}
+	return &project{root: root, dir: chorusdir.At(root)}, nil
+}
+
+// loadConfig reads the config of a project findProject resolved.
+func (g *globals) loadConfig(p *project, stderr io.Writer, required bool) error {
+	root := p.root
 	path := g.configPath
 	if path == "" {
 		path = p.dir.Config()
@@ -200,16 +218,16 @@ func (g *globals) loadProject(ctx context.Context, stderr io.Writer, required bo
 		p.cfg = config.Default()
 		p.cfg.Project.Name = filepath.Base(root)
 		p.cfg.Project.TaskIDPrefix = config.PrefixFor(p.cfg.Project.Name)
-		return p, nil
+		return nil
 	case err != nil:
-		return nil, withCode(ExitSetup, err)
+		return withCode(ExitSetup, err)
 	}
 	for _, w := range l.Warnings {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
 	p.cfg, p.loaded = l.Config, l
 	setShutdown(time.Duration(p.cfg.Completion.ShutdownGraceSeconds)*time.Second, p.dir.Path)
-	return p, nil
+	return nil
 }
 
 // store opens the task store for the project.
