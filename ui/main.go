@@ -37,7 +37,9 @@ func (u *UI) build() {
 		}
 		return present.FooterBar(status, u.flash, optional, pinned, w)
 	})
-	u.taskList = &taskList{Box: tview.NewBox(), u: u}
+	// tview's every draw clears the screen first: boxes of the main view
+	// do not fill their area with the same blanks again (clearBox).
+	u.taskList = &taskList{Box: clearBox(), u: u}
 	u.taskList.SetBorder(true)
 	u.grid = &gridView{Box: quietBox(), u: u}
 	u.grid.SetBorder(true)
@@ -51,7 +53,9 @@ func (u *UI) build() {
 		AddItem(u.body, 0, 1, true).
 		AddItem(u.chat, 0, 0, false).
 		AddItem(u.footer, 1, 0, false)
-	u.pages = tview.NewPages().AddPage("main", u.main, true, true)
+	u.pages = tview.NewPages()
+	u.pages.Box = clearBox()
+	u.pages.AddPage("main", u.main, true, true)
 	u.app.SetRoot(u.pages, true)
 	u.app.SetBeforeDrawFunc(func(s tcell.Screen) bool {
 		if u.painter != nil {
@@ -446,11 +450,19 @@ func (u *UI) cycleGrid() {
 	u.setFlash("grid: "+u.gridSpec, present.Normal)
 }
 
+// clearBox is a box that leaves its area as the screen's clear left it:
+// a tview box fills it with blanks cell by cell, each through tcell's
+// grapheme parsing, and the pages' box over the whole screen was over a
+// quarter of an attach's first draw (perf, 8 agents on 200x60). Only for
+// what is drawn on the cleared screen, never over something (an
+// overlay). (tview sets no-clear only on its containers, so one of their
+// boxes is borrowed.)
+func clearBox() *tview.Box { return tview.NewFlex().Box }
+
 // quietBox is a bordered box that does not paint its background: the
 // grid and the tiles cover every cell themselves, and painting each cell
 // two or three times per frame was most of the drawing cost with busy
-// tiles. (tview sets no-clear only on its containers, so one of their
-// boxes is borrowed.)
+// tiles.
 func quietBox() *tview.Box {
 	b := tview.NewFlex().Box
 	b.SetBorder(true)
