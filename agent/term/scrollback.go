@@ -29,13 +29,21 @@ type scrollback struct {
 	dec     []Cell // scratch for at
 }
 
-// span is one history row: where its packed runs are, and whether its
-// text continues on the next row.
+// span is one history row: the block and offset its packed runs start
+// at, and whether its text continues on the next row (the offset's top
+// bit). Rows are stored end to end, so a row ends where the next one
+// starts in the same block, or at its block's end: 8 bytes a row, not 16
+// (1.3 MB less for 8 agents x 10,000 rows, in the engine and wherever a
+// history is loaded).
 type span struct {
-	block   uint32
-	off, n  uint32
-	wrapped bool
+	block uint32
+	off   uint32
 }
+
+const spanWrapped = 1 << 31
+
+func (r span) offset() uint32 { return r.off &^ spanWrapped }
+func (r span) wrapped() bool  { return r.off&spanWrapped != 0 }
 
 // blockSize is the usual block: large enough that the blocks' own cost
 // is nothing, small enough that the one partly evicted costs little.
@@ -49,17 +57,24 @@ type style struct {
 
 func (s *scrollback) len() int { return s.n }
 
-// bytesOf is a row's packed runs.
-func (s *scrollback) bytesOf(r span) []byte {
-	return s.blocks[r.block-s.block0][r.off : r.off+r.n]
+// bytesOf is the packed runs of row i, 0 being the oldest.
+func (s *scrollback) bytesOf(i int) []byte {
+	r := s.rows[(s.head+i)%len(s.rows)]
+	b := s.blocks[r.block-s.block0]
+	end := uint32(len(b))
+	if i+1 < s.n {
+		if next := s.rows[(s.head+i+1)%len(s.rows)]; next.block == r.block {
+			end = next.offset()
+		}
+	}
+	return b[r.offset():end]
 }
 
 // at returns the i-th row, 0 being the oldest. Its cells are valid until
 // the next call of at: a caller that keeps them copies them.
 func (s *scrollback) at(i int) row {
-	r := s.rows[(s.head+i)%len(s.rows)]
-	s.dec = s.unpack(s.dec[:0], s.bytesOf(r))
-	return row{cells: s.dec, wrapped: r.wrapped}
+	s.dec = s.unpack(s.dec[:0], s.bytesOf(i))
+	return row{cells: s.dec, wrapped: s.rows[(s.head+i)%len(s.rows)].wrapped()}
 }
 
 func (s *scrollback) push(r row) {
@@ -72,8 +87,7 @@ func (s *scrollback) push(r row) {
 		n--
 	}
 	s.enc = s.pack(s.enc[:0], r.cells[:n])
-	sp := s.store(s.enc)
-	sp.wrapped = r.wrapped
+	sp := s.store(s.enc, r.wrapped)
 	switch {
 	case s.n < len(s.rows):
 		s.rows[(s.head+s.n)%len(s.rows)] = sp
@@ -89,15 +103,18 @@ func (s *scrollback) push(r row) {
 	}
 }
 
-// store appends packed runs to the newest block.
-func (s *scrollback) store(p []byte) span {
+// store appends a row's packed runs to the newest block.
+func (s *scrollback) store(p []byte, wrapped bool) span {
 	last := len(s.blocks) - 1
 	if last < 0 || len(s.blocks[last])+len(p) > cap(s.blocks[last]) {
 		s.blocks = append(s.blocks, make([]byte, 0, max(blockSize, len(p))))
 		last++
 	}
 	b := s.blocks[last]
-	sp := span{block: s.block0 + uint32(last), off: uint32(len(b)), n: uint32(len(p))}
+	sp := span{block: s.block0 + uint32(last), off: uint32(len(b))}
+	if wrapped {
+		sp.off |= spanWrapped
+	}
 	s.blocks[last] = append(b, p...)
 	return sp
 }
@@ -123,10 +140,10 @@ func (s *scrollback) pop() row {
 	}
 	i := (s.head + s.n - 1) % len(s.rows)
 	r := s.rows[i]
-	out := row{cells: s.unpack(nil, s.bytesOf(r)), wrapped: r.wrapped}
-	if last := len(s.blocks) - 1; r.block-s.block0 == uint32(last) && int(r.off+r.n) == len(s.blocks[last]) {
-		s.blocks[last] = s.blocks[last][:r.off]
-	}
+	out := row{cells: s.unpack(nil, s.bytesOf(s.n-1)), wrapped: r.wrapped()}
+	// The newest row ends its block: the block ends where it started.
+	k := r.block - s.block0
+	s.blocks[k] = s.blocks[k][:r.offset()]
 	s.rows[i] = span{}
 	s.n--
 	if s.total > 0 {
@@ -243,7 +260,7 @@ func (s *scrollback) styleOf(c Cell) uint32 {
 func (s *scrollback) export(clusters []string) []byte {
 	n := 0
 	for i := range s.n {
-		n += int(s.rows[(s.head+i)%len(s.rows)].n) + 4
+		n += len(s.bytesOf(i)) + 4
 	}
 	b := make([]byte, 0, n+len(s.styles)*8+64)
 	b = binary.AppendUvarint(b, s.total)
@@ -260,14 +277,14 @@ func (s *scrollback) export(clusters []string) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(s.n))
 	for i := range s.n {
-		r := s.rows[(s.head+i)%len(s.rows)]
 		w := byte(0)
-		if r.wrapped {
+		if s.rows[(s.head+i)%len(s.rows)].wrapped() {
 			w = 1
 		}
+		p := s.bytesOf(i)
 		b = append(b, w)
-		b = binary.AppendUvarint(b, uint64(r.n))
-		b = append(b, s.bytesOf(r)...)
+		b = binary.AppendUvarint(b, uint64(len(p)))
+		b = append(b, p...)
 	}
 	return b
 }
@@ -329,8 +346,7 @@ func (s *scrollback) load(b []byte, intern func(string) uint16) error {
 				ns.enc = p
 			}
 		}
-		sp := ns.store(p)
-		sp.wrapped = w[0] == 1
+		sp := ns.store(p, w[0] == 1)
 		ns.rows = append(ns.rows, sp)
 		ns.n++
 	}

@@ -69,3 +69,46 @@ func TestScrollbackIsCompact(t *testing.T) {
 		t.Fatalf("last history row reads %q", strings.Join(got, ""))
 	}
 }
+
+// Pushes and pops in any order, across block boundaries and the ring's
+// eviction, leave every row as a model of the history holds it: a row
+// ends where the next starts, so a pop must cut its block exactly.
+func TestScrollbackPushPop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := scrollback{max: 300}
+	var model []row
+	for step := range 5000 {
+		if len(model) > 0 && rng.IntN(3) == 0 {
+			got, want := s.pop(), model[len(model)-1]
+			model = model[:len(model)-1]
+			if !slices.Equal(got.cells, want.cells) || got.wrapped != want.wrapped {
+				t.Fatalf("step %d: popped %v %v, want %v %v", step, got.cells, got.wrapped, want.cells, want.wrapped)
+			}
+			continue
+		}
+		// Long rows now and then fill a block on their own.
+		n := rng.IntN(300)
+		if rng.IntN(50) == 0 {
+			n = blockSize/2 + rng.IntN(blockSize)
+		}
+		cells := make([]Cell, n)
+		for i := range cells {
+			cells[i] = Cell{Rune: rune('a' + rng.IntN(26)), Fg: IndexedColor(uint8(rng.IntN(3)))}
+		}
+		r := row{cells: cells, wrapped: rng.IntN(2) == 0}
+		s.push(r)
+		model = append(model, r)
+		if len(model) > s.max {
+			model = model[1:]
+		}
+	}
+	if s.len() != len(model) {
+		t.Fatalf("%d rows, the model has %d", s.len(), len(model))
+	}
+	for i, want := range model {
+		got := s.at(i)
+		if !slices.Equal(got.cells, want.cells) || got.wrapped != want.wrapped {
+			t.Fatalf("row %d differs", i)
+		}
+	}
+}
