@@ -221,7 +221,7 @@ func (s *builtinStore) Reopen(ctx context.Context, id string) error {
 		}
 		t := cloneTask(full)
 		t.Status, t.Assignee, t.ClosedAt, t.CloseReason = StatusOpen, "", nil, ""
-		r.drop = map[string]bool{"defer_until": true}
+		r.ext().drop = map[string]bool{"defer_until": true}
 		r.deferUntil = time.Time{}
 		touch(r, &t)
 		return nil

@@ -110,11 +110,11 @@ func (s *builtinStore) write(sn *snapshot) error {
 	var buf bytes.Buffer
 	for _, r := range sn.recs {
 		if r.dirty {
-			line, err := encodeRecord(r.task, r.raw, r.drop)
+			line, err := encodeRecord(r.task(), r.raw, r.ext().drop)
 			if err != nil {
 				return fmt.Errorf("%w: %s:%d: %v — fix or remove that line", ErrMalformed, s.path, r.line, err)
 			}
-			r.raw, r.dirty, r.drop = line, false, nil
+			r.raw, r.dirty, r.more.drop = line, false, nil
 		}
 		buf.Write(r.raw)
 		buf.WriteByte('\n')

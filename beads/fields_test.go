@@ -26,7 +26,8 @@ func TestEveryTaskFieldRoundTrips(t *testing.T) {
 	if err := decodeLine(line, &r); err != nil {
 		t.Fatalf("index pass refused %s: %v", line, err)
 	}
-	if r.id != task.ID || r.status != task.Status || r.priority != task.Priority || !r.created.Equal(task.CreatedAt) ||
+	prio, created := r.order()
+	if r.id != task.ID || r.status != task.Status || prio != task.Priority || !created.Equal(task.CreatedAt) ||
 		len(r.labels) != len(task.Labels) || len(r.deps) != len(task.Dependencies) {
 		t.Errorf("index fields: %+v", r)
 	}

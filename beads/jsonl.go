@@ -88,15 +88,15 @@ func decodeWith(s *scanner, r *record) error {
 		case "status":
 			r.status, err = s.itext()
 		case "priority":
-			r.priority, err = s.int()
+			s.more(r).priority, err = s.int()
 		case "issue_type":
 			r.itype, err = s.itext()
 		case "assignee":
-			r.assignee, err = s.text()
+			_, err = s.text() // checked; nothing reads it from the index
 		case "created_at":
 			var tm time.Time
 			tm, err = s.time()
-			r.created = tm
+			s.more(r).created = tm
 		case "defer_until":
 			var tm time.Time
 			tm, err = s.timeOrNull(true)

@@ -98,6 +98,16 @@ func (s *scanner) checkField(f *tableField) error {
 type depSlab struct {
 	scratch []edge // one record's, while it is read
 	chunk   []edge
+	mores   []recordMore // the records' recordMore, likewise
+}
+
+// more is a fresh recordMore from the slab.
+func (d *depSlab) more() *recordMore {
+	if len(d.mores) == cap(d.mores) {
+		d.mores = make([]recordMore, 0, 256)
+	}
+	d.mores = d.mores[:len(d.mores)+1]
+	return &d.mores[len(d.mores)-1]
 }
 
 // keep copies deps into the slab; the slice it returns has no room to

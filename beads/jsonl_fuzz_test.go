@@ -103,13 +103,14 @@ func checkAgainstEncodingJSON(t *testing.T, line []byte) {
 		wdefer = want.DeferUntil.UTC()
 	}
 	got := idx
-	if got.kind != kind || got.id != wt.ID || got.status != wt.Status || got.priority != wt.Priority ||
-		got.itype != wt.IssueType || got.assignee != wt.Assignee || !got.created.Equal(wt.CreatedAt) ||
+	prio, created := got.order()
+	if got.kind != kind || got.id != wt.ID || got.status != wt.Status || prio != wt.Priority ||
+		got.itype != wt.IssueType || !created.Equal(wt.CreatedAt) ||
 		!got.deferUntil.Equal(wdefer) || got.ephemeral != want.Ephemeral ||
 		!slices.Equal(got.labels, wt.Labels) || !sameIndexDeps(got.deps, edgesOf(wt.Dependencies)) {
 		t.Fatalf("%q: index fields differ:\n got %+v\nwant %+v (kind %q)", line, got, wt, kind)
 	}
-	ft := *full.task
+	ft := *full.task()
 	if !sameTask(ft, wt) {
 		t.Fatalf("%q: full decode differs:\n got %+v\nwant %+v", line, ft, wt)
 	}

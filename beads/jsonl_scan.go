@@ -18,6 +18,18 @@ type scanner struct {
 	deps  *depSlab // where records' dependencies go, shared per file; nil: each its own
 }
 
+// more is r's recordMore, from the file's slab when there is one.
+func (s *scanner) more(r *record) *recordMore {
+	if r.more == nil {
+		if s.deps != nil {
+			r.more = s.deps.more()
+		} else {
+			r.more = new(recordMore)
+		}
+	}
+	return r.more
+}
+
 func (s *scanner) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {

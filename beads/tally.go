@@ -440,7 +440,7 @@ func (t *tally) dependencies(r *record) bool {
 	}
 	// Read straight into the slab: copying each edge out of a return
 	// value, into a scratch slice and then into the slab was a tenth of
-	// the first count (when each was a 112-byte Dependency).
+	// the first count (when each was an 88-byte Dependency).
 	sl := t.deps
 	at := len(sl.chunk)
 	empty, ok := t.open('[', ']')
