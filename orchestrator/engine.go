@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/agent/term"
 
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
@@ -165,8 +166,9 @@ type Engine struct {
 	// on the loop.
 	startMu sync.Mutex
 
-	snapMu sync.Mutex
-	snap   Snapshot
+	snapMu  sync.Mutex
+	snap    Snapshot
+	screens map[string]*term.Emulator // the runs' emulators as of snap (Screen)
 
 	// loopDone is closed when Run returns; from then on state is written
 	// directly (stMu) instead of through the loop.
@@ -455,6 +457,7 @@ func (e *Engine) publish() {
 	e.idleTold = s.Idle
 	e.snapMu.Lock()
 	e.snap = s
+	e.screens = e.runScreens(e.screens)
 	e.snapMu.Unlock()
 	select {
 	case e.changed <- struct{}{}:
@@ -468,6 +471,27 @@ func (e *Engine) publish() {
 		}
 	}
 	e.moreMu.Unlock()
+}
+
+// runScreens is the runs' emulators: prev itself while they are the same
+// (a map is made only when runs come or go), never changed once
+// published. Loop only.
+func (e *Engine) runScreens(prev map[string]*term.Emulator) map[string]*term.Emulator {
+	same := len(prev) == len(e.runs)
+	for id, r := range e.runs {
+		if s, ok := prev[id]; !same || !ok || s != r.screen {
+			same = false
+			break
+		}
+	}
+	if same {
+		return prev
+	}
+	m := make(map[string]*term.Emulator, len(e.runs))
+	for id, r := range e.runs {
+		m[id] = r.screen
+	}
+	return m
 }
 
 // Watch returns a further channel that fires (coalesced) after every

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chorus-dev/chorus/agent/host"
+	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
 	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/config"
@@ -247,5 +248,30 @@ func (h *harness) waitIdle() {
 		case <-deadline:
 			h.t.Fatalf("engine never idle: %+v", h.eng.Snapshot())
 		}
+	}
+}
+
+// Screen answers from the runs last published, without a turn of the
+// loop: a TUI attaching asks for every agent's, and each turn was a batch
+// of its own. Here the loop is held while Screen is asked.
+func TestScreenNeedsNoTurnOfTheLoop(t *testing.T) {
+	h := newHarness(t, "hang\n", nil)
+	id := h.task("screen", beads.CreateOptions{})
+	h.start()
+	h.do(Command{Kind: CmdAssign, TaskID: id})
+	agent := h.waitFor(kind(EvStarted, id)).Agent
+	held, release := make(chan struct{}), make(chan struct{})
+	go h.eng.do(context.Background(), func() { close(held); <-release })
+	<-held
+	defer close(release)
+	got := make(chan *term.Emulator, 1)
+	go func() { got <- h.eng.Screen(agent) }()
+	select {
+	case s := <-got:
+		if s == nil {
+			t.Fatalf("no screen for %s", agent)
+		}
+	case <-time.After(2 * time.Minute): // only a broken engine waits this long
+		t.Fatal("Screen waited for the loop")
 	}
 }

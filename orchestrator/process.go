@@ -52,7 +52,16 @@ func (w inputWriter) Write(p []byte) (int, error) {
 // Screen returns an agent's terminal emulator (nil for unknown agents), for
 // front ends to draw. It outlives respawns within the run.
 func (e *Engine) Screen(agentID string) *term.Emulator {
-	var s *term.Emulator
+	// The runs last published answer without a turn of the loop: a TUI
+	// attaching asks for every agent's, and each turn was a batch of its
+	// own (the state encoded, a snapshot published and encoded again for
+	// the TUIs) before the next agent's.
+	e.snapMu.Lock()
+	s := e.screens[agentID]
+	e.snapMu.Unlock()
+	if s != nil {
+		return s
+	}
 	_ = e.do(context.Background(), func() {
 		if r := e.runs[agentID]; r != nil {
 			s = r.screen
