@@ -420,3 +420,62 @@ func TestLogfNamesTheAgent(t *testing.T) {
 		t.Fatalf("logf wrote %q, want it to end in %q", b, want)
 	}
 }
+
+// A local host keeps its engine's checkpoints in a file beside its
+// metadata, not in its memory; a host killed outright leaves it behind,
+// and the next List removes it with the metadata.
+func TestKilledHostsCheckpointGoes(t *testing.T) {
+	t.Setenv("CHORUS_HOST_TEST_MAIN", "1")
+	d := shortDir(t)
+	l := &Local{Dir: filepath.Join(d, "hosts"), Instance: d, Exe: os.Args[0], Orphan: time.Minute, LogDir: filepath.Join(d, "logs")}
+	cl, err := l.Start(ctx(t), Meta{AgentID: "claude/t-3", TaskID: "t-3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.cad = fastCadence()
+	if err := cl.Start(ctx(t), Spec{Argv: []string{"sh", "-c", "seq 1 3000; exec sleep 600"}, Cols: 80, Rows: 24}); err != nil {
+		t.Fatal(err)
+	}
+	emu := term.New(80, 24, term.WithScrollback(300))
+	stop := cl.Track(emu)
+	defer stop()
+	go func() {
+		for chunk := range cl.Output() {
+			emu.Write(chunk)
+		}
+	}()
+	ms, err := l.List(ctx(t))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("List = %+v, %v", ms, err)
+	}
+	ck := checkpointPath(l.metaPath(ms[0].AgentID))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if fi, err := os.Stat(ck); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint in %s after the agent's output", ck)
+		}
+		time.Sleep(10 * time.Millisecond) // polls for the file; nothing to wait on
+	}
+	if err := syscall.Kill(ms[0].HostPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !testkit.WaitExit(t, ms[0].HostPID, 30*time.Second) {
+		t.Fatal("a killed host did not exit")
+	}
+	// Listed until Local's own goroutine reaps it: a zombie's pid answers.
+	for ms, _ := l.List(ctx(t)); len(ms) != 0; ms, _ = l.List(ctx(t)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a killed host is still listed: %+v", ms)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ents, _ := os.ReadDir(l.Dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".ckpt") || strings.HasSuffix(e.Name(), ".json") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}

@@ -35,7 +35,8 @@ type mirror struct {
 	emu      *term.Emulator // the base as an emulator; nil: ck and ckHist, or an empty ckW×ckH
 	ckW, ckH int
 	ck       *term.Parts // the engine's last checkpoint
-	ckHist   []byte      // its history, packed
+	ckHist   []byte      // its history, packed …
+	ckFile   string      // … or in this file (see ckFile)
 	base     int64       // the stream offset the base is at
 	tail     [][]byte    // output after base: the agent's chunks, not copied
 	tailLen  int64
@@ -191,8 +192,13 @@ func (m *mirror) parseTo(limit int64, seq uint64) *term.Emulator {
 	defer m.rep.on.Store(m.live)
 	if m.emu == nil && m.ck != nil {
 		m.emu = term.FromParts(*m.ck, term.WithReplies(m.rep))
-		_ = m.emu.LoadHistory(m.ckHist)
-		m.ck, m.ckHist = nil, nil
+		hist := m.ckHist
+		if m.ckFile != "" {
+			// Unreadable: the screen stands without its history.
+			hist, _ = os.ReadFile(m.ckFile)
+		}
+		_ = m.emu.LoadHistory(hist)
+		m.ck, m.ckHist, m.ckFile = nil, nil, ""
 	} else if m.emu == nil {
 		m.emu = term.New(m.ckW, m.ckH, term.WithScrollback(m.scrollback), term.WithReplies(m.rep))
 	}
@@ -265,9 +271,27 @@ func (m *mirror) resize(w, h int, at int64, seq uint64) {
 // holding the engine's resizes up to seq. One the host has parsed past,
 // or from beyond the output's end, is ignored.
 func (m *mirror) checkpoint(at int64, seq uint64, p term.Parts, hist []byte) bool {
-	if m.live || at < m.base || at > m.off() && !m.remote || p.W < 2 || p.H < 2 {
+	if !m.accepts(at, p) {
 		return false
 	}
+	m.take(at, seq, p)
+	m.ckHist = hist
+	return true
+}
+
+// accepts reports whether checkpoint would take a checkpoint at at.
+func (m *mirror) accepts(at int64, p term.Parts) bool {
+	return !m.live && at >= m.base && (at <= m.off() || m.remote) && p.W >= 2 && p.H >= 2
+}
+
+// checkpointFile is checkpoint with the history in file (see ckFile);
+// the caller checked accepts.
+func (m *mirror) checkpointFile(at int64, seq uint64, p term.Parts, file string) {
+	m.take(at, seq, p)
+	m.ckFile = file
+}
+
+func (m *mirror) take(at int64, seq uint64, p term.Parts) {
 	keep := m.marks[:0]
 	for _, mk := range m.marks {
 		if mk.seq > seq {
@@ -282,8 +306,7 @@ func (m *mirror) checkpoint(at int64, seq uint64, p term.Parts, hist []byte) boo
 	}
 	m.ckSeq = seq
 	m.position(at, seq)
-	m.emu, m.ck, m.ckHist = nil, &p, hist
-	return true
+	m.emu, m.ck, m.ckHist, m.ckFile = nil, &p, nil, ""
 }
 
 // replies hands the host emulator's answers to a goroutine that writes

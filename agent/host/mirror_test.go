@@ -201,6 +201,7 @@ func TestReadoptedScreenIsTheWholeStream(t *testing.T) {
 }
 
 func readoptedScreen(t *testing.T, relay bool) {
+	onDisk := 0 // rounds that began with a checkpoint kept in its file
 	for seed := int64(1); seed <= 12; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		cad := fastCadence()
@@ -212,11 +213,21 @@ func readoptedScreen(t *testing.T, relay bool) {
 			cad.ckBytes, tailCap = 1<<30, int64(1+r.Intn(30000))
 		}
 		file, stream := writeNoise(t, seed, 3000)
-		sock, ended := serveWith(t, Options{Orphan: time.Minute, tailCap: tailCap})
+		opt := Options{Orphan: time.Minute, tailCap: tailCap}
+		if seed%2 == 0 {
+			// Half the hosts keep their checkpoints on disk, as chorus's do.
+			opt.CheckpointPath = filepath.Join(t.TempDir(), "a.ckpt")
+		}
+		sock, ended := serveWith(t, opt)
 		var rs []resizeAt
 		w, h := 40, 12
 		started := false
 		for round := 0; ; round++ {
+			if opt.CheckpointPath != "" {
+				if _, err := os.Stat(opt.CheckpointPath); err == nil {
+					onDisk++
+				}
+			}
 			cl, err := dial(ctx(t), sock, "", relay)
 			if err != nil {
 				t.Fatal(err)
@@ -298,6 +309,15 @@ func readoptedScreen(t *testing.T, relay bool) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the host did not end")
 		}
+		if opt.CheckpointPath != "" {
+			if left, _ := filepath.Glob(opt.CheckpointPath + "*"); len(left) > 0 {
+				t.Fatalf("seed %d: the host left %v behind", seed, left)
+			}
+		}
+	}
+	// A relayed engine reads its stream to the end: it never reconnects.
+	if onDisk == 0 && !relay {
+		t.Fatal("no engine connected to a host holding its checkpoint on disk: that path went untested")
 	}
 }
 

@@ -123,23 +123,43 @@ func writeJSON(w io.Writer, typ byte, v any) error {
 
 // readFrame reads one frame; buf is reused when large enough.
 func readFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+	typ, n, err := readHeader(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := readBody(r, n, buf)
+	return typ, b, err
+}
+
+// readHeader reads a frame's type and the length of its payload.
+func readHeader(r io.Reader) (byte, int64, error) {
 	var h [5]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, err
+		return 0, 0, err
 	}
 	n := binary.BigEndian.Uint32(h[1:])
 	if n > maxFrame {
-		return 0, nil, fmt.Errorf("agent host: frame of %d bytes is over the limit", n)
+		return 0, 0, fmt.Errorf("agent host: frame of %d bytes is over the limit", n)
 	}
-	if cap(buf) < int(n) {
+	return h[0], int64(n), nil
+}
+
+// readBody reads n bytes of payload; buf is reused when large enough.
+func readBody(r io.Reader, n int64, buf []byte) ([]byte, error) {
+	if int64(cap(buf)) < n {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
 	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return 0, nil, err
+		return nil, noEOF(err)
 	}
-	return h[0], buf, nil
+	return buf, nil
+}
+
+// noEOF: a frame cut short is unexpected, not the stream's clean end.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }

@@ -194,6 +194,13 @@ func (l *Local) List(ctx context.Context) ([]Meta, error) {
 		}
 		if m.HostPID <= 0 || syscall.Kill(m.HostPID, 0) != nil {
 			os.Remove(p)
+			// Its checkpoint, and one it was still receiving.
+			ck := filepath.Base(checkpointPath(p))
+			for _, k := range ents {
+				if k.Name() == ck || strings.HasPrefix(k.Name(), ck+".") {
+					os.Remove(filepath.Join(l.Dir, k.Name()))
+				}
+			}
 			continue
 		}
 		ms = append(ms, m)
@@ -224,6 +231,10 @@ func (l *Local) Ended(ctx context.Context, in Info) Ending {
 	_ = os.Remove(l.metaPath(in.Meta.AgentID))
 	return Ending{Gone: true, Why: why}
 }
+
+// checkpointPath is where the host whose metadata is at meta keeps its
+// checkpoint (Options.CheckpointPath), beside it.
+func checkpointPath(meta string) string { return strings.TrimSuffix(meta, ".json") + ".ckpt" }
 
 // Main is `chorus agent-host`: it serves one agent on the socket named by
 // args until the host ends.
@@ -275,7 +286,11 @@ func Main(args []string, binary string) error {
 	// agent, so its work goes back to the remote (Spec.Git).
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	return Serve(ctx, socket, Options{Meta: m, MetaPath: meta, Orphan: orphan, Binary: binary,
+	ck := ""
+	if meta != "" {
+		ck = checkpointPath(meta)
+	}
+	return Serve(ctx, socket, Options{Meta: m, MetaPath: meta, Orphan: orphan, Binary: binary, CheckpointPath: ck,
 		Ready: func() {
 			fmt.Fprintln(os.Stdout, "ready")
 			os.Stdout.Close()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -29,6 +30,11 @@ type Options struct {
 	// WorkRoot is where a Spec.Git clone and its signal socket go ("":
 	// the working directory, a pod's own).
 	WorkRoot string
+	// CheckpointPath is where the host keeps the history of its engine's
+	// last checkpoint ("": in memory). The host reads it back only when
+	// an engine connects after a loss, so on disk it costs the host no
+	// memory between checkpoints: it is most of what a host would hold.
+	CheckpointPath string
 
 	// tailCap is the mirror's (0: defaultTailCap), smaller in tests.
 	tailCap int64
@@ -97,6 +103,9 @@ func Serve(ctx context.Context, path string, opt Options) error {
 			return err
 		}
 		defer os.Remove(opt.MetaPath)
+	}
+	if opt.CheckpointPath != "" {
+		defer os.Remove(opt.CheckpointPath)
 	}
 	s.mu.Lock()
 	s.armOrphan()
@@ -218,7 +227,17 @@ func (s *server) serveConn(c *net.UnixConn, n uint64) {
 	s.resendSignals(sess)
 	var buf []byte
 	for {
-		typ, b, err := readFrame(c, buf)
+		typ, n, err := readHeader(c)
+		if err != nil {
+			return
+		}
+		if typ == fCheckpoint && s.opt.CheckpointPath != "" {
+			if s.checkpointToFile(c, n, sess) != nil {
+				return
+			}
+			continue
+		}
+		b, err := readBody(c, n, buf)
 		if err != nil {
 			return
 		}
@@ -550,6 +569,66 @@ func checkpointFrame(at int64, seq uint64, p term.Parts, hist []byte) []byte {
 	binary.BigEndian.PutUint64(b[28:], p.Pushed)
 	binary.BigEndian.PutUint32(b[36:], uint32(len(p.Screen)))
 	return append(append(b, p.Screen...), hist...)
+}
+
+// checkpointToFile reads a checkpoint frame of n bytes, its history
+// straight into Options.CheckpointPath: the host never holds it. A
+// checkpoint the file cannot take is dropped, as one the mirror refuses:
+// the host keeps the output since the last one it took. Its error is the
+// connection's.
+func (s *server) checkpointToFile(r io.Reader, n int64, sess *session) error {
+	head, err := readBody(r, min(n, 40), nil)
+	if err != nil || n < 40 {
+		return err
+	}
+	sn := int64(binary.BigEndian.Uint32(head[36:]))
+	if sn > n-40 {
+		_, err := io.CopyN(io.Discard, r, n-40)
+		return noEOF(err)
+	}
+	screen, err := readBody(r, sn, nil)
+	if err != nil {
+		return err
+	}
+	at, seq, p, _, _ := parseCheckpoint(append(head, screen...))
+	// One file per connection: an engine being replaced may still send.
+	tmp := fmt.Sprintf("%s.%d", s.opt.CheckpointPath, sess.n)
+	k := &sink{}
+	k.f, k.err = os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	// A small buffer: the history may be megabytes, the host stays small.
+	var cb [8 << 10]byte
+	_, err = io.CopyBuffer(k, io.LimitReader(r, n-40-sn), cb[:])
+	if k.f != nil {
+		if cerr := k.f.Close(); k.err == nil {
+			k.err = cerr
+		}
+	}
+	if err != nil || k.err != nil {
+		_ = os.Remove(tmp)
+		return noEOF(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mir != nil && s.cur == sess && s.mir.accepts(at, p) && os.Rename(tmp, s.opt.CheckpointPath) == nil {
+		s.mir.checkpointFile(at, seq, p, s.opt.CheckpointPath)
+		return nil
+	}
+	_ = os.Remove(tmp)
+	return nil
+}
+
+// sink writes to f until a write fails, then discards: the frame must
+// still be read off the connection whole.
+type sink struct {
+	f   *os.File
+	err error
+}
+
+func (k *sink) Write(p []byte) (int, error) {
+	if k.err == nil {
+		_, k.err = k.f.Write(p)
+	}
+	return len(p), nil
 }
 
 func parseCheckpoint(b []byte) (at int64, seq uint64, p term.Parts, hist []byte, ok bool) {
