@@ -221,7 +221,9 @@ func (l *Local) Stop(ctx context.Context, m Meta) error { return StopHost(ctx, m
 // too if it still runs, so the task's next run is alone in the worktree.
 func (l *Local) Ended(ctx context.Context, in Info) Ending {
 	pid := in.Meta.HostPID
-	if st, err := ptyproc.StartTimeOf(pid); err == nil && pid > 0 && ptyproc.Alive(pid, st) {
+	// A host killed closes its connection before it is a zombie: one
+	// already exiting is not running.
+	if st, err := ptyproc.StartTimeOf(pid); err == nil && pid > 0 && ptyproc.Alive(pid, st) && !ptyproc.Exiting(pid) {
 		return Ending{Why: fmt.Sprintf("the connection to the agent host (pid %d) broke; the host still runs", pid)}
 	}
 	why := fmt.Sprintf("the agent host (pid %d) ended without reporting its agent's exit (killed?)", pid)

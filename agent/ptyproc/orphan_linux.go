@@ -53,6 +53,28 @@ func Alive(pid int, startTime uint64) bool {
 	return start == startTime && state != 'Z' && state != 'X'
 }
 
+// Exiting reports whether pid has begun to exit: the kernel's PF_EXITING
+// in field 9 (flags) of /proc/<pid>/stat, set before the process closes
+// its files and kept once it is a zombie. Its sockets may already read as
+// closed while its state still says running.
+func Exiting(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	const pfExiting = 0x4
+	return err == nil && flags&pfExiting != 0
+}
+
 // StopOrphan ends the process group led by pid — an agent of a Chorus that
 // died, which nobody waits for — if pid is still that process (startTime
 // guards against reuse): SIGTERM, then SIGKILL after grace. It waits on a

@@ -27,3 +27,7 @@ func StopOrphan(pid int, startTime uint64, grace time.Duration) bool { return fa
 func ParentOf(pid int) (int, error) {
 	return 0, errors.New("ptyproc: process parents are not available on this system")
 }
+
+// Exiting reports whether pid has begun to exit; here only a zombie
+// (Alive) says so.
+func Exiting(pid int) bool { return false }
