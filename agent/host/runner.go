@@ -192,7 +192,8 @@ func (l *Local) List(ctx context.Context) ([]Meta, error) {
 		if json.Unmarshal(b, &m) != nil || m.Instance != l.Instance {
 			continue
 		}
-		if m.HostPID <= 0 || syscall.Kill(m.HostPID, 0) != nil {
+		// A host killed is gone from its exit on, not only once reaped.
+		if m.HostPID <= 0 || syscall.Kill(m.HostPID, 0) != nil || ptyproc.Exiting(m.HostPID) {
 			os.Remove(p)
 			// Its checkpoint, and one it was still receiving.
 			ck := filepath.Base(checkpointPath(p))

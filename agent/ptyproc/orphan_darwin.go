@@ -103,6 +103,9 @@ func ParentOf(pid int) (int, error) {
 	return int(kp.Eproc.Ppid), nil
 }
 
-// Exiting reports whether pid has begun to exit; here only a zombie
-// (Alive) says so.
-func Exiting(pid int) bool { return false }
+// Exiting reports whether pid has exited and is not yet reaped (a
+// zombie): here the start of an exit cannot be seen.
+func Exiting(pid int) bool {
+	z, _, err := readStat(pid)
+	return err == nil && z
+}
