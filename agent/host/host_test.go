@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/chorus-dev/chorus/agent/ptyproc"
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
@@ -449,16 +451,7 @@ func TestKilledHostsCheckpointGoes(t *testing.T) {
 		t.Fatalf("List = %+v, %v", ms, err)
 	}
 	ck := checkpointPath(l.metaPath(ms[0].AgentID))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if fi, err := os.Stat(ck); err == nil && fi.Size() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint in %s after the agent's output", ck)
-		}
-		time.Sleep(10 * time.Millisecond) // polls for the file; nothing to wait on
-	}
+	waitNonEmpty(t, ck, 30*time.Second)
 	if err := syscall.Kill(ms[0].HostPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -473,6 +466,33 @@ func TestKilledHostsCheckpointGoes(t *testing.T) {
 	for _, e := range ents {
 		if strings.Contains(e.Name(), ".ckpt") || strings.HasSuffix(e.Name(), ".json") {
 			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
+// waitNonEmpty waits on the file's directory for the file to hold bytes:
+// the host tells nobody when it has written a checkpoint.
+func waitNonEmpty(t *testing.T, path string, limit time.Duration) {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(limit)
+	for {
+		if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+			return
+		}
+		select {
+		case <-w.Events:
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-timeout:
+			t.Fatalf("no checkpoint in %s after the agent's output", path)
 		}
 	}
 }
