@@ -21,8 +21,9 @@
 #        BENCH_DUMP=<dir> scripts/bench-attach.sh   also the bytes each
 #            attach's client wrote, one file per attach in <dir>
 #        BASE_REV=<revision> scripts/bench-attach.sh
-#            also measures Chorus built from that revision (its own engine
-#            and TUI) as a third side, in the same run.
+#            also measures Chorus built from that revision, in the same
+#            run: its real program ("chorus@base": engine, agent hosts and
+#            TUI) and its ui+remote ("ui+remote@base").
 set -euo pipefail
 # Built as the README installs Chorus: static, which starts about a
 # millisecond sooner than with the C resolver linked in.
@@ -44,7 +45,9 @@ if [[ -n ${BASE_REV:-} ]]; then
 	# A revision before ui.OpenTerminal builds with the UI opening it.
 	(cd "$TMP/base-src" && { go build -o "$TMP/bench-attach-base" ./scripts/bench-attach 2>/dev/null ||
 		go build -tags oldui -o "$TMP/bench-attach-base" ./scripts/bench-attach; })
+	# Its real program too, installed the same way.
+	mkdir -p "$TMP/base-bin" && (cd "$TMP/base-src" && go build -o "$TMP/base-bin/" ./cmd/...)
 	git -C "$ROOT" worktree remove --force "$TMP/base-src"
-	export BENCH_BASE=$TMP/bench-attach-base
+	export BENCH_BASE=$TMP/bench-attach-base BENCH_CHORUS_BASE=$TMP/base-bin/chorus
 fi
 "$TMP/bench-attach" run "$LINES" "$ROUNDS"

@@ -21,7 +21,8 @@
 // Memory is each process's VmRSS and Pss (smaps_rollup) with one client
 // of each attached: the engine and the TUI against the tmux server and
 // its client. $BENCH_BASE names a bench-attach built from an older
-// revision, measured as a third side (its own engine and TUI).
+// revision, measured as another side (its own engine and TUI), and
+// $BENCH_CHORUS_BASE that revision's chorus, run as $BENCH_CHORUS is.
 package main
 
 import (

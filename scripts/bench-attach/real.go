@@ -29,12 +29,12 @@ func taskIndex() int {
 // fresh repository whose 8 tasks' agents (hosted, as by default) print
 // the same lines as tmux's panes, attached to with `chorus attach`. Its
 // memory is the engine's and the agent hosts'.
-func startReal(chorus, exe, tmp string, lines int) (side, func(), error) {
+func startReal(name, chorus, exe, tmp string, lines int) (side, func(), error) {
 	dir := filepath.Join(tmp, "repo")
 	home := filepath.Join(tmp, "home")
 	env := append(os.Environ(), "HOME="+home, "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
 		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com")
-	s := side{name: "chorus", argv: []string{chorus, "-C", dir, "attach"}, env: slices.Concat(clientEnv, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")})}
+	s := side{name: name, argv: []string{chorus, "-C", dir, "attach"}, env: slices.Concat(clientEnv, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")})}
 	if v := os.Getenv("CHORUS_HEAPPROFILE"); v != "" {
 		s.env = append(s.env, "CHORUS_HEAPPROFILE="+v) // the TUI's too
 	}
@@ -50,6 +50,9 @@ func startReal(chorus, exe, tmp string, lines int) (side, func(), error) {
 		}
 		return strings.TrimSpace(string(out)), nil
 	}
+	// Another side's agents may print already: this one's are those
+	// beyond them.
+	others := len(procs(exe + "\x00print-task\x00"))
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return s, stop, err
 	}
@@ -115,7 +118,7 @@ func startReal(chorus, exe, tmp string, lines int) (side, func(), error) {
 		log.Close()
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for len(procs(exe+"\x00print-task\x00")) < agents {
+	for len(procs(exe+"\x00print-task\x00")) < others+agents {
 		if time.Now().After(deadline) {
 			out, _ := os.ReadFile(log.Name())
 			return s, stop, fmt.Errorf("the real engine did not start %d agents in 2 minutes:\n%s", agents, out)

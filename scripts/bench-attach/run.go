@@ -49,8 +49,12 @@ func run(lines, rounds int) error {
 		return err
 	}
 	sides := []side{tm}
-	if ch := os.Getenv("BENCH_CHORUS"); ch != "" {
-		s, stop, err := startReal(ch, exe, tmp, lines)
+	for _, r := range []struct{ name, env string }{{"chorus", "BENCH_CHORUS"}, {"chorus@base", "BENCH_CHORUS_BASE"}} {
+		ch := os.Getenv(r.env)
+		if ch == "" {
+			continue
+		}
+		s, stop, err := startReal(r.name, ch, exe, filepath.Join(tmp, r.name), lines)
 		defer stop()
 		if err != nil {
 			return err
@@ -61,7 +65,7 @@ func run(lines, rounds int) error {
 	// to by the real ui package in a small client.
 	bins := []struct{ name, exe string }{{"ui+remote", exe}}
 	if base := os.Getenv("BENCH_BASE"); base != "" {
-		bins = append(bins, struct{ name, exe string }{"chorus@base", base})
+		bins = append(bins, struct{ name, exe string }{"ui+remote@base", base})
 	}
 	for i, b := range bins {
 		s, stop, err := startChorus(b.name, b.exe, filepath.Join(tmp, "engine"+strconv.Itoa(i)+".sock"), lines)
