@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -494,5 +495,48 @@ func waitNonEmpty(t *testing.T, path string, limit time.Duration) {
 		case <-timeout:
 			t.Fatalf("no checkpoint in %s after the agent's output", path)
 		}
+	}
+}
+
+// A local host starts on one processor, unless the engine's environment
+// chooses, and its agent sees the engine's GOMAXPROCS, not the host's.
+func TestLocalHostStartsOnOneProcessor(t *testing.T) {
+	for _, engine := range []string{"", "3"} {
+		t.Run("GOMAXPROCS="+engine, func(t *testing.T) {
+			t.Setenv("CHORUS_HOST_TEST_MAIN", "1")
+			t.Setenv("GOMAXPROCS", engine)
+			if engine == "" {
+				os.Unsetenv("GOMAXPROCS")
+			}
+			d := shortDir(t)
+			l := &Local{Dir: filepath.Join(d, "hosts"), Instance: d, Exe: os.Args[0], Orphan: time.Minute}
+			cl, err := l.Start(ctx(t), Meta{AgentID: "a", TaskID: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			if err := cl.Start(ctx(t), Spec{Argv: []string{"sh", "-c",
+				`echo "procs=[${GOMAXPROCS-unset}] own=[${` + envOwnProcs + `-unset}]"; exec sleep 600`}}); err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Stop(time.Second)
+			want := "procs=[unset] own=[unset]"
+			if engine != "" {
+				want = "procs=[" + engine + "] own=[unset]"
+			}
+			until(t, cl, term.New(80, 24), want)
+			// Where /proc shows it: the host itself started with one.
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cl.Info().Meta.HostPID))
+			if err != nil {
+				t.Skipf("no host environment to read: %v", err)
+			}
+			procs := "1"
+			if engine != "" {
+				procs = engine
+			}
+			if env := strings.Split(string(b), "\x00"); !slices.Contains(env, "GOMAXPROCS="+procs) {
+				t.Fatalf("the host started with %q, want GOMAXPROCS=%s", env, procs)
+			}
+		})
 	}
 }

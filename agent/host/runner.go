@@ -121,6 +121,7 @@ func (l *Local) Start(ctx context.Context, m Meta) (*Client, error) {
 	// Its own session: the engine's group, terminal and death are not its.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
+	cmd.Env = hostEnv(os.Environ())
 	if l.LogDir != "" {
 		// One file for every host, appended to: a file of its own per
 		// host cost each agent start a file creation (on ext4 up to a
@@ -166,6 +167,23 @@ func (l *Local) Start(ctx context.Context, m Meta) (*Client, error) {
 		return nil, ctx.Err()
 	}
 	return Dial(ctx, m.Socket, l.Binary)
+}
+
+// envOwnProcs, set beside GOMAXPROCS=1 by hostEnv, says that GOMAXPROCS
+// is the host's own: Main takes both out before the agent inherits them.
+const envOwnProcs = "CHORUS_HOST_OWN_GOMAXPROCS"
+
+// hostEnv is a local host's environment: env, and one processor from its
+// start unless env chooses. Main would switch to one anyway, but a
+// runtime that starts on more makes threads (each with its stacks) and
+// caches it keeps for the host's life: a quarter megabyte a host.
+func hostEnv(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GOMAXPROCS=") {
+			return env
+		}
+	}
+	return append(env[:len(env):len(env)], "GOMAXPROCS=1", envOwnProcs+"=1")
 }
 
 // List reads the hosts' metadata; a host whose process is gone is left
@@ -242,6 +260,12 @@ func checkpointPath(meta string) string { return strings.TrimSuffix(meta, ".json
 // Main is `chorus agent-host`: it serves one agent on the socket named by
 // args until the host ends.
 func Main(args []string, binary string) error {
+	if os.Getenv(envOwnProcs) != "" {
+		// The runtime read it at the start: the agent gets what the
+		// engine had.
+		_ = os.Unsetenv("GOMAXPROCS")
+		_ = os.Unsetenv(envOwnProcs)
+	}
 	var socket, meta, info string
 	orphan := DefaultOrphan
 	for i := 0; i+1 < len(args); i += 2 {
