@@ -54,8 +54,7 @@ type snapshot struct {
 	sums     []lineSum
 	memoRead *indexMemo
 	memoFrom []int32
-	memo     *memoCounts
-	blocks   []countBlock // a first count's (parseFirst), to be kept
+	memo     *memoCounts // also a first count's (countFirst), with its count blocks
 }
 
 // OpenBuiltin opens the built-in store in beadsDir (normally from

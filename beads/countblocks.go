@@ -7,8 +7,6 @@ import (
 	"hash/crc32"
 	"math"
 	"os"
-	"runtime"
-	"sync"
 	"time"
 )
 
@@ -89,117 +87,41 @@ func appendCountFields(b []byte, r *record) []byte {
 	return b
 }
 
-// tallyShare is the fewest records the first count gives a worker.
-const tallyShare = 16384
-
-// tallyBlocks is tallyAll for a first count: as each run of memoBlock
-// records is read its count block is summed, while its bytes are at hand
-// (summed after the whole pass they were read from memory again: a
-// quarter of the cost). nil when a record is not a line of data.
-//
-// Once summed, the edges of a record counting does not follow (edgesUnread)
-// are given back to the slab for the next record's: the records are for
-// a count without memo bits only.
-func tallyBlocks(data []byte, store []record, errs []error, mapped bool) []countBlock {
-	blocks := make([]countBlock, (len(store)+memoBlock-1)/memoBlock)
-	ok := true
-	run := func(lo, hi int) { // runs lo to hi
-		t := newTally()
-		var buf []byte
-		for k := lo; k < hi; k++ {
-			a, b := k*memoBlock, min(len(store), (k+1)*memoBlock)
-			buf = buf[:0]
-			for j := a; j < b; j++ {
-				t.records(store[j:j+1], errs[j:j+1])
-				buf = appendCountFields(buf, &store[j])
-				if edgesUnread(&store[j]) {
-					t.giveBack(&store[j])
-				}
-			}
-			last := store[b-1].raw
-			start, ok1 := offsetIn(data, store[a].raw)
-			end, ok2 := offsetIn(data, last)
-			if !ok1 || !ok2 || end < start || end+len(last) > math.MaxUint32 {
-				ok = false
-				return
-			}
-			blocks[k].raw = sumLine(data[start : end+len(last)])
-			blocks[k].fields = sumLine(buf)
-		}
-	}
-	// A worker is worth its hand-off only for a big share: on two cores,
-	// 10,000 records read by two workers cost 2-3 ms more CPU (a tenth of
-	// the first `chorus status`) than read by one, for 5 ms less wait.
-	workers := min(runtime.GOMAXPROCS(0), 4, len(store)/tallyShare)
-	if workers <= 1 {
-		run(0, len(blocks))
-	} else {
-		var wg sync.WaitGroup
-		faults := make([]any, workers)
-		for w := range workers {
-			lo, hi := len(blocks)*w/workers, len(blocks)*(w+1)/workers
-			wg.Go(func() { faults[w] = caught(mapped, func() { run(lo, hi) }) })
-		}
-		wg.Wait()
-		for _, f := range faults {
-			if f != nil {
-				panic(f)
-			}
-		}
-	}
-	if !ok {
-		return nil
-	}
-	return blocks
-}
-
-// encodeCountBlocks is the count blocks of sn (a first count of a file
-// with no bad line) with its counts mc; nil when the build cannot be
-// identified.
+// encodeCountBlocks is the count blocks of a first count of a file with
+// no bad line (n records, their runs' sums blocks) with its counts mc;
+// nil when the build cannot be identified.
 //
 // After the magic and the build: the record count, the counts (JSON of
 // memoCounts), the number of runs and each run's two sums (three uint32s
 // each: CRC-32C, CRC-32 IEEE, length); a CRC-32C of all of it ends it.
-func encodeCountBlocks(sn *snapshot, mc *memoCounts) []byte {
+func encodeCountBlocks(n int, blocks []countBlock, mc *memoCounts) []byte {
 	exe := codeID()
-	if exe == "" || len(sn.recs) > math.MaxUint32 || len(sn.blocks) != (len(sn.recs)+memoBlock-1)/memoBlock {
+	if exe == "" || n > math.MaxUint32 || len(blocks) != (n+memoBlock-1)/memoBlock {
 		return nil
 	}
 	cj, err := json.Marshal(mc)
 	if err != nil {
 		return nil
 	}
-	b := make([]byte, 0, len(countBlocksMagic)+len(exe)+len(cj)+24*len(sn.blocks)+32)
+	b := make([]byte, 0, len(countBlocksMagic)+len(exe)+len(cj)+24*len(blocks)+32)
 	b = append(b, countBlocksMagic...)
 	b = append(b, exe...)
 	b = append(b, '\n')
 	head := len(b)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(sn.recs)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(cj)))
 	b = append(b, cj...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(sn.blocks)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(blocks)))
 	put := func(s lineSum) {
 		b = binary.LittleEndian.AppendUint32(b, s.c)
 		b = binary.LittleEndian.AppendUint32(b, s.i)
 		b = binary.LittleEndian.AppendUint32(b, uint32(s.n))
 	}
-	for _, bl := range sn.blocks {
+	for _, bl := range blocks {
 		put(bl.raw)
 		put(bl.fields)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[head:], castagnoli()))
-}
-
-// countBlocks is sn's count blocks with its counts c for variant, to be
-// kept after the counts in the counts' cache entry; nil unless sn is a
-// first count of a file with no bad line.
-func countBlocks(sn *snapshot, variant string, c Counts, now time.Time) []byte {
-	if sn.blocks == nil || sn.bad != nil || !sn.key.ok {
-		return nil
-	}
-	mc := &memoCounts{Variant: variant, Counts: c}
-	mc.Lo, mc.Hi = deferWindow(sn.recs, now)
-	return encodeCountBlocks(sn, mc)
 }
 
 // withBlocks is the counts' cache payload: the counts as JSON (which has

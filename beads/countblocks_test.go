@@ -266,25 +266,23 @@ func TestCountBlocksDamagedAreNotTaken(t *testing.T) {
 	}
 }
 
-// The first count's sums, taken by several workers as runs are read,
-// are those of the whole file read first and summed after.
-func TestTallyBlocksMatchSumsAfterRead(t *testing.T) {
-	n := 2*tallyShare + 100
-	if testing.Short() {
-		n = 3000
-	}
-	data := join(memoLines(n))
-	var got []countBlock
-	sn := parseSnapshotWith(data, "f", func(store []record, errs []error) { got = tallyBlocks(data, store, errs, false) })
+// The first count's sums, taken as runs are read, are those of the
+// whole file read first and summed after, blank lines aside.
+func TestFirstCountBlocksMatchSumsAfterRead(t *testing.T) {
+	n := 3*memoBlock*10 + 17
+	lines := memoLines(n)
+	lines = slices.Insert(lines, 100, []byte(""), []byte("  \t"))
+	data := join(lines)
+	got := countFirst(data, "f", ReadyOptions{}, time.Now())
 	want := parseSnapshotWith(data, "f", func(store []record, errs []error) { tallyAll(store, errs, false) })
 	spans := blockSpans(data, want.recs)
-	if sn.bad != nil || len(got) != len(spans) || len(got) != (n+memoBlock-1)/memoBlock {
-		t.Fatalf("bad %v, %d runs summed, %d spans", sn.bad, len(got), len(spans))
+	if got.bad != nil || want.bad != nil || got.n != len(want.recs) || len(got.blocks) != len(spans) || len(spans) != (len(want.recs)+memoBlock-1)/memoBlock {
+		t.Fatalf("bad %v, %d records, %d runs summed, %d spans", got.bad, got.n, len(got.blocks), len(spans))
 	}
 	for k, span := range spans {
 		fields, _ := countFieldsSum(want.recs[k*memoBlock:min(len(want.recs), (k+1)*memoBlock)], nil)
-		if got[k] != (countBlock{sumLine(span), fields}) {
-			t.Fatalf("run %d: sums %+v, want %+v", k, got[k], countBlock{sumLine(span), fields})
+		if got.blocks[k] != (countBlock{sumLine(span), fields}) {
+			t.Fatalf("run %d: sums %+v, want %+v", k, got.blocks[k], countBlock{sumLine(span), fields})
 		}
 	}
 }

@@ -92,8 +92,7 @@ func (s *builtinStore) Counts(ctx context.Context, opt ReadyOptions) (Counts, er
 		}
 		c := countRecords(sn, opt, now, bits)
 		s.renewMemo(sn, variant, c, bits, now)
-		blocks := countBlocks(sn, variant, c, now)
-		return func() ([]byte, error) { b, err := json.Marshal(c); return withBlocks(b, blocks), err }
+		return func() ([]byte, error) { return json.Marshal(c) }
 	})
 	release() // nothing kept refers to the file's bytes: counts were copied out
 	if err != nil {

@@ -143,14 +143,25 @@ func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snaps
 		if mc != nil {
 			return &snapshot{key: key, data: data, mapped: true, path: s.path, memo: mc}, unmap, nil
 		}
-		// Without a memo (the first count after a clone or a new binary)
-		// every line is decoded, in parallel, still from the mapping.
+		// Without a memo every line is read, still from the mapping: the
+		// first count of a store (a fresh clone, a file another tool wrote)
+		// counts as it reads (countFirst); a count after a new binary or a
+		// change decodes records for the memo.
 		memo := readMemo(path)
-		parse := func() { sn = s.parseCounting(data, key, memo, sums, true) }
 		if memo == nil && s.firstCount(variant) {
-			parse = func() { sn = s.parseFirst(data, key) }
+			var fc *firstCounted
+			if guard(true, func() { fc = countFirst(data, s.path, opt, s.now()) }) {
+				return &snapshot{key: key, data: data, mapped: true, path: s.path, memo: fc.memoCounts(variant), bad: fc.bad}, unmap, nil
+			}
+			unmap() // cut short under the mapping: read it as it is now
+			data := make([]byte, st.Size())
+			if _, err := readFull(f, data); err != nil {
+				return nil, release, err
+			}
+			fc = countFirst(data, s.path, opt, s.now())
+			return &snapshot{key: key, data: data, path: s.path, memo: fc.memoCounts(variant), bad: fc.bad}, release, nil
 		}
-		if guard(true, parse) {
+		if guard(true, func() { sn = s.parseCounting(data, key, memo, sums, true) }) {
 			sn.mapped = true
 			return sn, unmap, nil
 		}
@@ -169,19 +180,6 @@ func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snaps
 func (s *builtinStore) firstCount(variant string) bool {
 	_, err := os.Lstat(s.countsPath(variant))
 	return errors.Is(err, fs.ErrNotExist)
-}
-
-// parseFirst is the first count's parse: no line sums, so no memo is
-// written. A memo pays off only once the file is edited, and taking the
-// sums and writing it was a seventh of the first `chorus status` on 10,000
-// tasks; it keeps count blocks instead (countblocks.go), a sum per 64
-// lines taken while they are read, with which the count after the first
-// change rereads only the runs that changed.
-func (s *builtinStore) parseFirst(data []byte, key fileKey) *snapshot {
-	var blocks []countBlock
-	sn := parseSnapshotWith(data, s.path, func(store []record, errs []error) { blocks = tallyBlocks(data, store, errs, true) })
-	sn.path, sn.data, sn.key, sn.blocks = s.path, data, key, blocks
-	return sn
 }
 
 func (s *builtinStore) parseCounting(data []byte, key fileKey, memo *indexMemo, sums []lineSum, mapped bool) *snapshot {

@@ -136,10 +136,13 @@ func blockingType(t string) bool { return t == "blocks" || t == "conditional-blo
 // activeStatus: a blocker in any of these states still blocks.
 func activeStatus(s string) bool { return s != StatusClosed && s != "pinned" }
 
-// Issue types bd leaves out of ready work by default.
-var readyExcludedTypes = map[string]bool{
-	"merge-request": true, "gate": true, "molecule": true, "message": true,
-	"agent": true, "role": true, "rig": true,
+// readyExcluded: issue types bd leaves out of ready work by default.
+func readyExcluded(itype string) bool {
+	switch itype {
+	case "merge-request", "gate", "molecule", "message", "agent", "role", "rig":
+		return true
+	}
+	return false
 }
 
 // readyIndex computes ready work over recs the way bd does (§3 of the CLI
@@ -204,22 +207,6 @@ func readyPass(recs []*record, byID map[string]int, opt ReadyOptions, now time.T
 	return out
 }
 
-// edgesUnread reports that a count without memo bits (readyPass with
-// bits nil) reads none of r's edges: r is no task, or not active and every
-// edge is its own (one naming another task as its dependent is followed).
-// Most of a big store's tasks are closed; their edges need not be kept.
-func edgesUnread(r *record) bool {
-	if r.kind == "issue" && activeStatus(r.status) {
-		return false
-	}
-	for _, d := range r.deps {
-		if d.IssueID != "" && d.IssueID != r.id {
-			return false
-		}
-	}
-	return true
-}
-
 // blockEdge resolves dependency d of record self (id) when it holds back
 // work: the record it holds back and its blocker, both tasks.
 func blockEdge(self int, id string, d edge, byID map[string]int) (from, to int, ok bool) {
@@ -239,7 +226,7 @@ func blockEdge(self int, id string, d edge, byID map[string]int) (from, to int, 
 // ownReady is what makes a task ready by its own fields: open, not
 // ephemeral, of a type bd offers, not deferred, its labels let through.
 func ownReady(r *record, opt ReadyOptions, now time.Time) bool {
-	return r.kind == "issue" && r.status == StatusOpen && !r.ephemeral && !readyExcludedTypes[r.itype] &&
+	return r.kind == "issue" && r.status == StatusOpen && !r.ephemeral && !readyExcluded(r.itype) &&
 		!deferredAt(r.deferUntil, now) && labelsPass(r.labels, opt)
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // The tally pass is the first count's reader (a store nobody counted
@@ -137,6 +138,9 @@ type tally struct {
 	strs  map[string]string // interned labels, statuses and types
 	deps  *depSlab
 	arena []byte // ids, as strings into it; only ever appended to
+	// alias: ids are strings over the line's own bytes, not copied into
+	// the arena (the caller is done with them before the bytes go).
+	alias bool
 	top   *tallyTable
 	dep   *tallyTable
 	// The keys of the last record and dependency read, in order.
@@ -174,14 +178,21 @@ func tallyRecords(recs []record, errs []error) { newTally().records(recs, errs) 
 
 func (t *tally) records(recs []record, errs []error) {
 	for i := range recs {
-		r := &recs[i]
-		t.b, t.i, t.depth = r.raw, 0, 0
-		if t.record(r) && (r.kind != "issue" || r.id != "") {
-			continue
-		}
-		*r = record{line: r.line, raw: r.raw}
-		decodeRecords(recs[i:i+1], errs[i:i+1])
+		errs[i] = t.one(&recs[i])
 	}
+}
+
+// one fills the counting fields of r (line and raw set) and returns the
+// line's error; a line the tally is unsure of goes through decodeRecords.
+func (t *tally) one(r *record) error {
+	t.b, t.i, t.depth = r.raw, 0, 0
+	if t.record(r) && (r.kind != "issue" || r.id != "") {
+		return nil
+	}
+	*r = record{line: r.line, raw: r.raw}
+	var err [1]error
+	decodeRecords(unsafe.Slice(r, 1), err[:])
+	return err[0]
 }
 
 // tallyLines is the tally of lines in turn by one reader, for tests;

@@ -139,6 +139,9 @@ func (t *tally) keep(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}
+	if t.alias {
+		return unsafe.String(&raw[0], len(raw))
+	}
 	if cap(t.arena)-len(t.arena) < len(raw) {
 		t.arena = make([]byte, 0, max(16<<10, len(raw)))
 	}
