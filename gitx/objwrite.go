@@ -47,6 +47,11 @@ type settings struct {
 	orderFile  bool   // diff.orderFile reorders `git diff` output
 	shallow    bool   // grafted history: walks would see other parents
 	objectsEnv bool   // GIT_OBJECT_DIRECTORY points elsewhere
+	// unlikeCheckout names a setting under which a checkout written here
+	// would differ from git's (line endings, filters, hooks, index
+	// formats, sparse checkouts…); "" when none is set.
+	unlikeCheckout string
+	noRefLog       bool // core.logAllRefUpdates false: no reflog for a new branch
 }
 
 // settings reads the configuration once with one `git config` call. A
@@ -100,6 +105,12 @@ func parseSettings(list string) settings {
 			}
 		case "diff.orderfile":
 			s.orderFile = v != ""
+		case "core.logallrefupdates":
+			s.noRefLog = !gitBool(v, hasValue) && !strings.EqualFold(v, "always")
+		default:
+			if s.unlikeCheckout == "" && unlikeCheckout(strings.ToLower(k), v, hasValue) {
+				s.unlikeCheckout = k
+			}
 		}
 	}
 	return s

@@ -236,7 +236,13 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 	if err != nil {
 		return Worktree{}, err
 	}
-	wt, err := m.attach(ctx, rel, branch)
+	wt, fill, err := m.attach(ctx, rel, branch, true)
+	if err == nil && fill != nil {
+		if err = fill(ctx); err != nil {
+			// Undone: git makes it instead, and says what is wrong.
+			wt, _, err = m.attach(ctx, rel, branch, false)
+		}
+	}
 	if err != nil {
 		return Worktree{}, err
 	}
@@ -255,7 +261,10 @@ func (m *Manager) Ensure(ctx context.Context, agent, task string, opts Options) 
 }
 
 // attach makes sure the worktree is registered and on disk, under the lock.
-func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, error) {
+// A new one made in-process (inProcess, addNew) is registered here and
+// filled by fill, outside the lock: its checkout does not hold up other
+// agents' worktrees.
+func (m *Manager) attach(ctx context.Context, rel, branch string, inProcess bool) (wt Worktree, fill func(context.Context) error, err error) {
 	// Lock order: m.mu, then m.reg (see Manager.mu).
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -263,12 +272,12 @@ func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, err
 	defer m.reg.Unlock()
 	if !m.excluded {
 		if err := m.Exclude(ctx, filepath.Join(m.RepoDir, Dir)); err != nil {
-			return Worktree{}, err
+			return Worktree{}, nil, err
 		}
 		m.excluded = true
 	}
 	abs := filepath.Join(m.RepoDir, rel)
-	wt := Worktree{Dir: abs, Branch: branch}
+	wt = Worktree{Dir: abs, Branch: branch}
 
 	// The common case, a new task: nothing on disk, so try the one git call
 	// that creates branch and worktree. Anything unusual (the branch or a
@@ -276,21 +285,27 @@ func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, err
 	// below sorts it out.
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Join(m.RepoDir, Dir), 0o755); err != nil {
-			return wt, err
+			return wt, nil, err
+		}
+		if inProcess {
+			if head, fill, ok := m.addNew(ctx, abs, branch); ok {
+				wt.Created, wt.Head = true, head
+				return wt, fill, nil
+			}
 		}
 		if code, err := m.gitCode(ctx, m.RepoDir, "worktree", "add", "-q", "-b", branch, abs, m.Target); err == nil && code == 0 {
 			wt.Created = true
 			if wt.Head = m.looseRef("refs/heads/" + branch); wt.Head != "" {
-				return wt, nil
+				return wt, nil, nil
 			}
 			wt.Head, err = m.git(ctx, abs, "rev-parse", "HEAD")
-			return wt, err
+			return wt, nil, err
 		}
 	}
 
 	list, err := m.list(ctx)
 	if err != nil {
-		return wt, err
+		return wt, nil, err
 	}
 	var reg *Worktree
 	for i := range list {
@@ -298,29 +313,42 @@ func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, err
 			reg = &list[i]
 		}
 	}
+	if reg != nil && !reg.Missing && halfMade(abs) {
+		// Its making never finished (the engine stopped during it): no
+		// agent ran there (one starts only once it is made) and its files
+		// are the branch's, so it is made again on the branch.
+		admin, _ := gitx.WorktreeAdminDir(abs)
+		if err := os.RemoveAll(abs); err != nil {
+			return wt, nil, err
+		}
+		if err := unregister(admin); err != nil {
+			return wt, nil, err
+		}
+		reg = nil
+	}
 	if reg != nil && !reg.Missing {
 		if reg.Branch != branch {
-			return wt, fmt.Errorf("worktree: %s is on branch %q, expected %q", rel, reg.Branch, branch)
+			return wt, nil, fmt.Errorf("worktree: %s is on branch %q, expected %q", rel, reg.Branch, branch)
 		}
 		wt.Head = reg.Head
-		return wt, nil
+		return wt, nil, nil
 	}
 	if reg != nil {
 		// The directory was deleted behind git's back.
 		if _, err := m.git(ctx, m.RepoDir, "worktree", "prune"); err != nil {
-			return wt, err
+			return wt, nil, err
 		}
 	}
 	if _, err := os.Lstat(abs); err == nil {
 		// Not a worktree git knows about: it may hold someone's files.
-		return wt, fmt.Errorf("worktree: %s exists but is not a registered worktree; move it away", rel)
+		return wt, nil, fmt.Errorf("worktree: %s exists but is not a registered worktree; move it away", rel)
 	}
 	if err := os.MkdirAll(filepath.Join(m.RepoDir, Dir), 0o755); err != nil {
-		return wt, err
+		return wt, nil, err
 	}
 	code, err := m.gitCode(ctx, m.RepoDir, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
 	if err != nil {
-		return wt, err
+		return wt, nil, err
 	}
 	if code == 0 {
 		// The branch survived (earlier run, pruned worktree): keep its work.
@@ -329,11 +357,11 @@ func (m *Manager) attach(ctx context.Context, rel, branch string) (Worktree, err
 		_, err = m.git(ctx, m.RepoDir, "worktree", "add", "-b", branch, abs, m.Target)
 	}
 	if err != nil {
-		return wt, err
+		return wt, nil, err
 	}
 	wt.Created = true
 	wt.Head, err = m.git(ctx, abs, "rev-parse", "HEAD")
-	return wt, err
+	return wt, nil, err
 }
 
 // Remove deletes the worktree and its branch, but only when nothing can be

@@ -29,7 +29,11 @@
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
 // that command, for a profile (in -latency too); BENCH_TRACE=1 with
 // -latency prints each task's events in ms after its stamp (where the
-// time goes between the signal and the landing); BENCH_VERBOSE=1 prints git subcommands;
+// time goes between the signal and the landing), and in the throughput
+// mode each round's phases: the median and largest time from a task's
+// assignment to its agent's start, to its signal, to its enqueueing, to
+// its landing (the engine's --json events, kept in the scratch root as
+// chorus-events.jsonl); BENCH_VERBOSE=1 prints git subcommands;
 // BENCH_TIMING=1 adds each git subcommand's CPU; BENCH_AGENT=go has the
 // throughput mode's agent be the built-in scripted agent (a start of the
 // whole chorus binary per task) rather than a shell doing the shell
@@ -412,6 +416,9 @@ func (b *bench) runChorus() (result, error) {
 	}
 	log := filepath.Join(b.root, "chorus-git.log")
 	argv := []string{b.chorus, "-C", dir, "--autopilot", "--headless", "--max-agents", strconv.Itoa(b.agents)}
+	if trace {
+		argv = append(argv, "--json")
+	}
 	if w := strings.Fields(os.Getenv("BENCH_WRAP")); len(w) > 0 {
 		// A diagnostic wrapper (perf record …, strace …): the CPU figure
 		// is then the wrapper's.
@@ -434,6 +441,10 @@ func (b *bench) runChorus() (result, error) {
 		return result{}, fmt.Errorf("%v: %s", werr, tailOf(out.String(), 3000))
 	}
 	r := result{wall: wall, cpu: cpu, all: cpuAll(cmd.ProcessState)}
+	if trace {
+		printPhases(out.Bytes(), start, start.Add(wall))
+		_ = os.WriteFile(filepath.Join(b.root, "chorus-events.jsonl"), out.Bytes(), 0o644)
+	}
 	r.git, r.hist = countGit(log)
 	if r.maxQueue, err = maxQueue(filepath.Join(dir, ".chorus", "session-log.jsonl")); err != nil {
 		return result{}, err

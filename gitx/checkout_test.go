@@ -1,0 +1,119 @@
+package gitx
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// In random histories (nested directories, executable bits, symbolic
+// links, names that sort around "/"), a checkout written in-process gives
+// the index git's read-tree gives (same entries), with the commit's tree
+// as its cache-tree root, and files git finds unchanged against it.
+func TestCheckoutAgreesWithGit(t *testing.T) {
+	h := newHistory(t, 7)
+	commits := h.build(12)
+	o := OpenObjects(h.dir)
+	defer o.Close()
+	ctx := context.Background()
+	for i, c := range commits {
+		if i%3 != 0 {
+			continue
+		}
+		co, err := o.PlanCheckout(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "wt")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := co.Write(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, ok := parseIndex(raw)
+		if tree := obGit(t, h.dir, "rev-parse", c+"^{tree}"); !ok || idx.tree != tree {
+			t.Fatalf("%s: index parsed %v, cache-tree root %q, want %s", c, ok, idx.tree, tree)
+		}
+		mine := filepath.Join(t.TempDir(), "index")
+		if err := os.WriteFile(mine, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gits := filepath.Join(t.TempDir(), "index")
+		obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "read-tree", c)
+		got, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + mine}, false, "ls-files", "-s")
+		want, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "ls-files", "-s")
+		if got != want {
+			t.Fatalf("%s: ls-files -s\n%s\ngit's read-tree:\n%s", c, got, want)
+		}
+		env := []string{"GIT_INDEX_FILE=" + mine, "GIT_WORK_TREE=" + dir}
+		if out, code := obGitRun(t, h.dir, env, true, "diff-files", "--name-status"); code != 0 || out != "" {
+			t.Fatalf("%s: files differ from the index: %q", c, out)
+		}
+		if out, _ := obGitRun(t, h.dir, env, false, "ls-files", "--others"); out != "" {
+			t.Fatalf("%s: files the tree lacks: %q", c, out)
+		}
+	}
+}
+
+func TestCheckoutRefusesWhatGitWouldConvert(t *testing.T) {
+	for _, n := range []string{".gitattributes", ".GIT", ".git.", "git~1", ".gitmodules", "a\\b", "x\x01"} {
+		if plainName(n) {
+			t.Errorf("plainName(%q)", n)
+		}
+	}
+	for _, n := range []string{"a", ".github", ".gitignore", "sp é", "x.txt"} {
+		if !plainName(n) {
+			t.Errorf("!plainName(%q)", n)
+		}
+	}
+	dir := obRepo(t)
+	obGit(t, dir, "config", "core.autocrlf", "input")
+	writeFile(t, filepath.Join(dir, "a"), "a\n")
+	obGit(t, dir, "add", "-A")
+	obGit(t, dir, "commit", "-q", "-m", "a")
+	o := OpenObjects(dir)
+	defer o.Close()
+	if _, err := o.PlanCheckout(context.Background(), obGit(t, dir, "rev-parse", "HEAD")); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("core.autocrlf input: %v", err)
+	}
+}
+
+// CreateRef refuses a ref that exists (loose or packed) or clashes with
+// one, and its undo leaves no trace.
+func TestCreateRefRefusesClashes(t *testing.T) {
+	dir := obRepo(t)
+	writeFile(t, filepath.Join(dir, "a"), "a\n")
+	obGit(t, dir, "add", "-A")
+	obGit(t, dir, "commit", "-q", "-m", "a")
+	head := obGit(t, dir, "rev-parse", "HEAD")
+	obGit(t, dir, "branch", "loose")
+	obGit(t, dir, "branch", "packed/x")
+	obGit(t, dir, "pack-refs", "--all")
+	obGit(t, dir, "branch", "dir/y")
+	o := OpenObjects(dir)
+	defer o.Close()
+	ctx := context.Background()
+	for _, n := range []string{"refs/heads/main", "refs/heads/packed/x", "refs/heads/packed", "refs/heads/packed/x/z", "refs/heads/dir"} {
+		if _, err := o.CreateRef(ctx, n, head, "m"); !errors.Is(err, ErrRefExists) {
+			t.Errorf("CreateRef(%s): %v", n, err)
+		}
+	}
+	undo, err := o.CreateRef(ctx, "refs/heads/new/one", head, "branch: Created from main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obGit(t, dir, "rev-parse", "new/one"); got != head {
+		t.Fatalf("new/one at %s", got)
+	}
+	if got := obGit(t, dir, "reflog", "show", "--format=%gs", "new/one"); got != "branch: Created from main" {
+		t.Fatalf("reflog %q", got)
+	}
+	undo()
+	if _, code := obGitRun(t, dir, nil, true, "rev-parse", "--verify", "-q", "new/one"); code == 0 {
+		t.Fatal("undo left the ref")
+	}
+}

@@ -1,0 +1,144 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/chorus-dev/chorus/gitx"
+)
+
+// addNew does what `git worktree add -q -b branch abs target` does for a
+// new task — the branch at the target's tip, the worktree registered
+// (its administrative directory under the common dir's worktrees/, the
+// .git file pointing there), the tree checked out with its index — without
+// a git process: that process (most of its CPU a checkout) ran under the
+// registry lock once per task, and agents' starts queued behind it.
+//
+// Under the caller's m.mu and m.reg (abs does not exist) it registers the
+// worktree, locked as git locks one it is making; fill, called after both
+// are released, checks the tree out, writes the index and unlocks it. ok
+// is false when nothing was changed and git should do it: an unusual
+// repository or tree (gitx.ErrUnsupported), an existing branch or
+// administrative directory, any failure. What a failed fill made is undone
+// before it returns (the branch only ever pointed at the target's tip).
+func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, fill func(context.Context) error, ok bool) {
+	for _, k := range []string{"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"} {
+		if os.Getenv(k) != "" {
+			return "", nil, false
+		}
+	}
+	objs, common, ok := m.objects(ctx)
+	if !ok {
+		return "", nil, false
+	}
+	tip, found, known := gitx.ReadRef(common, "refs/heads/"+m.Target)
+	if !found || !known || present(filepath.Join(common, "hooks", "post-checkout")) {
+		return "", nil, false
+	}
+	co, err := objs.PlanCheckout(ctx, tip)
+	if err != nil {
+		return "", nil, false
+	}
+	admin := filepath.Join(common, "worktrees", filepath.Base(abs))
+	if err := os.MkdirAll(filepath.Dir(admin), 0o777); err != nil {
+		return "", nil, false
+	}
+	if err := os.Mkdir(admin, 0o777); err != nil {
+		return "", nil, false // git picks another name
+	}
+	undo := func() { _ = os.RemoveAll(admin) }
+	// As git does: "locked" while the worktree is being made keeps a
+	// prune (or Chorus's own removal) away from it, and tells a later
+	// start that its making never finished (halfMade).
+	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte(making), 0o666); err != nil {
+		undo()
+		return "", nil, false
+	}
+	dropRef, err := objs.CreateRef(ctx, "refs/heads/"+branch, tip, "branch: Created from "+m.Target)
+	if err != nil {
+		undo()
+		return "", nil, false
+	}
+	undo = func() {
+		_ = os.RemoveAll(abs)
+		_ = os.RemoveAll(admin)
+		dropRef()
+	}
+	if err := register(abs, admin, branch); err != nil {
+		undo()
+		return "", nil, false
+	}
+	fill = func(ctx context.Context) error {
+		err := checkOut(ctx, co, abs, admin)
+		if err != nil {
+			m.mu.Lock()
+			m.reg.Lock()
+			undo()
+			m.reg.Unlock()
+			m.mu.Unlock()
+		}
+		return err
+	}
+	return tip, fill, true
+}
+
+// making is what git writes in the "locked" file of a worktree it is
+// making.
+const making = "initializing\n"
+
+// halfMade reports a registered worktree whose making never finished.
+func halfMade(abs string) bool {
+	admin, ok := gitx.WorktreeAdminDir(abs)
+	if !ok {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(admin, "locked"))
+	return err == nil && string(b) == making
+}
+
+// register makes abs the worktree whose administrative directory is admin,
+// on branch.
+func register(abs, admin, branch string) error {
+	if err := os.Mkdir(abs, 0o777); err != nil {
+		return err
+	}
+	// git records both paths resolved (a symlinked /tmp included).
+	realAbs, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return err
+	}
+	realAdmin, err := filepath.EvalSymlinks(admin)
+	if err != nil {
+		return err
+	}
+	files := []struct{ path, text string }{
+		{filepath.Join(admin, "gitdir"), filepath.Join(realAbs, ".git") + "\n"},
+		{filepath.Join(admin, "commondir"), "../..\n"},
+		{filepath.Join(admin, "HEAD"), "ref: refs/heads/" + branch + "\n"},
+		{filepath.Join(abs, ".git"), "gitdir: " + realAdmin + "\n"},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, []byte(f.text), 0o666); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOut writes the files and the index, then unlocks the worktree.
+func checkOut(ctx context.Context, co *gitx.Checkout, abs, admin string) error {
+	index, err := co.Write(ctx, abs)
+	if err != nil {
+		return err
+	}
+	// As git writes an index: a lock file renamed into place.
+	lock := filepath.Join(admin, "index.lock")
+	if err := os.WriteFile(lock, index, 0o666); err != nil {
+		return err
+	}
+	if err := os.Rename(lock, filepath.Join(admin, "index")); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Join(admin, "locked"))
+}

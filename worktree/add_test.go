@@ -1,0 +1,204 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAddNewIsGitsWorktreeAdd: a worktree made in-process is what `git
+// worktree add -b` makes, as git reads it: the same files (modes, a
+// symbolic link, nested directories), the same index entries, a clean
+// status whose cache-tree is the commit's tree, the branch with its
+// reflog, and git's own removal works on it.
+func TestAddNewIsGitsWorktreeAdd(t *testing.T) {
+	repo := newRepo(t, true)
+	write(t, filepath.Join(repo, "src", "deep", "a.go"), "package a\n")
+	write(t, filepath.Join(repo, "src", "b.txt"), "b\n")
+	write(t, filepath.Join(repo, "a.txt"), "sorts before a/ in the index\n")
+	write(t, filepath.Join(repo, "run.sh"), "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(repo, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/b.txt", filepath.Join(repo, "link")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, repo, "git", "add", "-A")
+	run(t, repo, "git", "commit", "-q", "-m", "tree")
+	m := &Manager{RepoDir: repo, Target: "main"}
+	defer m.Close()
+	ctx := context.Background()
+
+	rel, branch, err := Name("claude", "ch-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := Worktree{Dir: filepath.Join(repo, rel), Branch: branch}
+	if err := os.MkdirAll(filepath.Dir(wt.Dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.reg.Lock()
+	head, fill, ok := m.addNew(ctx, wt.Dir, branch)
+	m.reg.Unlock()
+	m.mu.Unlock()
+	if !ok {
+		t.Fatal("the worktree was left to git")
+	}
+	if err := fill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wt.Head, wt.Created = head, true
+	run(t, repo, "git", "worktree", "add", "-q", "-b", "by-git", filepath.Join(repo, ".worktrees", "by-git"), "main")
+	byGit := filepath.Join(repo, ".worktrees", "by-git")
+
+	if got := run(t, repo, "git", "rev-parse", "main"); wt.Head != got || !wt.Created {
+		t.Fatalf("Ensure = %+v, main is %s", wt, got)
+	}
+	admin := filepath.Join(repo, ".git", "worktrees", filepath.Base(wt.Dir))
+	if exists(filepath.Join(admin, "locked")) {
+		t.Fatal("the worktree is left locked")
+	}
+	for _, args := range [][]string{
+		{"git", "ls-files", "-s"},
+		{"git", "ls-tree", "-r", "HEAD"},
+		{"git", "rev-parse", "HEAD", "--git-common-dir", "--show-toplevel"},
+	} {
+		got, want := run(t, wt.Dir, args...), run(t, byGit, args...)
+		want = strings.ReplaceAll(want, "by-git", filepath.Base(wt.Dir))
+		if got != want {
+			t.Errorf("%v:\n%s\ngit's worktree:\n%s", args, got, want)
+		}
+	}
+	if st := run(t, wt.Dir, "git", "status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("status of the new worktree: %q", st)
+	}
+	for _, f := range []string{"run.sh", "src/deep/a.go", "link"} {
+		a, _ := os.Lstat(filepath.Join(wt.Dir, f))
+		b, _ := os.Lstat(filepath.Join(byGit, f))
+		if a == nil || b == nil || a.Mode() != b.Mode() {
+			t.Errorf("%s: mode %v, git's %v", f, a, b)
+		}
+	}
+	// The index's cache-tree is the commit's tree: git writes no new tree
+	// for it, and the checks that read it find the worktree clean.
+	if got, want := run(t, wt.Dir, "git", "write-tree"), run(t, repo, "git", "rev-parse", "main^{tree}"); got != want {
+		t.Errorf("write-tree %s, want %s", got, want)
+	}
+	if got := run(t, repo, "git", "reflog", "show", "--format=%gs", wt.Branch); got != "branch: Created from main" {
+		t.Errorf("branch reflog %q", got)
+	}
+	list := run(t, repo, "git", "worktree", "list", "--porcelain")
+	if !strings.Contains(list, "worktree "+wt.Dir) || !strings.Contains(list, "branch refs/heads/"+wt.Branch) {
+		t.Errorf("git worktree list:\n%s", list)
+	}
+	run(t, repo, "git", "fsck", "--no-progress")
+	// The agent's work goes the usual way: commit, then remove once merged.
+	write(t, filepath.Join(wt.Dir, "src", "b.txt"), "changed\n")
+	run(t, wt.Dir, "git", "commit", "-q", "-am", "work")
+	run(t, repo, "git", "merge", "-q", "--ff-only", wt.Branch)
+	if err := m.Remove(ctx, wt, ""); err != nil {
+		t.Fatal(err)
+	}
+	run(t, repo, "git", "worktree", "remove", byGit)
+	if exists(wt.Dir) || exists(admin) {
+		t.Error("the worktree or its registration is left after Remove")
+	}
+}
+
+// TestAddNewLeavesUnusualReposToGit: with a setting that changes what a
+// checkout writes, or a hook git would run, the worktree is git's own
+// (the hook ran), and nothing of a half-made one is left.
+func TestAddNewLeavesUnusualReposToGit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, repo string)
+	}{
+		{"autocrlf", func(t *testing.T, repo string) { run(t, repo, "git", "config", "core.autocrlf", "true") }},
+		{"attributes", func(t *testing.T, repo string) {
+			write(t, filepath.Join(repo, ".gitattributes"), "*.txt text eol=crlf\n")
+			run(t, repo, "git", "add", "-A")
+			run(t, repo, "git", "commit", "-q", "-m", "attrs")
+		}},
+		{"post-checkout hook", func(t *testing.T, repo string) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := newRepo(t, true)
+			tc.setup(t, repo)
+			hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+			write(t, hook, "#!/bin/sh\ntouch \"$(git rev-parse --show-toplevel)/.hook-ran\"\n")
+			if err := os.Chmod(hook, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			m := &Manager{RepoDir: repo, Target: "main"}
+			defer m.Close()
+			if tc.name != "post-checkout hook" {
+				_ = os.Remove(hook)
+			}
+			abs := filepath.Join(repo, ".worktrees", "x")
+			if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			m.mu.Lock()
+			m.reg.Lock()
+			_, _, ok := m.addNew(context.Background(), abs, "chorus/x/y")
+			m.reg.Unlock()
+			m.mu.Unlock()
+			if ok {
+				t.Fatal("made in-process")
+			}
+			if exists(abs) || exists(filepath.Join(repo, ".git", "worktrees", "x")) || exists(filepath.Join(repo, ".git", "refs", "heads", "chorus")) {
+				t.Fatal("a half-made worktree or branch is left")
+			}
+			wt, err := m.Ensure(context.Background(), "claude", "ch-2", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "post-checkout hook" && !exists(filepath.Join(wt.Dir, ".hook-ran")) {
+				t.Error("git's hook did not run: the worktree was not git's")
+			}
+		})
+	}
+}
+
+// TestHalfMadeWorktreeIsMadeAgain: an engine that stopped between
+// registering a worktree and checking it out left it locked as being made;
+// the next start makes it again on its branch, whole.
+func TestHalfMadeWorktreeIsMadeAgain(t *testing.T) {
+	repo := newRepo(t, true)
+	m := &Manager{RepoDir: repo, Target: "main"}
+	rel, branch, err := Name("claude", "ch-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(repo, rel)
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.reg.Lock()
+	_, _, ok := m.addNew(context.Background(), abs, branch)
+	m.reg.Unlock()
+	m.mu.Unlock()
+	m.Close()
+	if !ok || !halfMade(abs) || exists(filepath.Join(abs, "README.md")) {
+		t.Fatalf("not a half-made worktree: ok %v", ok)
+	}
+	m2 := &Manager{RepoDir: repo, Target: "main"}
+	defer m2.Close()
+	wt, err := m2.Ensure(context.Background(), "claude", "ch-3", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if halfMade(wt.Dir) || read(t, filepath.Join(wt.Dir, "README.md")) != "hello\n" {
+		t.Fatal("the worktree was not made again")
+	}
+	if st := run(t, wt.Dir, "git", "status", "--porcelain"); st != "" {
+		t.Fatalf("status %q", st)
+	}
+	if got := run(t, wt.Dir, "git", "branch", "--show-current"); got != branch {
+		t.Fatalf("on %q, want %q", got, branch)
+	}
+}
