@@ -176,7 +176,8 @@ func New(w, h int, opts ...Option) *Emulator {
 		HandleEsc: e.esc,
 	})
 	e.main.init(w, h)
-	e.alt.init(w, h)
+	// The alternate screen is made on the first switch to it: most
+	// agents never use one, and an engine holds an emulator per agent.
 	e.cur = &e.main
 	e.reset()
 	return e

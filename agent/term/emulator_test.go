@@ -636,3 +636,30 @@ func TestOnDirty(t *testing.T) {
 		t.Fatal("called after removal")
 	}
 }
+
+// The alternate screen is made on the first switch to it, blank and of
+// the size the emulator has then; once made it keeps what it shows.
+func TestAltScreenMadeOnFirstSwitch(t *testing.T) {
+	e := New(10, 4)
+	e.Write([]byte("main"))
+	e.Resize(12, 3)
+	e.Resize(12, 5)
+	if e.alt.rows != nil {
+		t.Fatal("the alternate screen was made before a switch to it")
+	}
+	e.Write([]byte("\x1b[?1049h"))
+	if len(e.alt.rows) != 5 || len(e.alt.rows[0].cells) != 12 {
+		t.Fatalf("alternate screen of %d rows, want 5 of 12 cells", len(e.alt.rows))
+	}
+	if got := strings.TrimSpace(e.Text()); got != "" {
+		t.Fatalf("a new alternate screen shows %q", got)
+	}
+	e.Write([]byte("alt\x1b[?47l"))
+	if got := e.Text(); !strings.Contains(got, "main") || strings.Contains(got, "alt") {
+		t.Fatalf("back on the main screen: %q", got)
+	}
+	e.Write([]byte("\x1b[?47h"))
+	if got := e.Text(); !strings.Contains(got, "alt") {
+		t.Fatalf("the alternate screen lost what it showed: %q", got)
+	}
+}

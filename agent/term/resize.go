@@ -8,18 +8,21 @@ func (e *Emulator) resize(w, h int) {
 	oldH := e.h
 	if w != e.w {
 		e.reflow(w, h)
-		// The alternate screen keeps its top rows, cut or padded.
-		alt := e.alt.rows[:min(h, len(e.alt.rows))]
-		for len(alt) < h {
-			alt = append(alt, row{cells: make([]Cell, e.w)})
-		}
-		for i := range alt {
-			alt[i].cells = fitRow(alt[i].cells, w)
-			if w < e.w {
-				alt[i].wrapped = false
+		// The alternate screen keeps its top rows, cut or padded (one
+		// not made yet is made at the new size).
+		if e.alt.rows != nil {
+			alt := e.alt.rows[:min(h, len(e.alt.rows))]
+			for len(alt) < h {
+				alt = append(alt, row{cells: make([]Cell, e.w)})
 			}
+			for i := range alt {
+				alt[i].cells = fitRow(alt[i].cells, w)
+				if w < e.w {
+					alt[i].wrapped = false
+				}
+			}
+			e.alt.rows = alt
 		}
-		e.alt.rows = alt
 		if e.cur == &e.alt && e.cy >= h {
 			e.cy = h - 1
 		}
@@ -47,7 +50,7 @@ func (e *Emulator) resize(w, h int) {
 			e.saved.y -= push
 		}
 		// The alternate screen keeps its top rows.
-		e.alt.rows = e.alt.rows[:h]
+		e.alt.rows = e.alt.rows[:min(h, len(e.alt.rows))]
 		if e.cur == &e.alt && e.cy >= h {
 			e.cy = h - 1
 		}
@@ -77,7 +80,7 @@ func (e *Emulator) resize(w, h int) {
 		if e.cur == &e.main {
 			e.cy += pull
 		}
-		for len(e.alt.rows) < h {
+		for e.alt.rows != nil && len(e.alt.rows) < h {
 			e.alt.rows = append(e.alt.rows, row{cells: make([]Cell, e.w)})
 		}
 	}

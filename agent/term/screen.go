@@ -434,6 +434,9 @@ func (e *Emulator) switchScreen(alt, clearAlt bool) {
 		return
 	}
 	if alt {
+		if e.alt.rows == nil {
+			e.alt.init(e.w, e.h) // blank, as it was at the start
+		}
 		e.cur = &e.alt
 		if clearAlt {
 			e.alt.clear(e.eraseCell())
