@@ -148,7 +148,7 @@ func (s *builtinStore) loadCounting(variant string, opt ReadyOptions) (sn *snaps
 		// counts as it reads (countFirst); a count after a new binary or a
 		// change decodes records for the memo.
 		memo := readMemo(path)
-		if memo == nil && s.firstCount(variant) {
+		if memo == nil && len(data) <= math.MaxUint32 && s.firstCount(variant) { // countFirst's offsets are 32-bit
 			var fc *firstCounted
 			if guard(true, func() { fc = countFirst(data, s.path, opt, s.now()) }) {
 				return &snapshot{key: key, data: data, mapped: true, path: s.path, memo: fc.memoCounts(variant), bad: fc.bad}, unmap, nil

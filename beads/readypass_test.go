@@ -234,3 +234,24 @@ func FuzzCountFirstMatchesFullParse(f *testing.F) {
 		}
 	})
 }
+
+// The id table numbers ids in the order first seen and finds each again,
+// through its growth from a table sized for few.
+func TestIDTableNumbersIDs(t *testing.T) {
+	tab := newIDTable(1)
+	ids := []string{"", "a"}
+	for i := range 5000 {
+		ids = append(ids, fmt.Sprintf("ch-%x", i), strings.Repeat("x", i%40)+fmt.Sprint(i))
+	}
+	for round := range 2 {
+		for i, id := range ids {
+			s, added := tab.slot(id)
+			if int(s) != i || added != (round == 0) {
+				t.Fatalf("round %d: %q slot %d added %v, want %d", round, id, s, added, i)
+			}
+		}
+	}
+	if len(tab.end) != len(ids) || 2*len(ids) > len(tab.tab) {
+		t.Fatalf("%d ids in a table of %d", len(tab.end), len(tab.tab))
+	}
+}

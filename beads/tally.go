@@ -265,6 +265,10 @@ member:
 		}
 		*seen |= 1 << f.bit
 	}
+	if i := t.i; i+1 < len(t.b) && t.b[i] == ':' && t.b[i+1] > ' ' {
+		t.i = i + 1 // compact JSON: the colon, the value at once
+		return f, found, true
+	}
 	t.ws()
 	if t.i >= len(t.b) || t.b[t.i] != ':' {
 		return f, false, false
