@@ -95,12 +95,19 @@ func (o *ObjectStore) readObject(ctx context.Context, id string) (string, []byte
 
 // readObjects asks for several objects in one round trip.
 func (o *ObjectStore) readObjects(ctx context.Context, ids []string) ([]object, error) {
+	return o.readObjectsWithin(ctx, ids, nil)
+}
+
+// readObjectsWithin is readObjects holding at most *budget bytes of
+// contents in all, less what it read: an object that does not fit is
+// skipped, its answer an error (errOverBudget).
+func (o *ObjectStore) readObjectsWithin(ctx context.Context, ids []string, budget *int64) ([]object, error) {
 	if len(ids) > maxBatch {
-		first, err := o.readObjects(ctx, ids[:maxBatch])
+		first, err := o.readObjectsWithin(ctx, ids[:maxBatch], budget)
 		if err != nil {
 			return nil, err
 		}
-		rest, err := o.readObjects(ctx, ids[maxBatch:])
+		rest, err := o.readObjectsWithin(ctx, ids[maxBatch:], budget)
 		return append(first, rest...), err
 	}
 	for _, id := range ids {
@@ -125,7 +132,7 @@ func (o *ObjectStore) readObjects(ctx context.Context, ids []string) ([]object, 
 			}
 			o.cf, fresh = cf, true
 		}
-		objs, broken, err := o.request(ctx, ids)
+		objs, broken, err := o.request(ctx, ids, budget)
 		if !broken {
 			return objs, err
 		}
@@ -149,11 +156,14 @@ func (o *ObjectStore) readObjects(ctx context.Context, ids []string) ([]object, 
 	}
 }
 
+// errOverBudget: an object larger than what a read may hold.
+var errOverBudget = errors.New("over the read's budget")
+
 var errReadTimeout = errors.New("git cat-file --batch did not answer in time; it was stopped and will be restarted")
 
 // request sends ids and reads their answers; broken reports that the
 // process must not be used again.
-func (o *ObjectStore) request(ctx context.Context, ids []string) (objs []object, broken bool, err error) {
+func (o *ObjectStore) request(ctx context.Context, ids []string, budget *int64) (objs []object, broken bool, err error) {
 	cf := o.cf
 	var timedOut, cancelled bool
 	var flagMu sync.Mutex
@@ -189,8 +199,15 @@ func (o *ObjectStore) request(ctx context.Context, ids []string) (objs []object,
 	}
 	objs = make([]object, len(ids))
 	for i, id := range ids {
-		if objs[i], err = readAnswer(cf.out, id); err != nil {
+		limit := int64(maxObjectRead)
+		if budget != nil {
+			limit = min(limit, *budget)
+		}
+		if objs[i], err = readAnswer(cf.out, id, limit); err != nil {
 			return nil, true, err
+		}
+		if budget != nil {
+			*budget -= int64(len(objs[i].data))
 		}
 	}
 	return objs, false, nil
@@ -198,7 +215,7 @@ func (o *ObjectStore) request(ctx context.Context, ids []string) (objs []object,
 
 // readAnswer parses one answer strictly: "<id> <type> <size>\n<data>\n"
 // or "<id> missing\n". An error means the stream is out of step.
-func readAnswer(r *bufio.Reader, id string) (object, error) {
+func readAnswer(r *bufio.Reader, id string, limit int64) (object, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return object{}, fmt.Errorf("git cat-file --batch: read: %w", err)
@@ -216,11 +233,11 @@ func readAnswer(r *bufio.Reader, id string) (object, error) {
 		return object{}, fmt.Errorf("git cat-file --batch: bad size in %q", line)
 	}
 	typ := f[1]
-	if size > maxObjectRead {
+	if size > limit {
 		if _, err := io.CopyN(io.Discard, r, size+1); err != nil {
 			return object{}, fmt.Errorf("git cat-file --batch: read: %w", err)
 		}
-		return object{typ: typ, err: fmt.Errorf("%s is a %s of %d bytes, too large to read here", id, typ, size)}, nil
+		return object{typ: typ, err: fmt.Errorf("%s is a %s of %d bytes, too large to read here: %w", id, typ, size, errOverBudget)}, nil
 	}
 	buf := make([]byte, size+1)
 	if _, err := io.ReadFull(r, buf); err != nil {

@@ -13,6 +13,7 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,6 +74,10 @@ type Checkout struct {
 // maxCheckoutFiles bounds what is checked out in-process: a large tree is
 // git's to check out (in parallel, streaming blobs).
 const maxCheckoutFiles = 4096
+
+// maxCheckoutBytes bounds the contents read for an in-process checkout:
+// blobs are held whole, and git streams large ones.
+var maxCheckoutBytes int64 = 32 << 20
 
 // PlanCheckout reads commit's tree for a plain checkout; ErrUnsupported
 // when git's checkout of it could differ from the plain one.
@@ -190,14 +195,18 @@ func (c *Checkout) Write(ctx context.Context, dir string) ([]byte, error) {
 	}
 	made := map[string]bool{}
 	stats := make([]statData, len(c.files))
+	budget := int64(maxCheckoutBytes)
 	for start := 0; start < len(c.files); start += maxBatch {
 		end := min(start+maxBatch, len(c.files))
-		objs, err := c.o.readObjects(ctx, ids[start:end])
+		objs, err := c.o.readObjectsWithin(ctx, ids[start:end], &budget)
 		if err != nil {
 			return nil, err
 		}
 		for k, ob := range objs {
 			f := c.files[start+k]
+			if errors.Is(ob.err, errOverBudget) {
+				return nil, fmt.Errorf("files over %d MiB: %w", maxCheckoutBytes>>20, ErrUnsupported)
+			}
 			if ob.err != nil {
 				return nil, ob.err
 			}

@@ -117,3 +117,41 @@ func TestCreateRefRefusesClashes(t *testing.T) {
 		t.Fatal("undo left the ref")
 	}
 }
+
+// A tree whose files are more than a checkout may hold is git's to check
+// out; within the budget the same tree is written, and the store still
+// answers the next read (the skipped contents were read past, not left in
+// the pipe).
+func TestCheckoutLeavesLargeTreesToGit(t *testing.T) {
+	dir := obRepo(t)
+	writeFile(t, filepath.Join(dir, "a"), string(make([]byte, 3000)))
+	writeFile(t, filepath.Join(dir, "b"), string(make([]byte, 1500)))
+	obGit(t, dir, "add", "-A")
+	obGit(t, dir, "commit", "-q", "-m", "big")
+	head := obGit(t, dir, "rev-parse", "HEAD")
+	o := OpenObjects(dir)
+	defer o.Close()
+	ctx := context.Background()
+	defer func(old int64) { maxCheckoutBytes = old }(maxCheckoutBytes)
+	for _, tc := range []struct {
+		budget int64
+		ok     bool
+	}{{4000, false}, {2999, false}, {4500, true}} {
+		maxCheckoutBytes = tc.budget
+		co, err := o.PlanCheckout(ctx, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt := filepath.Join(t.TempDir(), "wt")
+		if err := os.Mkdir(wt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err = co.Write(ctx, wt)
+		if tc.ok != (err == nil) || !tc.ok && !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("budget %d: %v", tc.budget, err)
+		}
+		if b, err := o.FileAt(ctx, head, "b"); err != nil || len(b) != 1500 {
+			t.Fatalf("budget %d: the store's next read: %d bytes, %v", tc.budget, len(b), err)
+		}
+	}
+}
