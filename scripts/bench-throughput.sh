@@ -13,6 +13,7 @@
 #                   (BENCH_TRACE=1: each task's events in ms after its stamp)
 #        CHECKS=1 QUALITY='sleep 5' ROUNDS=3 scripts/bench-throughput.sh 1 8   8 agents finishing
 #                   together, last signal→last landing against the batching ideal per round
+#                   (BENCH_TRACE=1: each task's events in ms after the first signal)
 #        DIRECT=1 …  agents run as the engine's children (agents.host false)
 #        BENCH_TRACE=1 …  each round's phases per task (assigned → started → signal →
 #                   enqueued → landed, median/max ms), where Chorus's wall goes

@@ -70,15 +70,24 @@ func (b *bench) chorusChecks(round int) (float64, error) {
 	}
 	var lastSignal, lastLanding time.Time
 	landed := 0
+	var order []string
+	seen := map[string][]traced{} // BENCH_TRACE: each task's events in order
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
 		var ev struct {
 			Time time.Time `json:"time"`
 			Kind string    `json:"kind"`
+			Task string    `json:"task"`
 		}
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
+		}
+		if trace {
+			if _, ok := seen[ev.Task]; !ok {
+				order = append(order, ev.Task)
+			}
+			seen[ev.Task] = append(seen[ev.Task], traced{ev.Kind, ev.Time})
 		}
 		switch ev.Kind {
 		case "signal":
@@ -89,6 +98,25 @@ func (b *bench) chorusChecks(round int) (float64, error) {
 	}
 	if landed != b.n {
 		return 0, fmt.Errorf("%d of %d tasks landed: %s", landed, b.n, tailOf(out.String(), 3000))
+	}
+	if trace {
+		// In ms after the first signal, where the last one is at:
+		first := lastSignal
+		for _, evs := range seen {
+			for _, ev := range evs {
+				if ev.kind == "signal" && ev.at.Before(first) {
+					first = ev.at
+				}
+			}
+		}
+		fmt.Printf("    last signal at %.1f ms\n", float64(lastSignal.Sub(first))/1e6)
+		for _, t := range order {
+			name := t
+			if name == "" {
+				name = "(engine)"
+			}
+			printTrace(name, first.UnixNano(), seen[t])
+		}
 	}
 	return lastLanding.Sub(lastSignal).Seconds(), nil
 }

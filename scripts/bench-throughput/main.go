@@ -29,7 +29,8 @@
 // BENCH_WRAP="perf record -g -o FILE --" (or strace …) runs Chorus under
 // that command, for a profile (in -latency too); BENCH_TRACE=1 with
 // -latency prints each task's events in ms after its stamp (where the
-// time goes between the signal and the landing), and in the throughput
+// time goes between the signal and the landing), with -checks in ms after
+// the first signal, and in the throughput
 // mode each round's phases: the median and largest time from a task's
 // assignment to its agent's start, to its signal, to its enqueueing, to
 // its landing (the engine's --json events, kept in the scratch root as
