@@ -53,7 +53,7 @@ func (s *Service) Enqueue(r Request) error {
 	it.DependsOn = append([]string(nil), r.DependsOn...)
 	s.stats.NextSeq++
 	s.items = append(s.items, it)
-	delete(s.checking, r.TaskID)
+	s.checkedLocked(r.TaskID, now)
 	if err := s.saveLocked(); err != nil {
 		s.removeLocked(r.TaskID)
 		s.stats.NextSeq--
@@ -62,6 +62,7 @@ func (s *Service) Enqueue(r Request) error {
 	}
 	s.emit(Event{Kind: EventEnqueued, TaskID: r.TaskID, Message: r.Branch})
 	s.poke()
+	s.restartForJoinersLocked()
 	return nil
 }
 

@@ -68,12 +68,15 @@ type link struct {
 
 // processBatch runs one batch. Items that cannot join the chain (a
 // conflict, nothing to merge, a pre-merge hook's block) leave it and take
-// the single path.
+// the single path. Items queued while the batch is built or checked may
+// join it (join.go).
 func (in *integrator) processBatch(ctx context.Context, ids []string) {
 	var chain []link
+	var joined []string // items that joined the batch (join.go)
+	defer in.q.batchOver()
 	defer func() {
 		// Whatever is still marked merging or testing goes back to the queue.
-		for _, id := range ids {
+		for _, id := range append(ids, joined...) {
 			in.q.apply(id, func(it *Item) bool { return it.Status == StatusMerging || it.Status == StatusTesting },
 				StatusPending, nil)
 		}
@@ -90,11 +93,87 @@ func (in *integrator) processBatch(ctx context.Context, ids []string) {
 		in.holdTarget(ctx, ids[0], prev, tip)
 		return
 	}
-	base, baseTree := tip, in.treeOf(tip)
+	baseTree := in.treeOf(tip)
 	if baseTree == "" {
 		if baseTree, err = git(ctx, in.q.opt.RepoDir, "rev-parse", tip+"^{tree}"); err != nil {
 			return
 		}
+	}
+	test := func(ctx context.Context, k int) (bool, error) {
+		if err := in.q.checkoutInteg(ctx, chain[k-1].cand); err != nil {
+			return false, err
+		}
+		_, _, err := in.quality(ctx, in.integ, chain[k-1].id, chain[k-1].cand)
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return err == nil, nil
+	}
+	// The whole chain's check, restarted from its new end while items join.
+	var ok bool
+	for add := ids; ; {
+		var more bool
+		if chain, baseTree, more = in.extendBatch(ctx, tip, chain, baseTree, add); !more || len(chain) == 0 {
+			return
+		}
+		in.q.phase(PhaseCandidate)
+		run, stop := context.WithCancel(ctx)
+		in.q.batchChecking(stop)
+		ok, err = test(run, len(chain))
+		in.q.batchChecking(nil)
+		stop()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || run.Err() == nil {
+			return
+		}
+		add = in.q.join() // stopped for items joining
+		joined = append(joined, add...)
+	}
+	// Bisect for the longest passing prefix: good = a prefix known to
+	// pass (0: the tip itself), bad = one known to fail.
+	good, bad := 0, len(chain)
+	if ok {
+		good = len(chain)
+	}
+	for bad-good > 1 && good < len(chain) {
+		k := (good + bad + 1) / 2
+		ok, err := test(ctx, k)
+		if err != nil {
+			return
+		}
+		if ok {
+			good = k
+		} else {
+			bad = k
+		}
+	}
+	in.q.phase(PhaseTesting)
+	if bad <= len(chain) && good < len(chain) {
+		// The item after the passing prefix is tried alone: its own test
+		// says whether it fails, and its agent hears why.
+		in.soloLater(chain[good].id)
+	}
+	for _, l := range chain[good:] {
+		// Behind the culprit: rebuilt on the new tip by a later batch.
+		in.q.move(l.id, StatusPending, func(it *Item, _ *Stats) {
+			it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
+		})
+		_ = in.refTxn(ctx, "delete "+candidateRef(l.id))
+	}
+	if good > 0 {
+		in.landBatch(ctx, tip, chain[:good])
+	}
+}
+
+// extendBatch merges ids one on another onto the end of chain (the tip
+// when it is empty) and records their candidates before anything is
+// tested; false when the batch cannot go on.
+func (in *integrator) extendBatch(ctx context.Context, tip string, chain []link, baseTree string, ids []string) ([]link, string, bool) {
+	base, n := tip, len(chain)
+	if n > 0 {
+		base = chain[n-1].cand
 	}
 	for _, id := range ids {
 		it, ok := in.q.get(id)
@@ -137,73 +216,28 @@ func (in *integrator) processBatch(ctx context.Context, ids []string) {
 		chain = append(chain, link{id: id, base: base, head: head, tree: mt.tree, cand: c})
 		base, baseTree = c, mt.tree
 	}
-	if len(chain) == 0 {
-		return
+	if len(chain) == n {
+		return chain, baseTree, true
 	}
 	// The candidates are kept reachable (and findable after a crash) and
 	// recorded before anything is tested.
 	var txn strings.Builder
-	for _, l := range chain {
+	for _, l := range chain[n:] {
 		txn.WriteString("update " + candidateRef(l.id) + " " + l.cand + "\n" + in.q.checkpointTxn(l.id, tip))
 	}
 	if err := in.refTxn(ctx, txn.String()); err != nil {
-		return
+		return chain, baseTree, false
 	}
-	for _, l := range chain {
+	for _, l := range chain[n:] {
 		l := l
 		if !in.q.move(l.id, StatusTesting, func(it *Item, _ *Stats) {
 			it.Candidate, it.Base, it.Head, it.Tested = l.cand, l.base, l.head, false
 			it.ConflictFiles = nil
 		}) {
-			return
+			return chain, baseTree, false
 		}
 	}
-	in.q.phase(PhaseCandidate)
-	// Bisect for the longest passing prefix: good = a prefix known to
-	// pass (0: the tip itself), bad = one known to fail.
-	good, bad := 0, len(chain)
-	test := func(k int) (bool, error) {
-		if err := in.q.checkoutInteg(ctx, chain[k-1].cand); err != nil {
-			return false, err
-		}
-		_, _, err := in.quality(ctx, in.integ, chain[k-1].id, chain[k-1].cand)
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		return err == nil, nil
-	}
-	k := len(chain)
-	for {
-		ok, err := test(k)
-		if err != nil {
-			return
-		}
-		if ok {
-			good = k
-		} else {
-			bad = k
-		}
-		if bad-good <= 1 || good == len(chain) {
-			break
-		}
-		k = (good + bad + 1) / 2
-	}
-	in.q.phase(PhaseTesting)
-	if bad <= len(chain) && good < len(chain) {
-		// The item after the passing prefix is tried alone: its own test
-		// says whether it fails, and its agent hears why.
-		in.soloLater(chain[good].id)
-	}
-	for _, l := range chain[good:] {
-		// Behind the culprit: rebuilt on the new tip by a later batch.
-		in.q.move(l.id, StatusPending, func(it *Item, _ *Stats) {
-			it.Candidate, it.Base, it.Head, it.Tested = "", "", "", false
-		})
-		_ = in.refTxn(ctx, "delete "+candidateRef(l.id))
-	}
-	if good > 0 {
-		in.landBatch(ctx, tip, chain[:good])
-	}
+	return chain, baseTree, true
 }
 
 // soloLater sends an item back to the queue to be processed alone.

@@ -9,24 +9,40 @@ import (
 
 func TestGatherWait(t *testing.T) {
 	const w = 1500 * time.Millisecond
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	checks := func(d ...int) []time.Duration {
+		var out []time.Duration
+		for _, n := range d {
+			out = append(out, ms(n))
+		}
+		return out
+	}
 	for _, c := range []struct {
-		name               string
-		batching           bool
-		runnable, expected int
-		waited, window     time.Duration
-		want               time.Duration
+		name string
+		g    gatherState
+		want time.Duration
 	}{
-		{"lone, one more in its checks", true, 1, 1, 0, w, w},
-		{"part of the window gone", true, 1, 3, 500 * time.Millisecond, w, time.Second},
-		{"window over", true, 1, 1, w, w, 0},
-		{"nobody in checks", true, 1, 0, 0, w, 0},
-		{"no batching (no required check, approval)", false, 1, 2, 0, w, 0},
-		{"some waiting, room left", true, 3, 2, 0, w, w},
-		{"a full batch waits for nobody", true, maxBatch, 2, 0, w, 0},
-		{"nothing runnable", true, 0, 2, 0, w, 0},
-		{"gathering off", true, 1, 2, 0, -1, 0},
+		{"lone, one more in its checks, no check measured", gatherState{true, 1, 0, checks(0), 0, w}, w},
+		{"part of the window gone", gatherState{true, 1, ms(500), checks(0, 0, 0), 0, w}, time.Second},
+		{"window over", gatherState{true, 1, w, checks(0), 0, w}, 0},
+		{"nobody in checks", gatherState{true, 1, 0, nil, ms(5000), w}, 0},
+		{"no batching (no required check, approval)", gatherState{false, 1, 0, checks(0, 0), 0, w}, 0},
+		{"some waiting, room left", gatherState{true, 3, 0, checks(0, 0), 0, w}, w},
+		{"a full batch waits for nobody", gatherState{true, maxBatch, 0, checks(0, 0), ms(5000), w}, 0},
+		{"nothing runnable", gatherState{true, 0, 0, checks(0, 0), 0, w}, 0},
+		{"gathering off", gatherState{true, 1, 0, checks(0, 0), 0, -1}, 0},
+		// A 5 s check: the limit is one check's length.
+		{"long check: a task 1 s from passing", gatherState{true, 1, 0, checks(4000), ms(5000), w}, ms(5000)},
+		{"long check: a task 5 s from passing", gatherState{true, 1, 0, checks(0), ms(5000), w}, ms(5000)},
+		{"long check: one of two soon enough", gatherState{true, 2, ms(1000), checks(100, 4900), ms(5000), w}, ms(4000)},
+		{"long check: expected within what is left", gatherState{true, 1, ms(3000), checks(3000), ms(5000), w}, ms(2000)},
+		{"long check: expected after what is left", gatherState{true, 1, ms(3000), checks(2000), ms(5000), w}, 0},
+		{"slower than the last check: still expected", gatherState{true, 1, ms(1000), checks(7000), ms(5000), w}, ms(4000)},
+		{"slower, but the limit is over", gatherState{true, 1, ms(5000), checks(9000), ms(5000), w}, 0},
+		{"short check: the window is the least", gatherState{true, 1, 0, checks(100), ms(400), w}, w},
+		{"short check: a task just started fits the window", gatherState{true, 1, ms(1200), checks(0), ms(200), w}, ms(300)},
 	} {
-		if got := gatherWait(c.batching, c.runnable, c.expected, c.waited, c.window); got != c.want {
+		if got := gatherWait(c.g); got != c.want {
 			t.Errorf("%s: waits %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -90,5 +106,52 @@ func TestGatheringEndsWhenChecksEnd(t *testing.T) {
 	h.waitStatus("g-1", StatusLanded)
 	if r.show("main", "g-1.txt") != "g-1" {
 		t.Fatal("g-1's file missing on main")
+	}
+}
+
+// The service measures a check's length from Checking to Enqueue, and the
+// wait from the oldest item's queueing or the integrator's last release.
+func TestGatherMeasures(t *testing.T) {
+	r := newRepo(t)
+	opt := baseOptions(r.dir)
+	opt.Quality = quality("true")
+	var now time.Time
+	opt.Now = func() time.Time { return now }
+	svc, err := New(opt, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s int) { now = time.Unix(1000, 0).Add(time.Duration(s) * time.Second) }
+	gather := func() time.Duration {
+		svc.mu.Lock()
+		defer svc.mu.Unlock()
+		return svc.gatherLocked(svc.runnableLocked())
+	}
+	at(0)
+	svc.Checking("a", true)
+	at(1)
+	svc.Checking("b", true)
+	at(5)
+	if err := svc.Enqueue(Request{TaskID: "a", Branch: "chorus/a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   int
+		free bool
+		want time.Duration
+	}{
+		{5, false, 5 * time.Second}, // a's check took 5 s; b is 1 s from the end of its own
+		{7, false, 3 * time.Second},
+		{9, false, time.Second}, // b slower than a: still expected
+		{10, false, 0},
+		{10, true, 5 * time.Second}, // free again (a batch landed): gathering anew
+	} {
+		at(c.at)
+		if c.free {
+			svc.release()
+		}
+		if got := gather(); got != c.want {
+			t.Errorf("at %ds: waits %v, want %v", c.at, got, c.want)
+		}
 	}
 }

@@ -75,6 +75,7 @@ func (s *Service) take() work {
 func (s *Service) release() {
 	s.mu.Lock()
 	s.current, s.batch = "", nil
+	s.freeAt = s.opt.Now()
 	s.publishLocked()
 	s.mu.Unlock()
 }

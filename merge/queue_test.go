@@ -199,7 +199,7 @@ func TestEnqueueValidatesAndEvents(t *testing.T) {
 // queue after Drain tells it to stop. No git runs.
 func TestTakeRelease(t *testing.T) {
 	t.Parallel()
-	s := &Service{}
+	s := &Service{opt: Options{Now: time.Now}}
 	s.res = newResolvers(s, nil)
 	s.items = []*Item{
 		{Request: Request{TaskID: "a", Priority: 2}, Status: StatusPending, Seq: 2},

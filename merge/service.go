@@ -41,7 +41,10 @@ type Service struct {
 	sincePack int                        // landings since the refs were last packed
 	batch     map[string]bool            // the items of the batch the integrator holds
 	solo      map[string]bool            // items to be processed alone (batch.go)
-	checking  map[string]bool            // tasks in their checks, about to queue (gather.go)
+	checking  map[string]time.Time       // tasks in their checks, about to queue, since (gather.go)
+	checkLen  time.Duration              // the last passing check's length in a worktree (gather.go)
+	freeAt    time.Time                  // when the integrator last released an item (gather.go)
+	checkRun  batchCheck                 // the held batch's check, which newcomers may restart (join.go)
 	landWait  map[string][]chan struct{} // Landing's channels, by task (landwait.go)
 	stopped   bool                       // Run returned: no landing is coming
 

@@ -140,9 +140,10 @@ type Options struct {
 	// WatchInterval is how often an idle service checks that nobody else
 	// moved the target (default 2 s).
 	WatchInterval time.Duration
-	// GatherWindow is the longest a lone candidate waits for tasks whose
-	// checks are running (Checking) to join its batch (default 1.5 s;
-	// negative: never wait).
+	// GatherWindow is the least a batch with room waits for tasks whose
+	// checks are running (Checking) to join it, and how long after its
+	// check started items may still join it; longer with longer checks
+	// (gather.go, join.go). Default 1.5 s; negative: never wait or join.
 	GatherWindow time.Duration
 	// AcceptCommand is what a person runs to accept a target moved outside
 	// the service (named in the hold's message).
