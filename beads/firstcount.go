@@ -144,7 +144,8 @@ func (c *compactCount) slot(id string) int32 {
 }
 
 // idTable numbers ids in the order first seen: open addressing over their
-// hashes, at most half full, each place holding a slot and its hash's high
+// hashes, at most three quarters full (a smaller table misses less in
+// cache; linear probes stay within a line or two), each place holding a slot and its hash's high
 // half (one look at the table settles most probes), the ids' bytes kept one
 // after another. A Go map of the file's 10,000 ids cost three times as
 // much in a fresh process (its table faulted in and missed in cache at
@@ -158,7 +159,7 @@ type idTable struct {
 
 func newIDTable(n int) idTable {
 	size := 16
-	for size < 2*n {
+	for 3*size < 4*n {
 		size *= 2
 	}
 	return idTable{seed: maphash.MakeSeed(), tab: make([]uint64, size), end: make([]uint32, 0, n), keys: make([]byte, 0, 8*n)}
@@ -180,7 +181,7 @@ func (t *idTable) slot(id string) (s int32, added bool) {
 	s = int32(len(t.end))
 	t.keys = append(t.keys, id...)
 	t.end = append(t.end, uint32(len(t.keys)))
-	if 2*len(t.end) > len(t.tab) {
+	if 4*len(t.end) > 3*len(t.tab) {
 		t.grow()
 	} else {
 		t.put(h, s)

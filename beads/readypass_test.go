@@ -251,7 +251,7 @@ func TestIDTableNumbersIDs(t *testing.T) {
 			}
 		}
 	}
-	if len(tab.end) != len(ids) || 2*len(ids) > len(tab.tab) {
+	if len(tab.end) != len(ids) || 4*len(ids) > 3*len(tab.tab) {
 		t.Fatalf("%d ids in a table of %d", len(tab.end), len(tab.tab))
 	}
 }
