@@ -15,7 +15,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -34,7 +36,7 @@ func unlikeCheckout(k, v string, hasValue bool) bool {
 		return !strings.EqualFold(v, "lf") && !strings.EqualFold(v, "native")
 	case "core.symlinks", "core.filemode":
 		return !isTrue()
-	case "core.sparsecheckout", "core.splitindex", "core.precomposeunicode", "core.bare",
+	case "core.sparsecheckout", "core.splitindex", "core.precomposeunicode", "core.ignorecase", "core.bare",
 		"index.skiphash", "feature.manymanyfiles", "feature.manyfiles", "worktree.userelativepaths",
 		"extensions.relativeworktrees":
 		return isTrue()
@@ -225,11 +227,8 @@ func (c *Checkout) Write(ctx context.Context, dir string) ([]byte, error) {
 
 func checkoutFile(dir string, f checkoutEntry, data []byte, made map[string]bool) (statData, error) {
 	p := filepath.Join(dir, filepath.FromSlash(f.path))
-	if d := filepath.Dir(p); d != dir && !made[d] {
-		if err := os.MkdirAll(d, 0o777); err != nil {
-			return statData{}, err
-		}
-		made[d] = true
+	if err := makeDirs(dir, path.Dir(f.path), made); err != nil {
+		return statData{}, err
 	}
 	switch f.mode {
 	case 0o120000:
@@ -265,6 +264,28 @@ func checkoutFile(dir string, f checkoutEntry, data []byte, made map[string]bool
 		return statData{}, fmt.Errorf("no stat data for %s: %w", f.path, ErrUnsupported)
 	}
 	return st, nil
+}
+
+// makeDirs makes dir's subdirectory rel (slash-separated) one name at a
+// time, each a directory of its own: never through a symbolic link the
+// checkout wrote (on a filesystem that folds case, "A" a link and "a/f" a
+// file would otherwise write outside dir).
+func makeDirs(dir, rel string, made map[string]bool) error {
+	if rel == "." || made[rel] {
+		return nil
+	}
+	if err := makeDirs(dir, path.Dir(rel), made); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.Mkdir(p, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory the checkout made: %w", rel, ErrUnsupported)
+	}
+	made[rel] = true
+	return nil
 }
 
 // index encodes the index: header, entries in path order, the TREE

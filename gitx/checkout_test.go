@@ -155,3 +155,26 @@ func TestCheckoutLeavesLargeTreesToGit(t *testing.T) {
 		}
 	}
 }
+
+// makeDirs never goes through a symbolic link: on a filesystem that folds
+// case a tree's link "A" and its file "a/f" meet, and the file would be
+// written where the link points.
+func TestCheckoutDirsNotThroughLinks(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	made := map[string]bool{}
+	if err := makeDirs(dir, "a/b", made); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("through a link: %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("made %v where the link points", ents)
+	}
+	if err := makeDirs(dir, "c/d/e", made); err != nil || !made["c/d"] {
+		t.Fatalf("plain dirs: %v %v", err, made)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "c", "d", "e")); err != nil || !fi.IsDir() {
+		t.Fatalf("c/d/e: %v", err)
+	}
+}
