@@ -69,6 +69,15 @@ func startCPUProfile(stderr io.Writer) func() {
 // not what is left at its end.
 const HeapProfileEnv = "CHORUS_HEAPPROFILE"
 
+// keepsMemProfile reports whether a process keeps the runtime's heap
+// profiling on: when a heap profile is asked for, or GODEBUG sets its
+// rate. Linking runtime/pprof (for these profiles) leaves it on in every
+// process otherwise, and its table of sampled stacks grew to megabytes
+// in a long-lived engine or TUI.
+func keepsMemProfile(getenv func(string) string) bool {
+	return getenv(HeapProfileEnv) != "" || strings.Contains(getenv("GODEBUG"), "memprofilerate=")
+}
+
 func startHeapProfile(stderr io.Writer) func() {
 	path := os.Getenv(HeapProfileEnv)
 	if path == "" {

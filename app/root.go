@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -63,6 +64,9 @@ func withCode(code int, err error) error {
 // Main runs the command line and returns the process exit code.
 func Main(args []string, bi BuildInfo) int {
 	inBinary = true
+	if !keepsMemProfile(os.Getenv) {
+		runtime.MemProfileRate = 0
+	}
 	if code, ok := signalFast(args, os.Stderr); ok {
 		return code
 	}
