@@ -68,7 +68,7 @@ func Dial(ctx context.Context, path, role string) (*Client, error) {
 	}
 	c := &Client{nc: nc, w: bufio.NewWriterSize(nc, 64<<10), pending: map[uint64]chan *Msg{}, screens: map[string]*term.Emulator{}, fetching: map[string]fetch{},
 		hasSnap: make(chan struct{}), changed: make(chan struct{}, 1), done: make(chan struct{})}
-	r := bufio.NewReaderSize(quiet(nc), 256<<10)
+	r := bufio.NewReaderSize(quiet(nc), connBuffer)
 	if err := c.handshake(r, role); err != nil {
 		nc.Close()
 		return nil, err
@@ -181,6 +181,11 @@ func (c *Client) read(r *bufio.Reader) {
 		buf = p
 		if err != nil {
 			return
+		}
+		if cap(buf) > connBuffer {
+			// An attach's screen or history: read into a buffer of its
+			// own, not kept for the connection's life.
+			buf = nil
 		}
 		if kind != frameMsg {
 			if err = c.agentFrame(kind, p); err != nil {

@@ -103,6 +103,11 @@ func appendFrame(b []byte, kind byte, payload []byte) []byte {
 	return append(b, payload...)
 }
 
+// connBuffer is a connection's buffer each way: a batch of output fits,
+// and frames larger (an attach's screens and histories) are read and
+// written past it, into and from buffers of their own.
+const connBuffer = 32 << 10
+
 // appendOut frames output of agent: a one-byte id length, the id, the bytes.
 func appendOut(b []byte, agent string, data []byte) []byte {
 	return appendAgentFrame(b, frameOut, agent, data)

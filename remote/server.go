@@ -562,7 +562,10 @@ func (c *conn) poke() {
 // writer sends the queue, at most once per point of the interval's grid.
 func (c *conn) writer() {
 	defer c.close()
-	w := bufio.NewWriterSize(quiet(c.nc), 256<<10)
+	// A batch of output fits; a frame larger than the buffer (an
+	// attach's screens and histories) goes to the socket past it,
+	// uncopied, so the connection keeps no attach-sized buffer.
+	w := bufio.NewWriterSize(quiet(c.nc), connBuffer)
 	timer := time.NewTimer(0)
 	<-timer.C
 	var last time.Time
@@ -622,15 +625,17 @@ func (c *conn) writer() {
 		}
 		c.mu.Unlock()
 		for _, it := range q {
-			buf = buf[:0]
-			if it.frame != nil {
-				buf = append(buf, it.frame...)
-			} else {
-				buf = appendOut(buf, it.agent, it.out)
+			b := it.frame
+			if b == nil {
+				buf = appendOut(buf[:0], it.agent, it.out)
+				b = buf
 			}
-			if _, err := w.Write(buf); err != nil {
+			if _, err := w.Write(b); err != nil {
 				return
 			}
+		}
+		if cap(buf) > connBuffer {
+			buf = nil // a burst's: not kept for the connection's life
 		}
 		if snap {
 			if b, id := c.s.snapshot(); id != sent {
