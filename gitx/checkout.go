@@ -328,3 +328,103 @@ func writeCacheTree(b *bytes.Buffer, t *cacheTree) {
 		writeCacheTree(b, s)
 	}
 }
+
+// WriteOver brings dir from old's checkout to c's: dir holds old's files
+// as oldIndex records them (a clean worktree whose extra files were
+// removed), so the files both trees share (same path, blob and mode) are
+// kept with their stat data when it still matches, and only the others
+// are deleted or written. Returns c's index, as Write does. Reusing a checkout this way
+// spares the filesystem a tree's worth of deletions and creations.
+func (c *Checkout) WriteOver(ctx context.Context, dir string, old *Checkout, oldIndex []byte) ([]byte, error) {
+	idx, ok := parseIndex(oldIndex)
+	if !ok || len(idx.entries) != len(old.files) {
+		return nil, fmt.Errorf("the reused checkout's index: %w", ErrUnsupported)
+	}
+	oldBy := make(map[string]checkoutEntry, len(old.files))
+	for _, f := range old.files {
+		oldBy[f.path] = f
+	}
+	kept := map[string]bool{}
+	stats := make([]statData, len(c.files))
+	var write []int
+	for i, f := range c.files {
+		if o, ok := oldBy[f.path]; ok && o.id == f.id && o.mode == f.mode {
+			// Kept only as its index recorded it: a file changed since
+			// is written again.
+			e, ok := idx.find(f.path)
+			fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.path)))
+			if ok && err == nil {
+				if st, ok := statOf(fi); ok && e.matches(fi, st) {
+					stats[i], kept[f.path] = e.stat, true
+					continue
+				}
+			}
+		}
+		write = append(write, i)
+	}
+	// Old files not kept go first, then directories they leave empty
+	// (deepest first): a path may change between file and directory.
+	dirs := map[string]bool{}
+	for _, o := range old.files {
+		if kept[o.path] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, filepath.FromSlash(o.path))); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		for d := path.Dir(o.path); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	byDepth := make([]string, 0, len(dirs))
+	for d := range dirs {
+		byDepth = append(byDepth, d)
+	}
+	sort.Slice(byDepth, func(i, j int) bool { return len(byDepth[i]) > len(byDepth[j]) })
+	for _, d := range byDepth {
+		_ = os.Remove(filepath.Join(dir, filepath.FromSlash(d))) // fails when not empty: kept
+	}
+	made := map[string]bool{}
+	budget := int64(maxCheckoutBytes)
+	for start := 0; start < len(write); start += maxBatch {
+		end := min(start+maxBatch, len(write))
+		ids := make([]string, 0, end-start)
+		for _, i := range write[start:end] {
+			ids = append(ids, c.files[i].id)
+		}
+		objs, err := c.o.readObjectsWithin(ctx, ids, &budget)
+		if err != nil {
+			return nil, err
+		}
+		for k, ob := range objs {
+			i := write[start+k]
+			f := c.files[i]
+			if errors.Is(ob.err, errOverBudget) {
+				return nil, fmt.Errorf("files over %d MiB: %w", maxCheckoutBytes>>20, ErrUnsupported)
+			}
+			if ob.err != nil {
+				return nil, ob.err
+			}
+			if ob.typ != "blob" {
+				return nil, fmt.Errorf("%s (%s) is a %s, not a blob", f.path, f.id, ob.typ)
+			}
+			st, err := checkoutFile(dir, f, ob.data, made)
+			if err != nil {
+				return nil, err
+			}
+			stats[i] = st
+		}
+	}
+	return c.index(stats), nil
+}
+
+// IndexLists reports whether an index (a file's contents) lists path;
+// false too for an index this package does not read.
+func IndexLists(index []byte, path string) bool {
+	idx, ok := parseIndex(index)
+	if !ok {
+		return false
+	}
+	_, found := idx.find(path)
+	return found
+}

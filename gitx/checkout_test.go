@@ -178,3 +178,65 @@ func TestCheckoutDirsNotThroughLinks(t *testing.T) {
 		t.Fatalf("c/d/e: %v", err)
 	}
 }
+
+// Over a checkout of one commit, WriteOver leaves the checkout of another
+// (files switching between file and directory, modes, links, deletions,
+// a file changed since its index was written):
+// the index git's read-tree gives, files git finds unchanged, nothing the
+// tree lacks.
+func TestCheckoutWriteOverAgreesWithGit(t *testing.T) {
+	h := newHistory(t, 11)
+	commits := h.build(16)
+	o := OpenObjects(h.dir)
+	defer o.Close()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "wt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prev, err := o.PlanCheckout(ctx, commits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := prev.Write(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range commits[1:] {
+		co, err := o.PlanCheckout(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A file changed behind the index's back is written again.
+		for _, f := range prev.files {
+			if f.mode == 0o100644 {
+				if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(f.path)), []byte("tampered\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		if raw, err = co.WriteOver(ctx, dir, prev, raw); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		prev = co
+		mine := filepath.Join(t.TempDir(), "index")
+		if err := os.WriteFile(mine, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gits := filepath.Join(t.TempDir(), "index")
+		obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "read-tree", c)
+		got, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + mine}, false, "ls-files", "-s")
+		want, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "ls-files", "-s")
+		if got != want {
+			t.Fatalf("%s: ls-files -s\n%s\ngit's read-tree:\n%s", c, got, want)
+		}
+		env := []string{"GIT_INDEX_FILE=" + mine, "GIT_WORK_TREE=" + dir}
+		if out, code := obGitRun(t, h.dir, env, true, "diff-files", "--name-status"); code != 0 || out != "" {
+			t.Fatalf("%s: files differ from the index: %q", c, out)
+		}
+		if out, _ := obGitRun(t, h.dir, env, false, "ls-files", "--others", "--directory"); out != "" {
+			t.Fatalf("%s: files or directories the tree lacks: %q", c, out)
+		}
+	}
+}

@@ -65,12 +65,30 @@ func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, 
 		_ = os.RemoveAll(admin)
 		dropRef()
 	}
+	// A spare checkout, when there is one, becomes the worktree's
+	// directory; only its files that differ are rewritten.
+	sp, old := m.takeSpare(ctx, objs)
+	if sp != nil && os.Rename(sp.dir, abs) != nil {
+		_ = os.RemoveAll(sp.dir)
+		sp = nil
+	}
+	if sp == nil {
+		if err := os.Mkdir(abs, 0o777); err != nil {
+			undo()
+			return "", nil, false
+		}
+	}
 	if err := register(abs, admin, branch); err != nil {
 		undo()
 		return "", nil, false
 	}
 	fill = func(ctx context.Context) error {
-		err := checkOut(ctx, co, abs, admin)
+		var err error
+		if sp != nil {
+			err = checkOutOver(ctx, co, abs, admin, old, sp.index)
+		} else {
+			err = checkOut(ctx, co, abs, admin)
+		}
 		if err != nil {
 			m.mu.Lock()
 			m.reg.Lock()
@@ -97,12 +115,9 @@ func halfMade(abs string) bool {
 	return err == nil && string(b) == making
 }
 
-// register makes abs the worktree whose administrative directory is admin,
+// register makes abs (an existing directory) the worktree whose administrative directory is admin,
 // on branch.
 func register(abs, admin, branch string) error {
-	if err := os.Mkdir(abs, 0o777); err != nil {
-		return err
-	}
 	// git records both paths resolved (a symlinked /tmp included).
 	realAbs, err := filepath.EvalSymlinks(abs)
 	if err != nil {
@@ -132,6 +147,20 @@ func checkOut(ctx context.Context, co *gitx.Checkout, abs, admin string) error {
 	if err != nil {
 		return err
 	}
+	return writeIndex(index, admin)
+}
+
+// checkOutOver is checkOut over a spare checkout of old with its index.
+func checkOutOver(ctx context.Context, co *gitx.Checkout, abs, admin string, old *gitx.Checkout, oldIndex []byte) error {
+	index, err := co.WriteOver(ctx, abs, old, oldIndex)
+	if err != nil {
+		return err
+	}
+	return writeIndex(index, admin)
+}
+
+// writeIndex puts the worktree's index in place and unlocks it.
+func writeIndex(index []byte, admin string) error {
 	// As git writes an index: a lock file renamed into place.
 	lock := filepath.Join(admin, "index.lock")
 	if err := os.WriteFile(lock, index, 0o666); err != nil {

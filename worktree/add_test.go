@@ -202,3 +202,86 @@ func TestHalfMadeWorktreeIsMadeAgain(t *testing.T) {
 		t.Fatalf("on %q, want %q", got, branch)
 	}
 }
+
+// TestLandedWorktreeIsReusedForTheNext: a clean worktree removed once its
+// work landed is kept as a spare, and the next new worktree is made from
+// it: the target's files as they are now (the landed change included),
+// nothing of the last task's scratchpad, a clean status; spares left at
+// Close are deleted by the next session.
+func TestLandedWorktreeIsReusedForTheNext(t *testing.T) {
+	repo := newRepo(t, true)
+	write(t, filepath.Join(repo, "a", "b", "c.txt"), "c\n")
+	run(t, repo, "git", "add", "-A")
+	run(t, repo, "git", "commit", "-q", "-m", "more")
+	m := &Manager{RepoDir: repo, Target: "main"}
+	ctx := context.Background()
+	spares := func() []string {
+		m, _ := filepath.Glob(filepath.Join(repo, Dir, sparePrefix+"*"))
+		return m
+	}
+	wt, err := m.Ensure(ctx, "claude", "ch-1", Options{Scratchpad: "notes\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(wt.Dir, "a", "b", "c.txt"), "changed\n")
+	write(t, filepath.Join(wt.Dir, "new.txt"), "new\n")
+	if err := os.Remove(filepath.Join(wt.Dir, "README.md")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, wt.Dir, "git", "add", "-A", "--", "a", "new.txt", "README.md") // the scratchpad stays untracked
+	run(t, wt.Dir, "git", "commit", "-q", "-m", "work")
+	run(t, repo, "git", "merge", "-q", "--ff-only", wt.Branch)
+	// Refresh the index as an agent's next git command would, so the
+	// worktree is surely clean (its index not racy).
+	run(t, wt.Dir, "git", "status", "--porcelain")
+	if err := m.Remove(ctx, wt, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(spares()) != 1 || exists(wt.Dir) {
+		t.Fatalf("spares %v after the removal", spares())
+	}
+	// The target moves on after the spare was kept.
+	run(t, repo, "git", "rm", "-q", "-r", "a/b")
+	write(t, filepath.Join(repo, "a", "b"), "a file where a directory was\n")
+	run(t, repo, "git", "add", "-A")
+	run(t, repo, "git", "commit", "-q", "-m", "switch")
+	wt2, err := m.Ensure(ctx, "claude", "ch-2", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spares()) != 0 {
+		t.Fatalf("the spare was not used: %v", spares())
+	}
+	if got, want := run(t, wt2.Dir, "git", "ls-files", "-s"), run(t, repo, "git", "ls-files", "-s"); got != want {
+		t.Fatalf("ls-files -s\n%s\nwant\n%s", got, want)
+	}
+	if st := run(t, wt2.Dir, "git", "status", "--porcelain", "--untracked-files=all", "--ignored"); st != "" {
+		t.Fatalf("status %q", st)
+	}
+	if read(t, filepath.Join(wt2.Dir, "a", "b")) != "a file where a directory was\n" || exists(filepath.Join(wt2.Dir, "README.md")) ||
+		exists(filepath.Join(wt2.Dir, filepath.FromSlash(ScratchpadPath))) {
+		t.Fatal("the worktree does not hold the target's files")
+	}
+	run(t, wt2.Dir, "git", "commit", "-q", "--allow-empty", "-m", "still works")
+	run(t, repo, "git", "merge", "-q", "--ff-only", wt2.Branch)
+	run(t, wt2.Dir, "git", "status", "--porcelain")
+	if err := m.Remove(ctx, wt2, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(spares()) != 1 {
+		t.Fatalf("spares %v", spares())
+	}
+	// Close leaves it; the next session deletes it.
+	m.Close()
+	if len(spares()) != 1 {
+		t.Fatalf("spares %v after Close", spares())
+	}
+	m = &Manager{RepoDir: repo, Target: "main"}
+	if _, err := m.Ensure(ctx, "claude", "ch-3", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if len(spares()) != 0 {
+		t.Fatalf("the next session left %v", spares())
+	}
+}

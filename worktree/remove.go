@@ -43,7 +43,7 @@ func (m *Manager) RemoveAllKeeping(ctx context.Context, gone []Gone, why string)
 			done[i], missing = true, true
 			continue
 		}
-		admins[i], done[i], errs[i] = deleteCleanFiles(ctx, g.Dir, IsScratchpad)
+		admins[i], done[i], errs[i] = m.deleteCleanFiles(ctx, g.Dir, IsScratchpad)
 	}
 	m.reg.Lock()
 	defer m.reg.Unlock()
@@ -101,7 +101,7 @@ func (m *Manager) removeKeepingLocked(ctx context.Context, o KeepOptions) error 
 // check and the deletion of the files (the slow part) do not hold up
 // agents' worktrees being created.
 func (m *Manager) removeClean(ctx context.Context, dir string, locked bool) (done bool, err error) {
-	admin, done, err := deleteCleanFiles(ctx, dir, IsScratchpad)
+	admin, done, err := m.deleteCleanFiles(ctx, dir, IsScratchpad)
 	if !done || err != nil {
 		return done, err
 	}
@@ -113,9 +113,10 @@ func (m *Manager) removeClean(ctx context.Context, dir string, locked bool) (don
 }
 
 // deleteCleanFiles checks that dir is a plain, clean linked worktree and
-// deletes its files, returning its administrative directory for
-// unregister; done=false: nothing changed, ask git.
-func deleteCleanFiles(ctx context.Context, dir string, notWork func(rel string) bool) (admin string, done bool, err error) {
+// deletes its files (or keeps a surely clean one's as a spare, spare.go),
+// returning its administrative directory for unregister; done=false:
+// nothing changed, ask git.
+func (m *Manager) deleteCleanFiles(ctx context.Context, dir string, notWork func(rel string) bool) (admin string, done bool, err error) {
 	for _, k := range []string{"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"} {
 		if os.Getenv(k) != "" {
 			return "", false, nil
@@ -137,6 +138,8 @@ func deleteCleanFiles(ctx context.Context, dir string, notWork func(rel string) 
 		if err != nil || st != "" {
 			return "", false, nil
 		}
+	} else if m.stash(dir, admin) {
+		return admin, true, nil
 	}
 	// The files first: should this stop halfway, git still knows the
 	// worktree and `git worktree prune` (or Chorus's next start) drops it.

@@ -87,6 +87,12 @@ type Manager struct {
 	// user of the repository (gitx.ObjectStore.Share); Close releases it.
 	Objects *gitx.ObjectStore
 
+	// spares are landed worktrees' checkouts kept for new ones (spare.go).
+	spareMu   sync.Mutex
+	spares    []spare
+	sparesOff bool
+	sweeping  sync.WaitGroup
+
 	objsOnce sync.Once
 	objs     *gitx.ObjectStore // commits and trees read in-process (objects)
 	common   string            // the git common dir, "" when unknown
@@ -109,6 +115,7 @@ func (m *Manager) objects(ctx context.Context) (*gitx.ObjectStore, string, bool)
 // Close ends the object store's git process, if one was started, or
 // releases the shared one.
 func (m *Manager) Close() error {
+	m.dropSpares()
 	m.objsOnce.Do(func() {}) // no store opens after Close
 	if m.objs != nil {
 		return m.objs.Close()
@@ -275,6 +282,7 @@ func (m *Manager) attach(ctx context.Context, rel, branch string, inProcess bool
 			return Worktree{}, nil, err
 		}
 		m.excluded = true
+		m.sweepSpares()
 	}
 	abs := filepath.Join(m.RepoDir, rel)
 	wt = Worktree{Dir: abs, Branch: branch}
