@@ -518,6 +518,13 @@ func (t *tally) dependency(own string, d *edge) bool {
 		} else {
 			switch f.tag {
 			case tagIssueID:
+				// Usually the record's own id, which plain read: the same
+				// bytes between quotes are the same text.
+				if b, i, n := t.b, t.i, len(own); n > 0 && i+n+1 < len(b) && b[i] == '"' && b[i+n+1] == '"' && string(b[i+1:i+n+1]) == own {
+					t.i = i + n + 2
+					d.IssueID = own
+					break
+				}
 				var raw []byte
 				if raw, ok = t.plain(); ok && string(raw) == own {
 					d.IssueID = own // usually the record's own id

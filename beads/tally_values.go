@@ -96,19 +96,32 @@ func (t *tally) str() (lo, hi int, esc, ok bool) {
 	}
 }
 
+// plainStop marks the bytes that end a kept text's run: strStop's and
+// every byte of 0x80 or more.
+var plainStop = func() (t [256]bool) {
+	t = strStop
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = true
+	}
+	return t
+}()
+
 // plain reads a string the tally keeps: no escapes, ASCII only (else the
-// index pass reads it).
+// index pass reads it), in one loop: kept texts are short.
 func (t *tally) plain() ([]byte, bool) {
-	lo, hi, esc, ok := t.str()
-	if !ok || esc {
+	b, i := t.b, t.i
+	if i >= len(b) || b[i] != '"' {
 		return nil, false
 	}
-	for _, c := range t.b[lo:hi] {
-		if c >= 0x80 {
-			return nil, false
-		}
+	j := i + 1
+	for j < len(b) && !plainStop[b[j]] {
+		j++
 	}
-	return t.b[lo:hi], true
+	if j >= len(b) || b[j] != '"' {
+		return nil, false // an escape, a control byte, non-ASCII, no end
+	}
+	t.i = j + 1
+	return b[i+1 : j], true
 }
 
 // itext is a kept text that repeats across records (a status, a type, a
