@@ -31,7 +31,8 @@ type spare struct {
 }
 
 // stash keeps the surely clean worktree dir, whose administrative
-// directory is admin, as a spare; false: the caller deletes it.
+// directory is admin, as a spare (or deletes it); false: nothing was
+// done, the caller deletes it.
 func (m *Manager) stash(dir, admin string) bool {
 	m.spareMu.Lock()
 	full := len(m.spares) >= maxSpares || m.sparesOff
@@ -47,19 +48,22 @@ func (m *Manager) stash(dir, admin string) bool {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	to := filepath.Join(m.RepoDir, Dir, sparePrefix+hex.EncodeToString(b[:]))
-	gone := []string{filepath.Join(dir, ".git")}
-	if !gitx.IndexLists(index, ScratchpadPath) {
-		gone = append(gone, filepath.Join(dir, filepath.FromSlash(ScratchpadPath))) // not work
-	}
-	for _, p := range gone {
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
-			return false
-		}
-	}
-	_ = os.Remove(filepath.Join(dir, filepath.Dir(filepath.FromSlash(ScratchpadPath)))) // when it is left empty
+	// Moved first: a process stopped from here on leaves a spare the next
+	// session deletes, never a worktree half taken apart.
 	if err := os.Rename(dir, to); err != nil {
 		return false
 	}
+	gone := []string{filepath.Join(to, ".git")}
+	if !gitx.IndexLists(index, ScratchpadPath) {
+		gone = append(gone, filepath.Join(to, filepath.FromSlash(ScratchpadPath))) // not work
+	}
+	for _, p := range gone {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			_ = os.RemoveAll(to)
+			return true
+		}
+	}
+	_ = os.Remove(filepath.Join(to, filepath.Dir(filepath.FromSlash(ScratchpadPath)))) // when it is left empty
 	m.spareMu.Lock()
 	defer m.spareMu.Unlock()
 	if m.sparesOff {
