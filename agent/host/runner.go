@@ -142,10 +142,11 @@ func (l *Local) Start(ctx context.Context, m Meta) (*Client, error) {
 		return nil, fmt.Errorf("starting the agent host: %w", err)
 	}
 	// Reaped when it ends, so it leaves no zombie while this engine lives.
-	go func() { _ = cmd.Wait() }()
+	reap(cmd.Process)
 	ready := make(chan error, 1)
 	go func() {
 		line, err := bufio.NewReader(out).ReadString('\n')
+		_ = out.Close() // the host closes its end once ready
 		if err == nil && strings.TrimSpace(line) != "ready" {
 			err = fmt.Errorf("the agent host said %q", strings.TrimSpace(line))
 		}
