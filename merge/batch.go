@@ -228,12 +228,16 @@ func (in *integrator) extendBatch(ctx context.Context, tip string, chain []link,
 	if err := in.refTxn(ctx, txn.String()); err != nil {
 		return chain, baseTree, false
 	}
+	ids, links := make([]string, 0, len(chain)-n), map[string]link{}
 	for _, l := range chain[n:] {
-		l := l
-		if !in.q.move(l.id, StatusTesting, func(it *Item, _ *Stats) {
-			it.Candidate, it.Base, it.Head, it.Tested = l.cand, l.base, l.head, false
-			it.ConflictFiles = nil
-		}) {
+		ids, links[l.id] = append(ids, l.id), l
+	}
+	for _, ok := range in.q.moveAll(ids, StatusTesting, func(it *Item, _ *Stats) {
+		l := links[it.TaskID]
+		it.Candidate, it.Base, it.Head, it.Tested = l.cand, l.base, l.head, false
+		it.ConflictFiles = nil
+	}) {
+		if !ok {
 			return chain, baseTree, false
 		}
 	}
@@ -275,9 +279,13 @@ func (in *integrator) landBatch(ctx context.Context, tip string, chain []link) {
 		requeue(co.busy, fmt.Sprintf("finish or abort it, then retry %s", chain[0].id))
 		return
 	}
+	ids := make([]string, len(chain))
+	for i, l := range chain {
+		ids[i] = l.id
+	}
 	in.q.fenceMu.Lock()
-	for _, l := range chain {
-		if !in.q.move(l.id, StatusLanding, nil) {
+	for _, ok := range in.q.moveAll(ids, StatusLanding, nil) {
+		if !ok {
 			in.q.fenceMu.Unlock()
 			return
 		}
@@ -285,10 +293,6 @@ func (in *integrator) landBatch(ctx context.Context, tip string, chain []link) {
 	in.q.phase(PhaseLanding)
 	if ok, why := in.q.pushRemote(ctx, tip, last.cand); !ok {
 		in.q.fenceMu.Unlock()
-		ids := make([]string, len(chain))
-		for i, l := range chain {
-			ids[i] = l.id
-		}
 		in.q.remoteRefused(ctx, ids, tip, why)
 		return
 	}
@@ -326,10 +330,11 @@ func (in *integrator) landBatch(ctx context.Context, tip string, chain []link) {
 	}
 	at := in.q.opt.Now()
 	in.q.phase(PhaseCAS)
-	landed := make([]bool, len(chain))
-	for i, l := range chain {
-		landed[i] = in.recordLanded(l.id, l.cand, false, at)
+	cands := map[string]string{}
+	for _, l := range chain {
+		cands[l.id] = l.cand
 	}
+	landed := in.q.moveAll(ids, StatusLanded, func(it *Item, st *Stats) { in.landed(it, st, cands[it.TaskID], false, at) })
 	in.q.fenceMu.Unlock()
 	in.rememberTree(last.cand, last.tree)
 	for i, l := range chain {

@@ -217,6 +217,58 @@ func (s *Service) apply(id string, ok func(*Item) bool, to Status, f func(it *It
 	return true
 }
 
+// moveAll is move for several items with one save: each change is
+// checked as move checks it (a refused one leaves its item as it was and
+// is false in the result); when the save fails, all are undone and the
+// queue pauses. A batch's items move together, one fsync for them all.
+func (s *Service) moveAll(ids []string, to Status, f func(it *Item, st *Stats)) []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := make([]bool, len(ids))
+	type undo struct {
+		it  *Item
+		old Item
+	}
+	var undos []undo
+	before := s.stats
+	for i, id := range ids {
+		it := s.findLocked(id)
+		if it == nil || s.fencedLocked(it) {
+			continue
+		}
+		old, oldStats := *it, s.stats
+		if f != nil {
+			f(it, &s.stats)
+		}
+		err := queue.Check(old.Status, it.Status)
+		if err == nil {
+			err = queue.Move(it, to)
+		}
+		if err != nil {
+			*it, s.stats = old, oldStats
+			s.refusedLocked(id, err)
+			continue
+		}
+		it.UpdatedAt = s.opt.Now()
+		undos, moved[i] = append(undos, undo{it, old}), true
+	}
+	if len(undos) == 0 {
+		return moved
+	}
+	if err := s.saveLocked(); err != nil {
+		for _, u := range undos {
+			*u.it = u.old
+		}
+		s.stats = before
+		s.stats.Paused = true
+		s.stats.PauseReason = "could not save the merge queue: " + err.Error()
+		s.publishLocked()
+		s.emit(Event{Kind: EventPaused, TaskID: undos[0].it.TaskID, Message: s.stats.PauseReason})
+		return make([]bool, len(ids))
+	}
+	return moved
+}
+
 // mark changes a transient status of the integrator (merging, testing, resolving)
 // and publishes it without persisting: a restart turns those back into
 // pending anyway, and every persist costs the engine an fsync.

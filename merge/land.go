@@ -201,23 +201,26 @@ func (in *integrator) finishLanded(ctx context.Context, id, commit string, clean
 // recordLanded persists "landed" (at: when the target took the commit)
 // and the new baseline tip.
 func (in *integrator) recordLanded(id, commit string, cleaned bool, at time.Time) bool {
-	return in.q.move(id, StatusLanded, func(it *Item, st *Stats) {
-		manual := it.Human || it.User
-		it.MergeCommit, it.LandedAt = commit, at
-		it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
-		if commit != "" {
-			st.TargetTip = commit
-			in.extendChain(it.Base, commit)
-		}
-		if manual {
-			st.MergesManual++
-		} else {
-			st.MergesAuto++
-		}
-		st.SinceCheckpoint++
-		st.Reverted = without(st.Reverted, id)
-		it.ResolvedFrom = ""
-	})
+	return in.q.move(id, StatusLanded, func(it *Item, st *Stats) { in.landed(it, st, commit, cleaned, at) })
+}
+
+// landed is what recording a landing changes on the item and the stats.
+func (in *integrator) landed(it *Item, st *Stats, commit string, cleaned bool, at time.Time) {
+	manual := it.Human || it.User
+	it.MergeCommit, it.LandedAt = commit, at
+	it.Recoveries, it.LastError, it.Action, it.Cleaned = 0, "", "", cleaned
+	if commit != "" {
+		st.TargetTip = commit
+		in.extendChain(it.Base, commit)
+	}
+	if manual {
+		st.MergesManual++
+	} else {
+		st.MergesAuto++
+	}
+	st.SinceCheckpoint++
+	st.Reverted = without(st.Reverted, it.TaskID)
+	it.ResolvedFrom = ""
 }
 
 // afterLanded announces a landing, dated when the target took it (at),

@@ -224,3 +224,44 @@ func TestTakeRelease(t *testing.T) {
 		t.Fatalf("take on a drained queue of waiting items = %+v", w)
 	}
 }
+
+// moveAll saves once for all the items it moves; one it cannot move (gone
+// from the queue) is false, and a failed save undoes every change and
+// pauses.
+func TestMoveAll(t *testing.T) {
+	r := newRepo(t)
+	saves, fail := 0, false
+	svc, err := New(baseOptions(r.dir), func([]Item, Stats) error {
+		if fail {
+			return errors.New("disk full")
+		}
+		saves++
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"m-1", "m-2", "m-3"} {
+		if err := svc.Enqueue(Request{TaskID: id, Branch: "chorus/" + id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func(id string) Status { it, _ := svc.get(id); return it.Status }
+	svc.mark("m-1", StatusMerging)
+	svc.mark("m-2", StatusMerging)
+	saves = 0
+	got := svc.moveAll([]string{"m-1", "m-2", "gone"}, StatusTesting, func(it *Item, _ *Stats) { it.Candidate = "c-" + it.TaskID })
+	if !got[0] || !got[1] || got[2] || saves != 1 {
+		t.Fatalf("moved %v with %d saves, want [true true false] with 1", got, saves)
+	}
+	if it, _ := svc.get("m-1"); it.Status != StatusTesting || it.Candidate != "c-m-1" {
+		t.Fatalf("m-1: %s, candidate %q", it.Status, it.Candidate)
+	}
+	fail = true
+	if got := svc.moveAll([]string{"m-1", "m-2"}, StatusPending, nil); got[0] || got[1] {
+		t.Fatalf("moved %v with the save failing", got)
+	}
+	if status("m-1") != StatusTesting || status("m-2") != StatusTesting || !svc.Snapshot().Stats.Paused {
+		t.Fatalf("after a failed save: %s, %s, paused %v", status("m-1"), status("m-2"), svc.Snapshot().Stats.Paused)
+	}
+}
