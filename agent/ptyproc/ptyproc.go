@@ -338,6 +338,7 @@ func (p *Proc) deliver(chunk []byte, stalled bool) bool {
 }
 
 func (p *Proc) waitLoop() {
+	awaitExit(p.cmd.Process.Pid)
 	err := p.cmd.Wait()
 	close(p.exited)
 	code := p.cmd.ProcessState.ExitCode()
