@@ -428,3 +428,12 @@ func IndexLists(index []byte, path string) bool {
 	_, found := idx.find(path)
 	return found
 }
+
+// Reusable reports whether a checkout whose index is index could be
+// written over in-process (Checkout.WriteOver): a version 2 index of at
+// most maxCheckoutFiles entries. A larger tree is git's to check out, so
+// keeping it for reuse would only hold its disk.
+func Reusable(index []byte) bool {
+	return len(index) >= 12 && string(index[:4]) == "DIRC" &&
+		binary.BigEndian.Uint32(index[4:8]) == 2 && binary.BigEndian.Uint32(index[8:12]) <= maxCheckoutFiles
+}

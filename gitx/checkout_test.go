@@ -2,6 +2,7 @@ package gitx
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -237,6 +238,30 @@ func TestCheckoutWriteOverAgreesWithGit(t *testing.T) {
 		}
 		if out, _ := obGitRun(t, h.dir, env, false, "ls-files", "--others", "--directory"); out != "" {
 			t.Fatalf("%s: files or directories the tree lacks: %q", c, out)
+		}
+	}
+}
+
+func TestReusable(t *testing.T) {
+	head := func(magic string, version, n uint32) []byte {
+		b := []byte(magic)
+		b = binary.BigEndian.AppendUint32(b, version)
+		return binary.BigEndian.AppendUint32(b, n)
+	}
+	for _, tc := range []struct {
+		index []byte
+		want  bool
+	}{
+		{head("DIRC", 2, 3), true},
+		{head("DIRC", 2, maxCheckoutFiles), true},
+		{head("DIRC", 2, maxCheckoutFiles+1), false}, // git's to check out: no use kept
+		{head("DIRC", 4, 3), false},
+		{head("DIRX", 2, 3), false},
+		{[]byte("DIRC"), false},
+		{nil, false},
+	} {
+		if got := Reusable(tc.index); got != tc.want {
+			t.Errorf("Reusable(% x) = %v", tc.index, got)
 		}
 	}
 }

@@ -42,7 +42,7 @@ func (m *Manager) stash(dir, admin string) bool {
 	}
 	head := gitx.WorktreeHead(dir)
 	index, err := os.ReadFile(filepath.Join(admin, "index"))
-	if len(head) != 40 || err != nil {
+	if len(head) != 40 || err != nil || !gitx.Reusable(index) {
 		return false
 	}
 	var b [8]byte
