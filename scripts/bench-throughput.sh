@@ -27,4 +27,4 @@ trap 'rm -rf "$TMP"' EXIT
 (cd "$ROOT" && go build -o "$TMP/chorus" ./cmd/chorus && go build -o "$TMP/chorus-signal" ./cmd/chorus-signal &&
 	go build -o "$TMP/chorus-agent-host" ./cmd/chorus-agent-host &&
 	go build -o "$TMP/bench-throughput" ./scripts/bench-throughput)
-exec nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep} ${LATENCY:+-latency} ${CHECKS:+-checks}
+nice "$TMP/bench-throughput" -chorus "$TMP/chorus" -tasks "${1:-20,60}" -agents "${2:-8}" -rounds "${ROUNDS:-1}" ${QUALITY:+-quality "$QUALITY"} ${KEEP:+-keep} ${LATENCY:+-latency} ${CHECKS:+-checks}
