@@ -29,7 +29,7 @@ for i in $(seq "$N"); do
 	tree=$(git merge-tree --write-tree "$tip" "t$i")
 	tip=$(git commit-tree "$tree" -p "$tip" -p "t$i" -m "Merge t$i")
 done
-d=$(mktemp -d)
+d=.worktrees/batch # inside the round's repository, removed with it
 git worktree add -q --detach "$d" "$tip"
 (cd "$d" && sh -c "$QUALITY")
 git update-ref refs/heads/main "$tip"
