@@ -191,38 +191,52 @@ func plainName(n string) bool {
 // data, the cache-tree of the whole tree. Files are created with the
 // process's umask, as git creates them.
 func (c *Checkout) Write(ctx context.Context, dir string) ([]byte, error) {
-	ids := make([]string, len(c.files))
-	for i, f := range c.files {
-		ids[i] = f.id
+	all := make([]int, len(c.files))
+	for i := range all {
+		all[i] = i
 	}
-	made := map[string]bool{}
 	stats := make([]statData, len(c.files))
+	if err := c.writeFiles(ctx, dir, all, stats); err != nil {
+		return nil, err
+	}
+	return c.index(stats), nil
+}
+
+// writeFiles creates the files c.files[i] for i in which (their paths
+// free), reading their blobs in batches within the checkout's budget, and
+// records each one's stat data in stats[i].
+func (c *Checkout) writeFiles(ctx context.Context, dir string, which []int, stats []statData) error {
+	made := map[string]bool{}
 	budget := int64(maxCheckoutBytes)
-	for start := 0; start < len(c.files); start += maxBatch {
-		end := min(start+maxBatch, len(c.files))
-		objs, err := c.o.readObjectsWithin(ctx, ids[start:end], &budget)
+	for start := 0; start < len(which); start += maxBatch {
+		batch := which[start:min(start+maxBatch, len(which))]
+		ids := make([]string, len(batch))
+		for k, i := range batch {
+			ids[k] = c.files[i].id
+		}
+		objs, err := c.o.readObjectsWithin(ctx, ids, &budget)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for k, ob := range objs {
-			f := c.files[start+k]
+			f := c.files[batch[k]]
 			if errors.Is(ob.err, errOverBudget) {
-				return nil, fmt.Errorf("files over %d MiB: %w", maxCheckoutBytes>>20, ErrUnsupported)
+				return fmt.Errorf("files over %d MiB: %w", maxCheckoutBytes>>20, ErrUnsupported)
 			}
 			if ob.err != nil {
-				return nil, ob.err
+				return ob.err
 			}
 			if ob.typ != "blob" {
-				return nil, fmt.Errorf("%s (%s) is a %s, not a blob", f.path, f.id, ob.typ)
+				return fmt.Errorf("%s (%s) is a %s, not a blob", f.path, f.id, ob.typ)
 			}
 			st, err := checkoutFile(dir, f, ob.data, made)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			stats[start+k] = st
+			stats[batch[k]] = st
 		}
 	}
-	return c.index(stats), nil
+	return nil
 }
 
 func checkoutFile(dir string, f checkoutEntry, data []byte, made map[string]bool) (statData, error) {
@@ -384,36 +398,8 @@ func (c *Checkout) WriteOver(ctx context.Context, dir string, old *Checkout, old
 	for _, d := range byDepth {
 		_ = os.Remove(filepath.Join(dir, filepath.FromSlash(d))) // fails when not empty: kept
 	}
-	made := map[string]bool{}
-	budget := int64(maxCheckoutBytes)
-	for start := 0; start < len(write); start += maxBatch {
-		end := min(start+maxBatch, len(write))
-		ids := make([]string, 0, end-start)
-		for _, i := range write[start:end] {
-			ids = append(ids, c.files[i].id)
-		}
-		objs, err := c.o.readObjectsWithin(ctx, ids, &budget)
-		if err != nil {
-			return nil, err
-		}
-		for k, ob := range objs {
-			i := write[start+k]
-			f := c.files[i]
-			if errors.Is(ob.err, errOverBudget) {
-				return nil, fmt.Errorf("files over %d MiB: %w", maxCheckoutBytes>>20, ErrUnsupported)
-			}
-			if ob.err != nil {
-				return nil, ob.err
-			}
-			if ob.typ != "blob" {
-				return nil, fmt.Errorf("%s (%s) is a %s, not a blob", f.path, f.id, ob.typ)
-			}
-			st, err := checkoutFile(dir, f, ob.data, made)
-			if err != nil {
-				return nil, err
-			}
-			stats[i] = st
-		}
+	if err := c.writeFiles(ctx, dir, write, stats); err != nil {
+		return nil, err
 	}
 	return c.index(stats), nil
 }

@@ -35,28 +35,36 @@ func TestCheckoutAgreesWithGit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		idx, ok := parseIndex(raw)
-		if tree := obGit(t, h.dir, "rev-parse", c+"^{tree}"); !ok || idx.tree != tree {
-			t.Fatalf("%s: index parsed %v, cache-tree root %q, want %s", c, ok, idx.tree, tree)
-		}
-		mine := filepath.Join(t.TempDir(), "index")
-		if err := os.WriteFile(mine, raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		gits := filepath.Join(t.TempDir(), "index")
-		obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "read-tree", c)
-		got, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + mine}, false, "ls-files", "-s")
-		want, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "ls-files", "-s")
-		if got != want {
-			t.Fatalf("%s: ls-files -s\n%s\ngit's read-tree:\n%s", c, got, want)
-		}
-		env := []string{"GIT_INDEX_FILE=" + mine, "GIT_WORK_TREE=" + dir}
-		if out, code := obGitRun(t, h.dir, env, true, "diff-files", "--name-status"); code != 0 || out != "" {
-			t.Fatalf("%s: files differ from the index: %q", c, out)
-		}
-		if out, _ := obGitRun(t, h.dir, env, false, "ls-files", "--others"); out != "" {
-			t.Fatalf("%s: files the tree lacks: %q", c, out)
-		}
+		agreesWithGit(t, h.dir, c, dir, raw)
+	}
+}
+
+// agreesWithGit checks the checkout of commit in dir, with index raw,
+// against git: the commit's tree as the cache-tree root, the entries git's
+// read-tree gives, files git finds unchanged, nothing the tree lacks.
+func agreesWithGit(t *testing.T, repo, commit, dir string, raw []byte) {
+	t.Helper()
+	idx, ok := parseIndex(raw)
+	if tree := obGit(t, repo, "rev-parse", commit+"^{tree}"); !ok || idx.tree != tree {
+		t.Fatalf("%s: index parsed %v, cache-tree root %q, want %s", commit, ok, idx.tree, tree)
+	}
+	mine := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(mine, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gits := filepath.Join(t.TempDir(), "index")
+	obGitRun(t, repo, []string{"GIT_INDEX_FILE=" + gits}, false, "read-tree", commit)
+	got, _ := obGitRun(t, repo, []string{"GIT_INDEX_FILE=" + mine}, false, "ls-files", "-s")
+	want, _ := obGitRun(t, repo, []string{"GIT_INDEX_FILE=" + gits}, false, "ls-files", "-s")
+	if got != want {
+		t.Fatalf("%s: ls-files -s\n%s\ngit's read-tree:\n%s", commit, got, want)
+	}
+	env := []string{"GIT_INDEX_FILE=" + mine, "GIT_WORK_TREE=" + dir}
+	if out, code := obGitRun(t, repo, env, true, "diff-files", "--name-status"); code != 0 || out != "" {
+		t.Fatalf("%s: files differ from the index: %q", commit, out)
+	}
+	if out, _ := obGitRun(t, repo, env, false, "ls-files", "--others", "--directory"); out != "" {
+		t.Fatalf("%s: files or directories the tree lacks: %q", commit, out)
 	}
 }
 
@@ -221,24 +229,7 @@ func TestCheckoutWriteOverAgreesWithGit(t *testing.T) {
 			t.Fatalf("%s: %v", c, err)
 		}
 		prev = co
-		mine := filepath.Join(t.TempDir(), "index")
-		if err := os.WriteFile(mine, raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		gits := filepath.Join(t.TempDir(), "index")
-		obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "read-tree", c)
-		got, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + mine}, false, "ls-files", "-s")
-		want, _ := obGitRun(t, h.dir, []string{"GIT_INDEX_FILE=" + gits}, false, "ls-files", "-s")
-		if got != want {
-			t.Fatalf("%s: ls-files -s\n%s\ngit's read-tree:\n%s", c, got, want)
-		}
-		env := []string{"GIT_INDEX_FILE=" + mine, "GIT_WORK_TREE=" + dir}
-		if out, code := obGitRun(t, h.dir, env, true, "diff-files", "--name-status"); code != 0 || out != "" {
-			t.Fatalf("%s: files differ from the index: %q", c, out)
-		}
-		if out, _ := obGitRun(t, h.dir, env, false, "ls-files", "--others", "--directory"); out != "" {
-			t.Fatalf("%s: files or directories the tree lacks: %q", c, out)
-		}
+		agreesWithGit(t, h.dir, c, dir, raw)
 	}
 }
 
