@@ -50,9 +50,16 @@ func TestGatherWait(t *testing.T) {
 
 func gatherService(t *testing.T, r *repo, log string) *harness {
 	t.Helper()
+	return checkingService(t, r, "echo run >> "+log)
+}
+
+// checkingService runs a merge service whose check is script and whose
+// gathering only another task's arrival ends.
+func checkingService(t *testing.T, r *repo, script string) *harness {
+	t.Helper()
 	opt := baseOptions(r.dir)
-	opt.Quality = quality("echo run >> " + log)
-	opt.GatherWindow = time.Hour // only the other task's arrival ends the wait
+	opt.Quality = quality(script)
+	opt.GatherWindow = time.Hour
 	store := &fileStore{path: filepath.Join(r.dir, ".chorus", "state.json")}
 	svc, err := New(opt, store.persist, nil)
 	if err != nil {

@@ -51,18 +51,8 @@ func TestItemJoinsRunningBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opt := baseOptions(r.dir)
 	// Each run says it started, then waits for the test to let it pass.
-	opt.Quality = quality(`echo "$CHORUS_TASK_ID" >> ` + log + `; echo > ` + started + `; read x < ` + gate)
-	opt.GatherWindow = time.Hour
-	store := &fileStore{path: filepath.Join(r.dir, ".chorus", "state.json")}
-	svc, err := New(opt, store.persist, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, r: r, svc: svc, store: store, done: make(chan error, 1)}
-	h.run()
-	t.Cleanup(h.stop)
+	h := checkingService(t, r, `echo "$CHORUS_TASK_ID" >> `+log+`; echo > `+started+`; read x < `+gate)
 	before := r.git("rev-parse", "main")
 	h.svc.Checking("j-2", true) // j-1 waits for it: the two start the batch
 	for _, id := range []string{"j-1", "j-2"} {
