@@ -9,9 +9,7 @@ package main
 // moves main once.
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,17 +70,7 @@ func (b *bench) chorusChecks(round int) (float64, error) {
 	landed := 0
 	var order []string
 	seen := map[string][]traced{} // BENCH_TRACE: each task's events in order
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Time time.Time `json:"time"`
-			Kind string    `json:"kind"`
-			Task string    `json:"task"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
+	for _, ev := range events(out.Bytes()) {
 		if trace {
 			if _, ok := seen[ev.Task]; !ok {
 				order = append(order, ev.Task)

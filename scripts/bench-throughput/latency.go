@@ -10,9 +10,7 @@ package main
 // branch.
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,17 +88,7 @@ func (b *bench) chorusLatency(round int) ([]float64, error) {
 	}
 	landed := map[string]time.Time{}
 	seen := map[string][]traced{} // BENCH_TRACE: each task's events in order
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Time time.Time `json:"time"`
-			Kind string    `json:"kind"`
-			Task string    `json:"task"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
+	for _, ev := range events(out.Bytes()) {
 		if ev.Kind == "merge_landed" {
 			landed[ev.Task] = ev.Time
 		}

@@ -17,15 +17,8 @@ import (
 func printPhases(out []byte, start, end time.Time) {
 	steps := []string{"agent_assigned", "agent_started", "signal", "merge_enqueued", "merge_landed"}
 	at := map[string]map[string]time.Time{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Time time.Time `json:"time"`
-			Kind string    `json:"kind"`
-			Task string    `json:"task"`
-		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Task == "" {
+	for _, ev := range events(out) {
+		if ev.Task == "" {
 			continue
 		}
 		if at[ev.Task] == nil {
@@ -72,4 +65,26 @@ func short(kind string) string {
 		return kind[i+1:]
 	}
 	return kind
+}
+
+// event is one line of a headless run's --json output, as the benchmarks
+// read it.
+type event struct {
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	Task string    `json:"task"`
+}
+
+// events parses out's event lines; other lines are skipped.
+func events(out []byte) []event {
+	var evs []event
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
 }
