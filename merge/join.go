@@ -12,13 +12,13 @@ import (
 // its chain, which is checked again from its new end, for as long as
 // restarting costs the batch less than half a check.
 
-// joinRunning reports whether newcomers join a batch whose check first
-// started since ago (0: not started, nothing to restart): batching
-// applies, they fit and the batch has not been checked for longer than
+// joinRunning reports whether newcomers (batchable ones) join a batch
+// whose check first started since ago (0: not started, nothing to
+// restart): they fit and the batch has not been checked for longer than
 // the window, or half a check's length (as last measured in a worktree)
 // when that is longer.
-func joinRunning(batching bool, inBatch, newcomers int, since, check, window time.Duration) bool {
-	if !batching || newcomers == 0 || inBatch >= maxBatch || window <= 0 {
+func joinRunning(inBatch, newcomers int, since, check, window time.Duration) bool {
+	if newcomers == 0 || inBatch >= maxBatch || window <= 0 {
 		return false
 	}
 	return since < max(window, check/2)
@@ -31,10 +31,11 @@ type batchCheck struct {
 	first  time.Time
 }
 
-// joinersLocked is the runnable items that may join the batch the
-// integrator holds, in the queue's order, as many as it has room for.
+// joinersLocked is the runnable items that join the batch the integrator
+// holds now, in the queue's order, as many as it has room for: none when
+// batching does not apply or the batch has been checked for too long.
 func (s *Service) joinersLocked() []string {
-	if !s.batchingLocked() {
+	if s.batch == nil || !s.batchingLocked() {
 		return nil
 	}
 	var ids []string
@@ -45,6 +46,9 @@ func (s *Service) joinersLocked() []string {
 		if !s.batch[it.TaskID] && s.batchableLocked(it) {
 			ids = append(ids, it.TaskID)
 		}
+	}
+	if !joinRunning(len(s.batch), len(ids), s.sinceFirstLocked(), s.checkLen, s.opt.GatherWindow) {
+		return nil
 	}
 	return ids
 }
@@ -62,13 +66,7 @@ func (s *Service) sinceFirstLocked() time.Duration {
 func (s *Service) join() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.batch == nil {
-		return nil
-	}
 	ids := s.joinersLocked()
-	if !joinRunning(true, len(s.batch), len(ids), s.sinceFirstLocked(), s.checkLen, s.opt.GatherWindow) {
-		return nil
-	}
 	for _, id := range ids {
 		s.batch[id] = true
 	}
@@ -97,10 +95,10 @@ func (s *Service) batchOver() {
 // restartForJoinersLocked stops the running batch check when items queued
 // since may join the batch: the integrator merges them on and checks again.
 func (s *Service) restartForJoinersLocked() {
-	if s.checkRun.cancel == nil || s.batch == nil {
+	if s.checkRun.cancel == nil {
 		return
 	}
-	if joinRunning(true, len(s.batch), len(s.joinersLocked()), s.sinceFirstLocked(), s.checkLen, s.opt.GatherWindow) {
+	if len(s.joinersLocked()) > 0 {
 		s.checkRun.cancel()
 		s.checkRun.cancel = nil
 	}

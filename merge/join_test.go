@@ -14,27 +14,25 @@ func TestJoinRunning(t *testing.T) {
 	s := time.Second
 	for _, c := range []struct {
 		name              string
-		batching          bool
 		inBatch, newcomer int
 		since, check      time.Duration
 		want              bool
 	}{
-		{"before the check starts", true, 3, 1, 0, 5 * s, true},
-		{"early in a 5 s check", true, 3, 2, 2 * s, 5 * s, true},
-		{"past half a 5 s check", true, 3, 1, 2500 * time.Millisecond, 5 * s, false},
-		{"short check: the window", true, 3, 1, s, 200 * time.Millisecond, true},
-		{"short check: past the window", true, 3, 1, w, 200 * time.Millisecond, false},
-		{"no check measured: the window", true, 3, 1, s, 0, true},
-		{"no newcomer", true, 3, 0, 0, 5 * s, false},
-		{"a full batch", true, maxBatch, 1, 0, 5 * s, false},
-		{"no batching", false, 3, 1, 0, 5 * s, false},
+		{"before the check starts", 3, 1, 0, 5 * s, true},
+		{"early in a 5 s check", 3, 2, 2 * s, 5 * s, true},
+		{"past half a 5 s check", 3, 1, 2500 * time.Millisecond, 5 * s, false},
+		{"short check: the window", 3, 1, s, 200 * time.Millisecond, true},
+		{"short check: past the window", 3, 1, w, 200 * time.Millisecond, false},
+		{"no check measured: the window", 3, 1, s, 0, true},
+		{"no newcomer", 3, 0, 0, 5 * s, false},
+		{"a full batch", maxBatch, 1, 0, 5 * s, false},
 	} {
 		window := w
-		if got := joinRunning(c.batching, c.inBatch, c.newcomer, c.since, c.check, window); got != c.want {
+		if got := joinRunning(c.inBatch, c.newcomer, c.since, c.check, window); got != c.want {
 			t.Errorf("%s: joins %v, want %v", c.name, got, c.want)
 		}
 	}
-	if joinRunning(true, 1, 1, 0, 5*s, -1) {
+	if joinRunning(1, 1, 0, 5*s, -1) {
 		t.Error("joins with gathering off")
 	}
 }
