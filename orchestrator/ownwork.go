@@ -52,9 +52,13 @@ func judgeComplete(w worktree.Work, s signal.Signal, branch string) completeVerd
 func (r *agentRun) onComplete(t beads.Task, wt worktree.Worktree, pp *agentProc, gen int, s signal.Signal) turnResult {
 	w, err := r.e.wt.OwnWork(r.ctx, wt, r.e.verifiedTip())
 	if err != nil {
-		// The quality gate still stands between this and the target.
+		// Unread is not "nothing" and not "done": a branch whose commits
+		// cannot be read may hold work the gate would merge as nothing.
 		r.event(EvError, "looking for the agent's work: "+err.Error(), nil)
-		return r.gate(t, wt, pp, gen)
+		alert := "COMPLETE refused: the worktree's git state could not be read"
+		r.event(EvAlert, alert, nil)
+		r.ledgerLine(t, alert)
+		return turnResult{failure: unreadWork(err), end: EndRefused}
 	}
 	v := judgeComplete(w, s, wt.Branch)
 	switch {
@@ -70,6 +74,12 @@ func (r *agentRun) onComplete(t beads.Task, wt worktree.Worktree, pp *agentProc,
 	r.event(EvAlert, v.alert, fields)
 	r.ledgerLine(t, v.alert)
 	return turnResult{failure: v.refuse, end: EndRefused}
+}
+
+// unreadWork is the agent's feedback when its branch could not be read.
+func unreadWork(err error) string {
+	return "COMPLETE was not accepted: Chorus could not read your worktree's commits (" + err.Error() + "). " +
+		"Make sure `git status` and `git log` work in your worktree and your work is committed, then signal COMPLETE again."
 }
 
 // verifiedTip is the target tip the merge queue vouches for, "" without

@@ -239,3 +239,40 @@ hang
 		t.Fatalf("the WIP commit %s is not kept:\n%s", wip, out)
 	}
 }
+
+// A COMPLETE from a worktree whose git state cannot be read (its .git
+// file torn) is refused, not passed to the gate, where a branch read as
+// nothing would "land" with the work left behind; once the worktree reads
+// again, the next COMPLETE lands the commit.
+func TestCompleteUnreadableWorktreeRefused(t *testing.T) {
+	h := newHarness(t, `
+write a.txt "from a"
+commit "feat: a"
+run "mv .git .git.kept && printf 'torn' > .git"
+signal COMPLETE
+wait-input
+run "rm .git && mv .git.kept .git"
+signal COMPLETE
+hang
+`, nil)
+	id := h.task("torn worktree", beads.CreateOptions{})
+	h.start()
+	h.eng.Do(context.Background(), Command{Kind: CmdAssign, TaskID: id})
+	h.waitFor(kind(EvCompleted, id))
+	if r := h.refusals(id); len(r) != 1 {
+		t.Fatalf("refusals %q\n%s", r, h.report())
+	}
+	refused := false
+	for _, ev := range h.log {
+		if ev.Task != id {
+			continue
+		}
+		refused = refused || ev.Kind == EvAlert
+		if ev.Kind == EvMergeQueued && !refused {
+			t.Fatalf("a merge was queued before the refusal\n%s", h.report())
+		}
+	}
+	if got := git(t, h.root, "show", "main:a.txt"); got != "from a" {
+		t.Fatalf("main:a.txt = %q\n%s", got, h.report())
+	}
+}

@@ -2,8 +2,11 @@ package worktree
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/chorus-dev/chorus/gitx"
 )
@@ -82,6 +85,12 @@ func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, 
 		undo()
 		return "", nil, false
 	}
+	// Until it is filled, its lock says "being made" to this process
+	// too, and must not read as a stopped making (halfMade).
+	if m.filling == nil {
+		m.filling = map[string]bool{}
+	}
+	m.filling[abs] = true
 	fill = func(ctx context.Context) error {
 		var err error
 		if sp != nil {
@@ -89,12 +98,13 @@ func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, 
 		} else {
 			err = checkOut(ctx, co, abs, admin)
 		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.filling, abs)
 		if err != nil {
-			m.mu.Lock()
 			m.reg.Lock()
 			undo()
 			m.reg.Unlock()
-			m.mu.Unlock()
 		}
 		return err
 	}
@@ -105,14 +115,44 @@ func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, 
 // making.
 const making = "initializing\n"
 
-// halfMade reports a registered worktree whose making never finished.
-func halfMade(abs string) bool {
-	admin, ok := gitx.WorktreeAdminDir(abs)
-	if !ok {
-		return false
+// halfMade finds the administrative directory of a worktree at abs
+// whose making never finished (the engine stopped during it): still
+// locked as being made, and naming abs as its worktree — or, when it was
+// stopped before writing that, an in-process one's directory named for
+// abs. Its .git file may be missing, empty or torn, so abs is never read.
+func halfMade(common, abs string) (admin string, ok bool) {
+	if common == "" {
+		return "", false
 	}
-	b, err := os.ReadFile(filepath.Join(admin, "locked"))
-	return err == nil && string(b) == making
+	dir := filepath.Join(common, "worktrees")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	want := filepath.Join(realDir(filepath.Dir(abs)), filepath.Base(abs), ".git")
+	for _, e := range ents {
+		a := filepath.Join(dir, e.Name())
+		if b, err := os.ReadFile(filepath.Join(a, "locked")); err != nil || string(b) != making {
+			continue
+		}
+		gd, err := os.ReadFile(filepath.Join(a, "gitdir"))
+		switch {
+		case err == nil && filepath.Clean(strings.TrimSpace(string(gd))) == want:
+			return a, true
+		case errors.Is(err, fs.ErrNotExist) && e.Name() == filepath.Base(abs):
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// realDir is dir with its links resolved, as git records paths; dir
+// itself when that fails.
+func realDir(dir string) string {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return r
+	}
+	return dir
 }
 
 // register makes abs (an existing directory) the worktree whose administrative directory is admin,
@@ -131,14 +171,19 @@ func register(abs, admin, branch string) error {
 		{filepath.Join(admin, "gitdir"), filepath.Join(realAbs, ".git") + "\n"},
 		{filepath.Join(admin, "commondir"), "../..\n"},
 		{filepath.Join(admin, "HEAD"), "ref: refs/heads/" + branch + "\n"},
-		{filepath.Join(abs, ".git"), "gitdir: " + realAdmin + "\n"},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(f.path, []byte(f.text), 0o666); err != nil {
 			return err
 		}
 	}
-	return nil
+	// Whole or absent, never torn: a stop while it is written leaves
+	// a worktree halfMade finds by its administrative directory anyway.
+	tmp := filepath.Join(abs, ".git.chorus-tmp")
+	if err := os.WriteFile(tmp, []byte("gitdir: "+realAdmin+"\n"), 0o666); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(abs, ".git"))
 }
 
 // checkOut writes the files and the index, then unlocks the worktree.

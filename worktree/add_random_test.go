@@ -44,7 +44,7 @@ func TestAddNewCommitsLikeGit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if halfMade(wt.Dir) {
+			if _, half := halfMade(filepath.Join(repo, ".git"), wt.Dir); half {
 				t.Fatal("left half made")
 			}
 			byGit := filepath.Join(repo, ".worktrees", "by-git")

@@ -163,43 +163,87 @@ func TestAddNewLeavesUnusualReposToGit(t *testing.T) {
 	}
 }
 
-// TestHalfMadeWorktreeIsMadeAgain: an engine that stopped between
-// registering a worktree and checking it out left it locked as being made;
-// the next start makes it again on its branch, whole.
+// TestHalfMadeWorktreeIsMadeAgain: an engine stopped at any point of
+// making a worktree (registered, not checked out; its .git file torn or
+// not written; its directory not made; only its lock written) left it
+// locked as being made; the next start makes it again on its branch,
+// whole, and leaves no stale registration.
 func TestHalfMadeWorktreeIsMadeAgain(t *testing.T) {
-	repo := newRepo(t, true)
-	m := &Manager{RepoDir: repo, Target: "main"}
-	rel, branch, err := Name("claude", "ch-3")
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name string
+		cut  func(t *testing.T, abs, admin string)
+	}{
+		{"before its checkout", func(*testing.T, string, string) {}},
+		{"torn .git", func(t *testing.T, abs, _ string) {
+			if err := os.WriteFile(filepath.Join(abs, ".git"), nil, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"no .git", func(t *testing.T, abs, _ string) {
+			if err := os.Remove(filepath.Join(abs, ".git")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"no directory", func(t *testing.T, abs, _ string) {
+			if err := os.RemoveAll(abs); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"only its lock", func(t *testing.T, abs, admin string) {
+			for _, p := range []string{abs, filepath.Join(admin, "gitdir"), filepath.Join(admin, "HEAD"), filepath.Join(admin, "commondir")} {
+				if err := os.RemoveAll(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 	}
-	abs := filepath.Join(repo, rel)
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	m.mu.Lock()
-	m.reg.Lock()
-	_, _, ok := m.addNew(context.Background(), abs, branch)
-	m.reg.Unlock()
-	m.mu.Unlock()
-	m.Close()
-	if !ok || !halfMade(abs) || exists(filepath.Join(abs, "README.md")) {
-		t.Fatalf("not a half-made worktree: ok %v", ok)
-	}
-	m2 := &Manager{RepoDir: repo, Target: "main"}
-	defer m2.Close()
-	wt, err := m2.Ensure(context.Background(), "claude", "ch-3", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if halfMade(wt.Dir) || read(t, filepath.Join(wt.Dir, "README.md")) != "hello\n" {
-		t.Fatal("the worktree was not made again")
-	}
-	if st := run(t, wt.Dir, "git", "status", "--porcelain"); st != "" {
-		t.Fatalf("status %q", st)
-	}
-	if got := run(t, wt.Dir, "git", "branch", "--show-current"); got != branch {
-		t.Fatalf("on %q, want %q", got, branch)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			repo := newRepo(t, true)
+			common := filepath.Join(repo, ".git")
+			m := &Manager{RepoDir: repo, Target: "main"}
+			rel, branch, err := Name("claude", "ch-3")
+			if err != nil {
+				t.Fatal(err)
+			}
+			abs := filepath.Join(repo, rel)
+			if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			m.mu.Lock()
+			m.reg.Lock()
+			_, _, ok := m.addNew(context.Background(), abs, branch)
+			m.reg.Unlock()
+			m.mu.Unlock()
+			m.Close()
+			admin, half := halfMade(common, abs)
+			if !ok || !half || exists(filepath.Join(abs, "README.md")) {
+				t.Fatalf("not a half-made worktree: ok %v", ok)
+			}
+			c.cut(t, abs, admin)
+			if _, half := halfMade(common, abs); !half {
+				t.Fatal("a stopped making is not recognised")
+			}
+			m2 := &Manager{RepoDir: repo, Target: "main"}
+			defer m2.Close()
+			wt, err := m2.Ensure(context.Background(), "claude", "ch-3", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, half := halfMade(common, wt.Dir); half || read(t, filepath.Join(wt.Dir, "README.md")) != "hello\n" {
+				t.Fatal("the worktree was not made again")
+			}
+			if st := run(t, wt.Dir, "git", "status", "--porcelain"); st != "" {
+				t.Fatalf("status %q", st)
+			}
+			if got := run(t, wt.Dir, "git", "branch", "--show-current"); got != branch {
+				t.Fatalf("on %q, want %q", got, branch)
+			}
+			list := run(t, repo, "git", "worktree", "list", "--porcelain")
+			if strings.Count(list, "worktree ") != 2 || strings.Contains(list, "locked") || strings.Contains(list, "prunable") {
+				t.Fatalf("registrations:\n%s", list)
+			}
+		})
 	}
 }
 

@@ -73,7 +73,8 @@ type Manager struct {
 	// waits for mu). Callers' own locks come before both: no method calls
 	// out of this package while holding either.
 	mu       sync.Mutex
-	excluded bool // info/exclude checked (under mu)
+	excluded bool            // info/exclude checked (under mu)
+	filling  map[string]bool // worktrees made in-process, not yet filled (under mu)
 
 	// reg serialises `git worktree add/remove/prune` and in-process
 	// unregistering: git reads every registered worktree's admin files
@@ -110,6 +111,15 @@ func (m *Manager) objects(ctx context.Context) (*gitx.ObjectStore, string, bool)
 		}
 	})
 	return m.objs, m.common, m.objs != nil
+}
+
+// commonDir is the repository's git common dir, "" when unknown.
+func (m *Manager) commonDir(ctx context.Context) string {
+	if _, c, ok := m.objects(ctx); ok {
+		return c
+	}
+	c, _ := gitx.CommonDir(ctx, m.RepoDir)
+	return c
 }
 
 // Close ends the object store's git process, if one was started, or
@@ -286,6 +296,18 @@ func (m *Manager) attach(ctx context.Context, rel, branch string, inProcess bool
 	}
 	abs := filepath.Join(m.RepoDir, rel)
 	wt = Worktree{Dir: abs, Branch: branch}
+	if admin, ok := halfMade(m.commonDir(ctx), abs); ok && !m.filling[abs] {
+		// Its making never finished (the engine stopped during it): no
+		// agent ran there (one starts only once it is made) and its files
+		// are the branch's or a landed spare's, so it is made again on
+		// the branch.
+		if err := os.RemoveAll(abs); err != nil {
+			return wt, nil, err
+		}
+		if err := unregister(admin); err != nil {
+			return wt, nil, err
+		}
+	}
 
 	// The common case, a new task: nothing on disk, so try the one git call
 	// that creates branch and worktree. Anything unusual (the branch or a
@@ -320,19 +342,6 @@ func (m *Manager) attach(ctx context.Context, rel, branch string, inProcess bool
 		if samePath(list[i].Dir, abs) {
 			reg = &list[i]
 		}
-	}
-	if reg != nil && !reg.Missing && halfMade(abs) {
-		// Its making never finished (the engine stopped during it): no
-		// agent ran there (one starts only once it is made) and its files
-		// are the branch's, so it is made again on the branch.
-		admin, _ := gitx.WorktreeAdminDir(abs)
-		if err := os.RemoveAll(abs); err != nil {
-			return wt, nil, err
-		}
-		if err := unregister(admin); err != nil {
-			return wt, nil, err
-		}
-		reg = nil
 	}
 	if reg != nil && !reg.Missing {
 		if reg.Branch != branch {
