@@ -79,7 +79,7 @@ var lastResortExit = os.Exit
 func run(args []string, bi BuildInfo, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := watchStopSignals(stderr, lastResortExit)
 	defer stop()
-	root := newRootCmd(bi)
+	root := newRootCmd(bi, args)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -107,7 +107,9 @@ type globals struct {
 	version    string // what --version prints, for doctor's look at the agent image
 }
 
-func newRootCmd(bi BuildInfo) *cobra.Command {
+// newRootCmd is the command tree for args: only the subcommand they name
+// when they name one (cmdtree.go), else every one.
+func newRootCmd(bi BuildInfo, args []string) *cobra.Command {
 	g := &globals{version: "chorus " + bi.String()}
 	ro := &runOptions{global: g}
 	root := &cobra.Command{
@@ -144,11 +146,42 @@ planning state and the ready tasks.`,
 	f.BoolVar(&ro.json, "json", false, "with --headless: one JSON object per event on stdout (docs/events.md)")
 	_ = root.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(config.Modes, cobra.ShellCompDirectiveNoFileComp))
 
-	root.AddCommand(newInitCmd(g), newTaskCmd(g), newStatusCmd(g, bi), newDoctorCmd(g), newSignalCmd(), newNoteCmd(), newAskCmd(), newAnswerCmd(g), newReportCmd(g), newScriptedAgentCmd(), newMergeDriverCmd(), newMergeUserCmd(g), newMergeCmd(g), newDemoCmd(g), newPruneCmd(g), newPlanCmd(g), newPatternsCmd(g))
-	root.AddCommand(newReplayCmd(), newAgentHostCmd(bi), newAgentHostBridgeCmd())
-	root.AddCommand(newEngineCmd(g), newAttachCmd(g), newStopCmd(g), newEventsCmd(g))
-	root.AddCommand(newModeCmd(g), newPauseCmd(g, false), newPauseCmd(g, true))
+	addSubcommands(root, subcommands(g, bi), args)
 	return root
+}
+
+// subcommands is every subcommand under the name it answers to, in the
+// order help lists them; each is built only when added.
+func subcommands(g *globals, bi BuildInfo) []subcommand {
+	return []subcommand{
+		{"init", func() *cobra.Command { return newInitCmd(g) }},
+		{"task", func() *cobra.Command { return newTaskCmd(g) }},
+		{"status", func() *cobra.Command { return newStatusCmd(g, bi) }},
+		{"doctor", func() *cobra.Command { return newDoctorCmd(g) }},
+		{"signal", newSignalCmd},
+		{"note", newNoteCmd},
+		{"ask", newAskCmd},
+		{"answer", func() *cobra.Command { return newAnswerCmd(g) }},
+		{"report", func() *cobra.Command { return newReportCmd(g) }},
+		{"scripted-agent", newScriptedAgentCmd},
+		{"merge-driver", newMergeDriverCmd},
+		{"merge-user", func() *cobra.Command { return newMergeUserCmd(g) }},
+		{"merge", func() *cobra.Command { return newMergeCmd(g) }},
+		{"demo", func() *cobra.Command { return newDemoCmd(g) }},
+		{"prune", func() *cobra.Command { return newPruneCmd(g) }},
+		{"plan", func() *cobra.Command { return newPlanCmd(g) }},
+		{"patterns", func() *cobra.Command { return newPatternsCmd(g) }},
+		{"replay", newReplayCmd},
+		{"agent-host", func() *cobra.Command { return newAgentHostCmd(bi) }},
+		{"agent-host-bridge", newAgentHostBridgeCmd},
+		{"engine", func() *cobra.Command { return newEngineCmd(g) }},
+		{"attach", func() *cobra.Command { return newAttachCmd(g) }},
+		{"stop", func() *cobra.Command { return newStopCmd(g) }},
+		{"events", func() *cobra.Command { return newEventsCmd(g) }},
+		{"mode", func() *cobra.Command { return newModeCmd(g) }},
+		{"pause", func() *cobra.Command { return newPauseCmd(g, false) }},
+		{"resume", func() *cobra.Command { return newPauseCmd(g, true) }},
+	}
 }
 
 // project is a resolved repository with its Chorus configuration.

@@ -7,8 +7,8 @@
 package memtrim
 
 import (
+	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,13 +48,14 @@ func Start(period time.Duration, p Policy) (stop func()) {
 	}
 	done := make(chan struct{})
 	t := time.NewTicker(period)
-	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	// MemStats, not runtime/metrics: that package's init builds its
+	// table of descriptions in every process of the binary, a short
+	// `chorus status` too; a look every period stops the world for
+	// microseconds.
+	var ms runtime.MemStats
 	read := func() uint64 {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return sample[0].Value.Uint64()
+		runtime.ReadMemStats(&ms)
+		return ms.TotalAlloc
 	}
 	go func() {
 		defer t.Stop()

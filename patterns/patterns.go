@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -33,7 +34,9 @@ type Suggestion struct {
 // suggested: one task's discovery may be about that task alone.
 const MinTasks = 2
 
-var sourceRE = regexp.MustCompile(`^Source:\s*(\S+)\s*\(`)
+// sourceRE is compiled on first use: every command of the binary runs
+// package init, and only a few read learnings.
+var sourceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Source:\s*(\S+)\s*\(`) })
 
 // Parse reads the learnings file's entries ("- " or "* " items, each
 // followed by its "  Source: <task> (<date>, <agent>)" line).
@@ -53,8 +56,8 @@ func Parse(learnings string) []Learning {
 			flush()
 			cur = &Learning{Text: strings.TrimSpace(t[2:])}
 		case cur == nil:
-		case sourceRE.MatchString(t):
-			cur.Task = sourceRE.FindStringSubmatch(t)[1]
+		case sourceRE().MatchString(t):
+			cur.Task = sourceRE().FindStringSubmatch(t)[1]
 			flush()
 		case t == "" || strings.HasPrefix(t, "#"):
 			flush()

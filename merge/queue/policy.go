@@ -59,16 +59,27 @@ func Runnable(items []*Item) []*Item {
 
 // rank groups statuses for display: work in progress, then the queue,
 // then what waits for a person, failures, and history.
-var rank = map[Status]int{StatusLanding: 0, StatusMerging: 0, StatusTesting: 0, StatusResolving: 0, StatusConflict: 0,
-	StatusPending: 1, StatusWaitingApproval: 2, StatusHeld: 2, StatusWaitingHuman: 2, StatusFailed: 3,
-	StatusLanded: 4, StatusReverted: 4}
+// A switch, not a map: a map literal is built at package init.
+func rank(s Status) int {
+	switch s {
+	case StatusPending:
+		return 1
+	case StatusWaitingApproval, StatusHeld, StatusWaitingHuman:
+		return 2
+	case StatusFailed:
+		return 3
+	case StatusLanded, StatusReverted:
+		return 4
+	}
+	return 0 // landing, merging, testing, resolving, conflict (and unknown, as the map gave)
+}
 
 // SortForDisplay orders a copy of the queue for front ends: work in
 // progress first, then pending items in the worker's order, items waiting
 // for a person, failures, and the history by landing time.
 func SortForDisplay(items []Item) {
 	sort.SliceStable(items, func(i, j int) bool {
-		ri, rj := rank[items[i].Status], rank[items[j].Status]
+		ri, rj := rank(items[i].Status), rank(items[j].Status)
 		if ri != rj {
 			return ri < rj
 		}

@@ -81,12 +81,12 @@ func TestTransitions(t *testing.T) {
 	no(StatusConflict, StatusLanded)
 	// Every status has a row: a new status without one is refused everywhere.
 	for _, s := range Statuses() {
-		if _, ok := transitions[s]; !ok {
+		if _, ok := transitions()[s]; !ok {
 			t.Errorf("%s has no row in the table", s)
 		}
 	}
-	if len(transitions) != len(Statuses()) {
-		t.Errorf("the table has %d rows for %d statuses", len(transitions), len(Statuses()))
+	if len(transitions()) != len(Statuses()) {
+		t.Errorf("the table has %d rows for %d statuses", len(transitions()), len(Statuses()))
 	}
 }
 

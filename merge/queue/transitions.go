@@ -1,6 +1,9 @@
 package queue
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // transitions is every status change an item may make: the worker's path
 // (pending → merging → testing → landing → landed, with conflict and
@@ -10,25 +13,28 @@ import "fmt"
 // work is queued turns any item not landed back to resolving while the
 // resolution is undone. Staying in a status is always allowed.
 // Queueing a finished task again makes a new item and is no transition.
-var transitions = map[Status][]Status{
-	StatusPending: {StatusMerging, StatusResolving, StatusWaitingHuman, StatusHeld, StatusFailed},
-	// A tested candidate from an earlier attempt goes from merging
-	// straight to approval or landing.
-	StatusMerging: {StatusPending, StatusTesting, StatusConflict, StatusResolving, StatusLanding,
-		StatusLanded, StatusWaitingApproval, StatusWaitingHuman, StatusHeld, StatusFailed},
-	StatusTesting: {StatusPending, StatusResolving, StatusLanding, StatusWaitingApproval,
-		StatusWaitingHuman, StatusHeld, StatusFailed},
-	// The medium tier's rebase clears a conflict: merging again.
-	StatusConflict:        {StatusPending, StatusMerging, StatusResolving, StatusWaitingHuman, StatusFailed},
-	StatusResolving:       {StatusPending, StatusConflict, StatusWaitingHuman, StatusFailed},
-	StatusLanding:         {StatusPending, StatusResolving, StatusLanded, StatusHeld, StatusWaitingHuman, StatusFailed},
-	StatusWaitingApproval: {StatusPending, StatusResolving},
-	StatusWaitingHuman:    {StatusPending, StatusResolving},
-	StatusHeld:            {StatusPending, StatusResolving},
-	StatusFailed:          {StatusPending, StatusResolving},
-	StatusLanded:          {StatusReverted},
-	StatusReverted:        {},
-}
+// Built on first use, not at package init, which every command runs.
+var transitions = sync.OnceValue(func() map[Status][]Status {
+	return map[Status][]Status{
+		StatusPending: {StatusMerging, StatusResolving, StatusWaitingHuman, StatusHeld, StatusFailed},
+		// A tested candidate from an earlier attempt goes from merging
+		// straight to approval or landing.
+		StatusMerging: {StatusPending, StatusTesting, StatusConflict, StatusResolving, StatusLanding,
+			StatusLanded, StatusWaitingApproval, StatusWaitingHuman, StatusHeld, StatusFailed},
+		StatusTesting: {StatusPending, StatusResolving, StatusLanding, StatusWaitingApproval,
+			StatusWaitingHuman, StatusHeld, StatusFailed},
+		// The medium tier's rebase clears a conflict: merging again.
+		StatusConflict:        {StatusPending, StatusMerging, StatusResolving, StatusWaitingHuman, StatusFailed},
+		StatusResolving:       {StatusPending, StatusConflict, StatusWaitingHuman, StatusFailed},
+		StatusLanding:         {StatusPending, StatusResolving, StatusLanded, StatusHeld, StatusWaitingHuman, StatusFailed},
+		StatusWaitingApproval: {StatusPending, StatusResolving},
+		StatusWaitingHuman:    {StatusPending, StatusResolving},
+		StatusHeld:            {StatusPending, StatusResolving},
+		StatusFailed:          {StatusPending, StatusResolving},
+		StatusLanded:          {StatusReverted},
+		StatusReverted:        {},
+	}
+})
 
 // Check says whether an item may go from one status to another; the error
 // names both, for a change no rule allows.
@@ -36,7 +42,7 @@ func Check(from, to Status) error {
 	if from == to {
 		return nil
 	}
-	for _, s := range transitions[from] {
+	for _, s := range transitions()[from] {
 		if s == to {
 			return nil
 		}
