@@ -1,16 +1,12 @@
 package term
 
-import (
-	"strconv"
-
-	"github.com/charmbracelet/x/ansi"
-)
+import "strconv"
 
 // Version is reported to XTVERSION queries.
 const Version = "chorus-term(1)"
 
 // param returns parameter i clamped to a sane range, def when missing.
-func param(p ansi.Params, i, def int) int {
+func param(p seqParams, i, def int) int {
 	v, _, ok := p.Param(i, def)
 	if !ok {
 		return def
@@ -22,7 +18,7 @@ func param(p ansi.Params, i, def int) int {
 }
 
 // count returns parameter i for a count, where 0 and missing mean 1.
-func count(p ansi.Params, i int) int {
+func count(p seqParams, i int) int {
 	v := param(p, i, 1)
 	if v < 1 {
 		v = 1
@@ -82,7 +78,7 @@ func (e *Emulator) backTab(n int) {
 }
 
 // esc handles ESC sequences other than the string introducers.
-func (e *Emulator) esc(cmd ansi.Cmd) {
+func (e *Emulator) esc(cmd seqCmd) {
 	inter := cmd.Intermediate()
 	final := cmd.Final()
 	switch inter {
@@ -137,7 +133,7 @@ func (e *Emulator) esc(cmd ansi.Cmd) {
 // csi handles control sequences. Anything not listed is ignored without
 // side effects: in particular the kitty keyboard queries (CSI ?u, >u, <u,
 // =u) are not cursor restores.
-func (e *Emulator) csi(cmd ansi.Cmd, p ansi.Params) {
+func (e *Emulator) csi(cmd seqCmd, p seqParams) {
 	prefix, inter, final := cmd.Prefix(), cmd.Intermediate(), cmd.Final()
 	if prefix == '?' && inter == 0 {
 		switch final {
@@ -150,7 +146,7 @@ func (e *Emulator) csi(cmd ansi.Cmd, p ansi.Params) {
 				e.reply("\x1b[?", strconv.Itoa(e.cy+1), ";", strconv.Itoa(e.cx+1), "R")
 			}
 		case 'J', 'K': // DECSED/DECSEL: no protected cells, so plain erase
-			e.csi(ansi.Cmd(final), p)
+			e.csi(seqCmd(final), p)
 		}
 		return
 	}
@@ -403,7 +399,7 @@ func (e *Emulator) softReset() {
 	e.wrapNext = false
 }
 
-func (e *Emulator) windowOp(p ansi.Params) {
+func (e *Emulator) windowOp(p seqParams) {
 	switch param(p, 0, 0) {
 	case 8: // resize request: the tile decides the size, so ignore
 	case 18:

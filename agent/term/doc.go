@@ -1,7 +1,8 @@
 // Package term is the terminal emulator behind each agent tile: a screen
 // model of cells, cursor, modes, title and scrollback, fed with a child's
-// PTY output and parsed with charmbracelet/x/ansi. It has no UI
-// dependency, so the engine can use it for plain-text extraction.
+// PTY output and parsed with charmbracelet/x/ansi's state machine
+// (vtparser.go). It has no UI dependency, so the engine can use it for
+// plain-text extraction.
 //
 // A front end runs one reader goroutine per PTY that copies output into
 // the emulator (an Emulator is an io.Writer that never fails or writes

@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/ansi/parser"
 )
 
@@ -50,7 +49,7 @@ func WithReplies(w io.Writer) Option {
 type Emulator struct {
 	mu sync.Mutex
 
-	p      *ansi.Parser
+	p      *vtParser
 	dirty  atomic.Bool
 	notify atomic.Pointer[func()] // see OnDirty
 
@@ -167,14 +166,12 @@ func New(w, h int, opts ...Option) *Emulator {
 	for _, o := range opts {
 		o(e)
 	}
-	e.p = ansi.NewParser()
-	e.p.SetDataSize(256) // strings never reach it; see filter
-	e.p.SetHandler(ansi.Handler{
+	e.p = newVTParser(vtHandler{
 		Print:     e.print,
 		Execute:   e.execute,
 		HandleCsi: e.csi,
 		HandleEsc: e.esc,
-	})
+	}, 256) // strings never reach it; see filter
 	e.main.init(w, h)
 	// The alternate screen is made on the first switch to it: most
 	// agents never use one, and an engine holds an emulator per agent.

@@ -1,16 +1,12 @@
 package term
 
-import (
-	"strconv"
-
-	"github.com/charmbracelet/x/ansi"
-)
+import "strconv"
 
 // Terminal modes: setting them (SM/RM, DECSET/DECRST) and reporting them
 // (DECRQM).
 
 // setModes handles SM/RM (ANSI) and DECSET/DECRST (private).
-func (e *Emulator) setModes(p ansi.Params, private, on bool) {
+func (e *Emulator) setModes(p seqParams, private, on bool) {
 	for i := range p {
 		m := param(p, i, 0)
 		if !private {

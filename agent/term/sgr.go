@@ -1,13 +1,9 @@
 package term
 
-import (
-	"github.com/charmbracelet/x/ansi"
-)
-
 // Character attributes and colours (SGR).
 
 // sgr applies Select Graphic Rendition parameters.
-func (e *Emulator) sgr(p ansi.Params) {
+func (e *Emulator) sgr(p seqParams) {
 	if len(p) == 0 {
 		e.pen = Cell{}
 		return
@@ -98,7 +94,7 @@ func (e *Emulator) sgr(p ansi.Params) {
 // extColor parses the colour after 38/48/58 at index i, in both the
 // colon (38:2::r:g:b, 38:5:n) and semicolon (38;2;r;g;b) forms. It returns
 // the colour and the index of the last parameter it used.
-func extColor(p ansi.Params, i int) (Color, int) {
+func extColor(p seqParams, i int) (Color, int) {
 	_, more, _ := p.Param(i, 0)
 	if more {
 		// Colon form: collect the sub-parameters.
