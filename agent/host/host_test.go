@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -337,6 +338,13 @@ func TestLocalRunnerHostInItsOwnSession(t *testing.T) {
 	if err != nil || len(ms) != 1 || ms[0].AgentID != "claude/t-1" || ms[0].Version != Version {
 		t.Fatalf("List = %+v, %v", ms, err)
 	}
+	// Once ready its stderr is that log, not the pipe the engine read
+	// up to "ready" and closed.
+	if runtime.GOOS == "linux" {
+		if p, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", ms[0].HostPID)); err != nil || p != filepath.Join(l.LogDir, HostsLog) {
+			t.Fatalf("the host's stderr is %q (%v), want %s", p, err, filepath.Join(l.LogDir, HostsLog))
+		}
+	}
 	if sid, err := ptyproc.SessionOf(ms[0].HostPID); err != nil || sid != ms[0].HostPID {
 		t.Fatalf("host session %d (%v), want its own (%d)", sid, err, ms[0].HostPID)
 	}
@@ -362,6 +370,61 @@ func TestLocalRunnerHostInItsOwnSession(t *testing.T) {
 	}
 	if ms, _ := l.List(ctx(t)); len(ms) != 0 {
 		t.Fatalf("an ended host is still listed: %+v", ms)
+	}
+}
+
+// The agent's next run may start its host while the host of the run
+// before, its exit taken, is still ending: the two share no file, and
+// the old one's end leaves the new one listed and reachable.
+func TestNextHostWhileLastEnds(t *testing.T) {
+	t.Setenv("CHORUS_HOST_TEST_MAIN", "1")
+	d := shortDir(t)
+	l := &Local{Dir: filepath.Join(d, "hosts"), Instance: d, Exe: os.Args[0], Orphan: time.Minute, LogDir: filepath.Join(d, "logs")}
+	m := Meta{AgentID: "claude/t-4", TaskID: "t-4"}
+	last, err := l.Start(ctx(t), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := l.List(ctx(t))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("List = %+v, %v", ms, err)
+	}
+	lastPID := ms[0].HostPID
+	next, err := l.Start(ctx(t), m)
+	if err != nil {
+		t.Fatalf("a host for the agent while its last one lives: %v", err)
+	}
+	if ms, err = l.List(ctx(t)); err != nil || len(ms) != 2 {
+		t.Fatalf("List = %+v, %v", ms, err)
+	}
+	last.Stop(time.Second)
+	if !testkit.WaitExit(t, lastPID, 30*time.Second) {
+		t.Fatal("the last host did not end")
+	}
+	ms, err = l.List(ctx(t))
+	if err != nil || len(ms) != 1 || ms[0].HostPID == lastPID {
+		t.Fatalf("List = %+v, %v; want the next host alone", ms, err)
+	}
+	next.Close()
+	cl, err := l.Connect(ctx(t), ms[0])
+	if err != nil {
+		t.Fatalf("the next host after the last one ended: %v", err)
+	}
+	cl.Stop(time.Second)
+	if !testkit.WaitExit(t, ms[0].HostPID, 30*time.Second) {
+		t.Fatal("the next host did not end")
+	}
+}
+
+// A host that ends before it is ready is reported with what it said and
+// how it ended.
+func TestHostStartFailureSaysWhy(t *testing.T) {
+	t.Setenv("CHORUS_HOST_TEST_MAIN", "1")
+	d := shortDir(t)
+	l := &Local{Dir: filepath.Join(d, "hosts"), Instance: d, Exe: os.Args[0], Args: []string{"--bogus", "x"}, LogDir: filepath.Join(d, "logs")}
+	_, err := l.Start(ctx(t), Meta{AgentID: "claude/t-6", TaskID: "t-6"})
+	if err == nil || !strings.Contains(err.Error(), "unknown flag --bogus") || !strings.Contains(err.Error(), "exit status 2") {
+		t.Fatalf("start of a host that cannot start: %v", err)
 	}
 }
 
@@ -451,7 +514,11 @@ func TestKilledHostsCheckpointGoes(t *testing.T) {
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("List = %+v, %v", ms, err)
 	}
-	ck := checkpointPath(l.metaPath(ms[0].AgentID))
+	metas, _ := filepath.Glob(filepath.Join(l.Dir, "*.json"))
+	if len(metas) != 1 {
+		t.Fatalf("metadata files: %v", metas)
+	}
+	ck := checkpointPath(metas[0])
 	waitNonEmpty(t, ck, 30*time.Second)
 	if err := syscall.Kill(ms[0].HostPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -88,86 +90,138 @@ func slug(id string) string {
 	return b.String() + "-" + hex.EncodeToString(sum[:4])
 }
 
-func (l *Local) socketPath(id string) string {
-	p := filepath.Join(l.Dir, slug(id)+".sock")
+// hostName is a new host's file name stem (socket, metadata,
+// checkpoint): its agent's, and a part of its own. A host ends after its
+// agent's exit was taken, closing its socket and removing its files on
+// its way out, while the agent's next run may already start a host: with
+// names of the agent's alone the new host found the old one still
+// listening, or lost its metadata to the old one's removal.
+func hostName(id string) string {
+	return slug(id) + "-" + strconv.FormatUint(uint64(rand.Uint32()), 36)
+}
+
+func (l *Local) socketPath(name string) string {
+	p := filepath.Join(l.Dir, name+".sock")
 	if len(p) <= maxSocketPath {
 		return p
 	}
-	sum := sha256.Sum256([]byte(l.Dir + "\x00" + id))
+	sum := sha256.Sum256([]byte(l.Dir + "\x00" + name))
 	return filepath.Join(os.TempDir(), "chorus-"+strconv.Itoa(os.Getuid()), "h-"+hex.EncodeToString(sum[:10])+".sock")
 }
 
-func (l *Local) metaPath(id string) string { return filepath.Join(l.Dir, slug(id)+".json") }
+func (l *Local) metaPath(name string) string { return filepath.Join(l.Dir, name+".json") }
 
 // HostsLog is the file in Local.LogDir that local hosts' stderr goes to.
 const HostsLog = "hosts.log"
 
-// Start runs `Exe Args... --socket … --meta … --orphan …` and waits for it
-// to listen.
+// Start runs `Exe Args... --socket … --meta … --orphan … --log …` and
+// waits for it to listen. Until then the host's stdout and stderr are
+// one pipe to this process: a host that ends first is reported with what
+// it said and how it ended. Once ready, it writes to HostsLog.
 func (l *Local) Start(ctx context.Context, m Meta) (*Client, error) {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return nil, err
 	}
+	name := hostName(m.AgentID)
 	m.Instance, m.Version = l.Instance, Version
-	m.Socket = l.socketPath(m.AgentID)
+	m.Socket = l.socketPath(name)
 	mj, _ := json.Marshal(m)
 	orphan := l.Orphan
 	if orphan <= 0 {
 		orphan = DefaultOrphan
 	}
-	args := append(append([]string(nil), l.Args...), "--socket", m.Socket, "--meta", l.metaPath(m.AgentID),
-		"--orphan", orphan.String(), "--info", string(mj))
+	// One file for every host, appended to: a file of its own per host
+	// cost each agent start a file creation (on ext4 up to a millisecond
+	// of kernel time), for a log that is nearly always empty. A host's
+	// own lines name its agent (logf).
+	logPath := os.DevNull
+	if l.LogDir != "" && os.MkdirAll(l.LogDir, 0o700) == nil {
+		logPath = filepath.Join(l.LogDir, HostsLog)
+	}
+	args := append(append([]string(nil), l.Args...), "--socket", m.Socket, "--meta", l.metaPath(name),
+		"--orphan", orphan.String(), "--log", logPath, "--info", string(mj))
 	cmd := exec.Command(l.Exe, args...)
 	// Its own session: the engine's group, terminal and death are not its.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
 	cmd.Env = hostEnv(os.Environ())
-	if l.LogDir != "" {
-		// One file for every host, appended to: a file of its own per
-		// host cost each agent start a file creation (on ext4 up to a
-		// millisecond of kernel time), for a log that is nearly always
-		// empty. A host's own lines name its agent (logf).
-		if err := os.MkdirAll(l.LogDir, 0o700); err == nil {
-			if f, err := os.OpenFile(filepath.Join(l.LogDir, HostsLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-				defer f.Close()
-				cmd.Stderr = f
-			}
-		}
-	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the agent host: %w", err)
 	}
-	// Reaped when it ends, so it leaves no zombie while this engine lives.
-	reap(cmd.Process)
-	ready := make(chan error, 1)
+	ready := make(chan string, 1)
 	go func() {
-		line, err := bufio.NewReader(out).ReadString('\n')
-		_ = out.Close() // the host closes its end once ready
-		if err == nil && strings.TrimSpace(line) != "ready" {
-			err = fmt.Errorf("the agent host said %q", strings.TrimSpace(line))
+		said, ok := readReady(out)
+		_ = out.Close()
+		if ok {
+			if said != "" {
+				// Kept where the host's later lines go.
+				logLine(logPath, fmt.Sprintf("agent host: %s (pid %d) before ready: %s\n", m.AgentID, cmd.Process.Pid, said))
+			}
+			said = ""
+		} else if said == "" {
+			said = "nothing"
 		}
-		ready <- err
+		ready <- said
 	}()
 	t := time.NewTimer(15 * time.Second)
 	defer t.Stop()
 	select {
-	case err := <-ready:
-		if err != nil {
+	case said := <-ready:
+		if said != "" {
+			// Its output is closed: it has ended or is ending.
 			_ = cmd.Process.Kill()
-			return nil, fmt.Errorf("the agent host did not start: %w (see its log in %s)", err, l.LogDir)
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("the agent host ended before it was ready (%s), saying: %s", cmd.ProcessState, said)
 		}
 	case <-t.C:
 		_ = cmd.Process.Kill()
+		reap(cmd.Process)
 		return nil, errors.New("the agent host did not start within 15s")
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
+		reap(cmd.Process)
 		return nil, ctx.Err()
 	}
+	// Reaped when it ends, so it leaves no zombie while this engine lives.
+	reap(cmd.Process)
 	return Dial(ctx, m.Socket, l.Binary)
+}
+
+// logLine appends line to the file at path.
+func logLine(path, line string) {
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+		_, _ = f.WriteString(line)
+		f.Close()
+	}
+}
+
+// maxSaid bounds what a host that failed to start said, as reported.
+const maxSaid = 4 << 10
+
+// readReady reads a starting host's output up to its "ready" line: ok
+// when it came, and what came before it (a host says nothing else
+// before; what a failing one said, its last maxSaid bytes, otherwise).
+func readReady(r io.Reader) (said string, ok bool) {
+	br := bufio.NewReader(r)
+	var b []byte
+	for {
+		line, err := br.ReadString('\n')
+		if err == nil && line == "ready\n" {
+			return strings.TrimSpace(string(b)), true
+		}
+		b = append(b, line...)
+		if len(b) > maxSaid {
+			b = b[len(b)-maxSaid:]
+		}
+		if err != nil {
+			return strings.TrimSpace(string(b)), false
+		}
+	}
 }
 
 // envOwnProcs, set beside GOMAXPROCS=1 by hostEnv, says that GOMAXPROCS
@@ -213,14 +267,7 @@ func (l *Local) List(ctx context.Context) ([]Meta, error) {
 		}
 		// A host killed is gone from its exit on, not only once reaped.
 		if m.HostPID <= 0 || syscall.Kill(m.HostPID, 0) != nil || ptyproc.Exiting(m.HostPID) {
-			os.Remove(p)
-			// Its checkpoint, and one it was still receiving.
-			ck := filepath.Base(checkpointPath(p))
-			for _, k := range ents {
-				if k.Name() == ck || strings.HasPrefix(k.Name(), ck+".") {
-					os.Remove(filepath.Join(l.Dir, k.Name()))
-				}
-			}
+			removeHostFiles(p, ents)
 			continue
 		}
 		ms = append(ms, m)
@@ -250,8 +297,36 @@ func (l *Local) Ended(ctx context.Context, in Info) Ending {
 	if ptyproc.StopOrphan(in.Pid, in.StartTime, time.Second) {
 		why += fmt.Sprintf("; its agent (pid %d), left without a terminal, was stopped", in.Pid)
 	}
-	_ = os.Remove(l.metaPath(in.Meta.AgentID))
+	l.forget(pid)
 	return Ending{Gone: true, Why: why}
+}
+
+// forget removes the metadata and checkpoint of the host with process
+// pid, which is gone.
+func (l *Local) forget(pid int) {
+	ents, _ := os.ReadDir(l.Dir)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		p := filepath.Join(l.Dir, e.Name())
+		var m Meta
+		if b, err := os.ReadFile(p); err == nil && json.Unmarshal(b, &m) == nil && m.HostPID == pid {
+			removeHostFiles(p, ents)
+		}
+	}
+}
+
+// removeHostFiles removes the metadata at p and its host's checkpoint
+// (and one it was still receiving), ents being the folder's entries.
+func removeHostFiles(p string, ents []os.DirEntry) {
+	os.Remove(p)
+	ck := filepath.Base(checkpointPath(p))
+	for _, k := range ents {
+		if k.Name() == ck || strings.HasPrefix(k.Name(), ck+".") {
+			os.Remove(filepath.Join(filepath.Dir(p), k.Name()))
+		}
+	}
 }
 
 // checkpointPath is where the host whose metadata is at meta keeps its
@@ -267,7 +342,7 @@ func Main(args []string, binary string) error {
 		_ = os.Unsetenv("GOMAXPROCS")
 		_ = os.Unsetenv(envOwnProcs)
 	}
-	var socket, meta, info string
+	var socket, meta, info, logPath string
 	orphan := DefaultOrphan
 	for i := 0; i+1 < len(args); i += 2 {
 		switch args[i] {
@@ -277,6 +352,8 @@ func Main(args []string, binary string) error {
 			meta = args[i+1]
 		case "--info":
 			info = args[i+1]
+		case "--log":
+			logPath = args[i+1]
 		case "--orphan":
 			d, err := time.ParseDuration(args[i+1])
 			if err != nil {
@@ -320,6 +397,11 @@ func Main(args []string, binary string) error {
 	}
 	return Serve(ctx, socket, Options{Meta: m, MetaPath: meta, Orphan: orphan, Binary: binary, CheckpointPath: ck,
 		Ready: func() {
+			if logPath != "" {
+				// Before "ready": the engine reads up to it, and then
+				// no longer.
+				stderrTo(logPath)
+			}
 			fmt.Fprintln(os.Stdout, "ready")
 			os.Stdout.Close()
 		}})
