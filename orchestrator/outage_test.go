@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,8 +184,12 @@ func TestOutageHoldsRunAndResumes(t *testing.T) {
 // running agent is parked, no task is blocked or failed, no agent starts
 // before the reset time the agent gave, and every task lands after it.
 func TestUsageLimitHoldsUntilReset(t *testing.T) {
+	// The window opens as the first agent starts, for 3 to 4 seconds
+	// (ln: one agent sets it): opened before the engine's start, it
+	// could close before a busy machine started any agent.
 	window := filepath.Join(t.TempDir(), "window-end")
-	wrapper := `end=$(cat "` + window + `"); now=$(date +%s); if [ "$now" -lt "$end" ]; then ` +
+	wrapper := `w="` + window + `"; echo $(($(date +%s) + 4)) > "$w.$$"; ln "$w.$$" "$w" 2>/dev/null; rm -f "$w.$$"; ` +
+		`end=$(cat "$w"); now=$(date +%s); if [ "$now" -lt "$end" ]; then ` +
 		`echo "API Error: Request rejected (429) · rate limited · resets in $((end-now)) seconds"; sleep 60; exit 1; fi; ` +
 		`exec "` + testkit.Chorus(t) + `" scripted-agent --script agent.script "$0"`
 	h := newHarness(t, "write f-$CHORUS_TASK_ID.txt x\ncommit \"feat: work\"\nsignal COMPLETE\n", func(c *config.Config) {
@@ -196,13 +201,14 @@ func TestUsageLimitHoldsUntilReset(t *testing.T) {
 	for _, n := range []string{"one", "two", "three"} {
 		ids = append(ids, h.task(n, beads.CreateOptions{Priority: 2}))
 	}
-	// The window opens now, for 3 to 4 seconds.
-	end := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
-	if err := os.WriteFile(window, []byte(fmt.Sprint(end.Unix())), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	h.start()
 	held := h.waitFor(func(e Event) bool { return e.Kind == EvHeld && e.Fields["hold"] == HoldUsage })
+	b, err := os.ReadFile(window)
+	sec, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || perr != nil {
+		t.Fatalf("the window's end: %q (%v, %v)", b, err, perr)
+	}
+	end := time.Unix(sec, 0)
 	until, _ := held.Fields["until"].(time.Time)
 	if known, _ := held.Fields["resetKnown"].(bool); !known || until.Before(end) {
 		t.Fatalf("held until %v (known %v); the window ends %v", until, held.Fields["resetKnown"], end)
