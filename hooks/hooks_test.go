@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -22,7 +23,7 @@ func hook(t *testing.T, dir string, ev Event, script string, mode os.FileMode) {
 
 func runner(t *testing.T) (*Runner, string) {
 	dir := t.TempDir()
-	return &Runner{Dir: dir, WorkDir: dir, Timeout: 5 * time.Second}, dir
+	return &Runner{Dir: dir, WorkDir: dir, Timeout: time.Minute}, dir
 }
 
 var in = Input{Event: PreMerge, Agent: &Agent{ID: "script-t-1", Type: "script"}, Task: &Task{ID: "t-1", Title: "x", Status: "closed"}}
@@ -96,16 +97,23 @@ func TestNotExecutable(t *testing.T) {
 // A hook that hangs is killed with everything it started.
 func TestTimeoutKillsGroup(t *testing.T) {
 	r, dir := runner(t)
-	r.Timeout = 300 * time.Millisecond
 	pidFile := filepath.Join(dir, "child.pid")
 	hook(t, dir, PreMerge, "sleep 1000 &\necho $! > "+pidFile+"\nwait\n", 0o755)
-	a := r.Run(context.Background(), in)
-	if a.Result != Continue || !strings.Contains(a.Problem, "timed out") {
-		t.Fatalf("%+v", a)
-	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
+	// On a busy machine the timeout may come before the hook got as far
+	// as its child: it is given twice as long until it did.
+	var b []byte
+	for r.Timeout = 300 * time.Millisecond; ; r.Timeout *= 2 {
+		a := r.Run(context.Background(), in)
+		if a.Result != Continue || !strings.Contains(a.Problem, "timed out") {
+			t.Fatalf("%+v", a)
+		}
+		var err error
+		if b, err = os.ReadFile(pidFile); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			break
+		}
+		if r.Timeout > time.Minute {
+			t.Fatalf("the hook never wrote its child's pid: %v", err)
+		}
 	}
 	// The group was SIGKILLed before Run returned: the child exits (a
 	// kill is delivered asynchronously, so it may still be on its way out).
