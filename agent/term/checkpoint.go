@@ -1,7 +1,5 @@
 package term
 
-import "github.com/charmbracelet/x/ansi/parser"
-
 // AtRest reports whether the emulator's input is between sequences: no
 // escape sequence, string or UTF-8 character begun and not ended. Only
 // then do the bytes that follow mean, in a copy built from State, what
@@ -13,7 +11,7 @@ func (e *Emulator) AtRest() bool {
 }
 
 func (e *Emulator) atRest() bool {
-	return e.fstate == fGround && e.p.State() == parser.GroundState && e.u8need == 0 && e.u8n == 0
+	return e.fstate == fGround && e.p.State() == stGround && e.u8need == 0 && e.u8n == 0
 }
 
 // Checkpoint calls fn with the emulator's state as Parts and its history

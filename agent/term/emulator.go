@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"github.com/charmbracelet/x/ansi/parser"
 )
 
 // DefaultScrollback is the number of main-screen lines kept when no
@@ -299,7 +297,7 @@ func (e *Emulator) feed(p []byte) {
 			i++
 			continue
 		}
-		if e.p.State() != parser.GroundState {
+		if e.p.State() != stGround {
 			if b < 0x80 {
 				e.p.Advance(b)
 			}

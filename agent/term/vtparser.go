@@ -1,13 +1,14 @@
 package term
 
 // The sequence parser, adapted from charmbracelet/x/ansi v0.11.9
-// (parser.go, parser_handler.go, the Cmd and Param types): that package
-// also builds width tables and pulls in go-runewidth, displaywidth and
-// uax29 at init, which every chorus process ran (about 6% of
-// `chorus --version`'s CPU). Its transition table and states stay in
-// x/ansi/parser, which has no such dependency. Only what the emulator
-// uses is kept: strings never reach the parser (feed keeps them away), so
-// their data is collected as upstream does but dispatched nowhere.
+// (parser.go, parser_handler.go, the Cmd and Param types) with its
+// transition table (x/ansi/parser, vttable.go): that package also builds
+// width tables and pulls in go-runewidth, displaywidth and uax29 at init,
+// and its parser package builds the table at init, which every chorus
+// process ran (about 6% of `chorus --version`'s CPU). Only what the
+// emulator uses is kept: strings never reach the parser (feed keeps them
+// away), so their data is collected as upstream does but dispatched
+// nowhere.
 //
 // Copyright (c) 2023 Charmbracelet, Inc. MIT License: permission is
 // hereby granted, free of charge, to any person obtaining a copy of this
@@ -29,8 +30,6 @@ package term
 import (
 	"unicode/utf8"
 	"unsafe"
-
-	"github.com/charmbracelet/x/ansi/parser"
 )
 
 // seqCmd is a sequence's final byte packed with its private prefix and
@@ -38,27 +37,27 @@ import (
 type seqCmd int
 
 // Prefix is the private prefix ('<' '=' '>' '?'), 0 when none.
-func (c seqCmd) Prefix() byte { return byte(parser.Prefix(int(c))) }
+func (c seqCmd) Prefix() byte { return byte(int(c) >> prefixShift & finalMask) }
 
 // Intermediate is the intermediate byte (0x20–0x2F), 0 when none.
-func (c seqCmd) Intermediate() byte { return byte(parser.Intermediate(int(c))) }
+func (c seqCmd) Intermediate() byte { return byte(int(c) >> intermedShift & finalMask) }
 
 // Final is the sequence's final byte.
-func (c seqCmd) Final() byte { return byte(parser.Command(int(c))) }
+func (c seqCmd) Final() byte { return byte(int(c) & finalMask) }
 
-// seqParam is one parameter, with parser.HasMoreFlag set when a
+// seqParam is one parameter, with hasMoreFlag set when a
 // sub-parameter (after ':') follows.
 type seqParam int
 
 func (s seqParam) param(def int) int {
-	p := int(s) & parser.ParamMask
-	if p == parser.MissingParam {
+	p := int(s) & paramMask
+	if p == missingParam {
 		return def
 	}
 	return p
 }
 
-func (s seqParam) hasMore() bool { return s&parser.HasMoreFlag != 0 }
+func (s seqParam) hasMore() bool { return s&hasMoreFlag != 0 }
 
 // seqParams is a sequence's parameters.
 type seqParams []seqParam
@@ -83,16 +82,17 @@ type vtHandler struct {
 // vtParser is a DEC ANSI sequence parser: upstream's state machine.
 type vtParser struct {
 	handler   vtHandler
+	table     transitionTable
 	params    []int
 	data      []byte
 	dataLen   int
-	paramsLen int // parameters collected; bytes of a rune in Utf8State
-	cmd       int // final | prefix<<PrefixShift | intermediate<<IntermedShift
+	paramsLen int // parameters collected; bytes of a rune in stUtf8
+	cmd       int // final | prefix<<prefixShift | intermediate<<intermedShift
 	state     byte
 }
 
 func newVTParser(h vtHandler, dataSize int) *vtParser {
-	return &vtParser{handler: h, params: make([]int, parser.MaxParamsSize), data: make([]byte, dataSize)}
+	return &vtParser{handler: h, table: vtTable(), params: make([]int, maxParamsSize), data: make([]byte, dataSize)}
 }
 
 func (p *vtParser) Params() seqParams {
@@ -111,23 +111,23 @@ func (p *vtParser) decodeRune() rune {
 // Reset returns the parser to the ground state.
 func (p *vtParser) Reset() {
 	p.clear()
-	p.state = parser.GroundState
+	p.state = stGround
 }
 
 func (p *vtParser) clear() {
 	if len(p.params) > 0 {
-		p.params[0] = parser.MissingParam
+		p.params[0] = missingParam
 	}
 	p.paramsLen = 0
 	p.cmd = 0
 }
 
 // State is the parser's current state.
-func (p *vtParser) State() parser.State { return p.state }
+func (p *vtParser) State() byte { return p.state }
 
 // Advance feeds the parser one byte.
-func (p *vtParser) Advance(b byte) parser.Action {
-	if p.state == parser.Utf8State {
+func (p *vtParser) Advance(b byte) byte {
+	if p.state == stUtf8 {
 		return p.advanceUtf8(b)
 	}
 	return p.advance(b)
@@ -143,38 +143,38 @@ func (p *vtParser) collectRune(b byte) {
 	p.paramsLen++
 }
 
-func (p *vtParser) advanceUtf8(b byte) parser.Action {
+func (p *vtParser) advanceUtf8(b byte) byte {
 	p.collectRune(b)
 	rw := utf8ByteLen(byte(p.cmd & 0xff))
 	if rw == -1 {
 		panic("invalid rune") // the state machine let a bad first byte through
 	}
 	if p.paramsLen < rw {
-		return parser.CollectAction
+		return acCollect
 	}
 	if p.handler.Print != nil {
 		p.handler.Print(p.decodeRune())
 	}
-	p.state = parser.GroundState
+	p.state = stGround
 	p.paramsLen = 0
-	return parser.PrintAction
+	return acPrint
 }
 
-func (p *vtParser) advance(b byte) parser.Action {
-	state, action := parser.Table.Transition(p.state, b)
-	// Leaving EscapeState clears: a sequence ended by ST (ESC \) was
+func (p *vtParser) advance(b byte) byte {
+	state, action := p.table.transition(p.state, b)
+	// Leaving stEscape clears: a sequence ended by ST (ESC \) was
 	// dispatched on the way into it without a clear.
 	if p.state != state {
-		if p.state == parser.EscapeState {
-			p.performAction(parser.ClearAction, state, b)
+		if p.state == stEscape {
+			p.performAction(acClear, state, b)
 		}
-		if action == parser.PutAction &&
-			p.state == parser.DcsEntryState && state == parser.DcsStringState {
-			p.performAction(parser.StartAction, state, 0)
+		if action == acPut &&
+			p.state == stDcsEntry && state == stDcsString {
+			p.performAction(acStart, state, 0)
 		}
 	}
-	if b == 0x1b && p.state == parser.EscapeState {
-		p.performAction(parser.ExecuteAction, state, b) // two ESCs in a row
+	if b == 0x1b && p.state == stEscape {
+		p.performAction(acExecute, state, b) // two ESCs in a row
 	} else {
 		p.performAction(action, state, b)
 	}
@@ -192,7 +192,7 @@ func (p *vtParser) parseStringCmd() {
 		if d < '0' || d > '9' {
 			break
 		}
-		if p.cmd == parser.MissingCommand {
+		if p.cmd == missingCommand {
 			p.cmd = 0
 		}
 		p.cmd *= 10
@@ -200,73 +200,73 @@ func (p *vtParser) parseStringCmd() {
 	}
 }
 
-func (p *vtParser) performAction(action parser.Action, state parser.State, b byte) {
+func (p *vtParser) performAction(action byte, state byte, b byte) {
 	switch action {
-	case parser.ClearAction:
+	case acClear:
 		p.clear()
 
-	case parser.PrintAction:
+	case acPrint:
 		p.cmd = int(b)
 		if p.handler.Print != nil {
 			p.handler.Print(rune(b))
 		}
 
-	case parser.ExecuteAction:
+	case acExecute:
 		p.cmd = int(b)
 		if p.handler.Execute != nil {
 			p.handler.Execute(b)
 		}
 
-	case parser.PrefixAction:
+	case acPrefix:
 		// Only the last prefix is kept.
-		p.cmd &^= 0xff << parser.PrefixShift
-		p.cmd |= int(b) << parser.PrefixShift
+		p.cmd &^= 0xff << prefixShift
+		p.cmd |= int(b) << prefixShift
 
-	case parser.CollectAction:
-		if state == parser.Utf8State {
+	case acCollect:
+		if state == stUtf8 {
 			p.paramsLen = 0
 			p.collectRune(b)
 		} else {
 			// Only the last intermediate byte is kept.
-			p.cmd &^= 0xff << parser.IntermedShift
-			p.cmd |= int(b) << parser.IntermedShift
+			p.cmd &^= 0xff << intermedShift
+			p.cmd |= int(b) << intermedShift
 		}
 
-	case parser.ParamAction:
+	case acParam:
 		if p.paramsLen >= len(p.params) {
 			break
 		}
 		if b >= '0' && b <= '9' {
-			if p.params[p.paramsLen] == parser.MissingParam {
+			if p.params[p.paramsLen] == missingParam {
 				p.params[p.paramsLen] = 0
 			}
 			p.params[p.paramsLen] *= 10
 			p.params[p.paramsLen] += int(b - '0')
 		}
 		if b == ':' {
-			p.params[p.paramsLen] |= parser.HasMoreFlag
+			p.params[p.paramsLen] |= hasMoreFlag
 		}
 		if b == ';' || b == ':' {
 			p.paramsLen++
 			if p.paramsLen < len(p.params) {
-				p.params[p.paramsLen] = parser.MissingParam
+				p.params[p.paramsLen] = missingParam
 			}
 		}
 
-	case parser.StartAction:
+	case acStart:
 		if p.dataLen < 0 && p.data != nil {
 			p.data = p.data[:0]
 		} else {
 			p.dataLen = 0
 		}
-		if p.state >= parser.DcsEntryState && p.state <= parser.DcsStringState {
+		if p.state >= stDcsEntry && p.state <= stDcsString {
 			p.cmd |= int(b)
 		} else {
-			p.cmd = parser.MissingCommand
+			p.cmd = missingCommand
 		}
 
-	case parser.PutAction:
-		if p.state == parser.OscStringState && b == ';' && p.cmd == parser.MissingCommand {
+	case acPut:
+		if p.state == stOscString && b == ';' && p.cmd == missingCommand {
 			p.parseStringCmd()
 		}
 		if p.dataLen < 0 {
@@ -276,21 +276,21 @@ func (p *vtParser) performAction(action parser.Action, state parser.State, b byt
 			p.dataLen++
 		}
 
-	case parser.DispatchAction:
+	case acDispatch:
 		if p.paramsLen > 0 && p.paramsLen < len(p.params)-1 ||
-			p.paramsLen == 0 && len(p.params) > 0 && p.params[0] != parser.MissingParam {
+			p.paramsLen == 0 && len(p.params) > 0 && p.params[0] != missingParam {
 			p.paramsLen++
 		}
-		if p.state == parser.OscStringState && p.cmd == parser.MissingCommand {
+		if p.state == stOscString && p.cmd == missingCommand {
 			p.parseStringCmd()
 		}
 		switch p.state {
-		case parser.CsiEntryState, parser.CsiParamState, parser.CsiIntermediateState:
+		case stCsiEntry, stCsiParam, stCsiIntermediate:
 			p.cmd |= int(b)
 			if p.handler.HandleCsi != nil {
 				p.handler.HandleCsi(seqCmd(p.cmd), p.Params())
 			}
-		case parser.EscapeState, parser.EscapeIntermediateState:
+		case stEscape, stEscapeIntermediate:
 			p.cmd |= int(b)
 			if p.handler.HandleEsc != nil {
 				p.handler.HandleEsc(seqCmd(p.cmd))
