@@ -121,11 +121,16 @@ func (in *integrator) processBatch(ctx context.Context, ids []string) {
 		in.q.batchChecking(stop)
 		ok, err = test(run, len(chain))
 		in.q.batchChecking(nil)
+		joining := run.Err() != nil // read before stop() cancels it too
 		stop()
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil || run.Err() == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if !joining {
+			in.cannotTest(chain[0].id)
 			return
 		}
 		add = in.q.join() // stopped for items joining
@@ -141,6 +146,9 @@ func (in *integrator) processBatch(ctx context.Context, ids []string) {
 		k := (good + bad + 1) / 2
 		ok, err := test(ctx, k)
 		if err != nil {
+			if ctx.Err() == nil {
+				in.cannotTest(chain[0].id)
+			}
 			return
 		}
 		if ok {
@@ -243,6 +251,12 @@ func (in *integrator) extendBatch(ctx context.Context, tip string, chain []link,
 	}
 	return chain, baseTree, true
 }
+
+// cannotTest is a batch whose check could not run (its checkout
+// failed): taken again at once, it would fail again at once, round and
+// round. Its first item goes the single path, which counts the attempt
+// and, when they run out, holds it for a person.
+func (in *integrator) cannotTest(id string) { in.soloLater(id) }
 
 // soloLater sends an item back to the queue to be processed alone.
 func (in *integrator) soloLater(id string) {

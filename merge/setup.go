@@ -135,9 +135,7 @@ func (s *Service) clearIntegration(ctx context.Context) {
 	if gd == "" {
 		return
 	}
-	if st, err := os.Stat(filepath.Join(gd, "index.lock")); err == nil && time.Since(st.ModTime()) > 10*time.Second {
-		_ = os.Remove(filepath.Join(gd, "index.lock"))
-	}
+	clearLocks(ctx, gd, false)
 	if opInProgress(gd) != "" || dirExists(filepath.Join(gd, "sequencer")) {
 		for _, op := range []string{"revert", "cherry-pick"} {
 			_, _ = run(ctx, s.in.integ, "", op, "--quit")
@@ -160,8 +158,54 @@ func dirExists(p string) bool {
 // build caches, are kept).
 func (s *Service) checkoutInteg(ctx context.Context, c string) error {
 	if _, err := git(ctx, s.in.integ, "checkout", "-q", "--detach", "-f", c); err != nil {
-		return err
+		// A lock a killed git left (HEAD.lock, index.lock) fails every
+		// checkout here until it goes.
+		if gd := s.integGitDir(); gd == "" || !clearLocks(ctx, gd, true) {
+			return err
+		}
+		if _, err := git(ctx, s.in.integ, "checkout", "-q", "--detach", "-f", c); err != nil {
+			return err
+		}
 	}
 	_, err := git(ctx, s.in.integ, "clean", "-q", "-f", "-d")
 	return err
+}
+
+// staleLockAge: a lock file in the integration worktree's git dir left
+// unchanged this long is a killed git's. Only the integrator runs git
+// there, one command at a time, so a lock it finds is a git of a Chorus
+// that was killed: still running (it will finish within this), or killed
+// too, when it leaves its locks behind for good.
+var staleLockAge = 10 * time.Second
+
+// clearLocks removes the lock files in the integration worktree's git dir
+// gd that are older than staleLockAge; with wait, a younger one is waited
+// for until it goes or ages. It reports whether it found any, all gone
+// now unless it did not wait.
+func clearLocks(ctx context.Context, gd string, wait bool) bool {
+	locks, _ := filepath.Glob(filepath.Join(gd, "*.lock"))
+	for _, l := range locks {
+		for {
+			st, err := os.Stat(l)
+			if err != nil {
+				break
+			}
+			left := staleLockAge - time.Since(st.ModTime())
+			if left <= 0 {
+				_ = os.Remove(l)
+				break
+			}
+			if !wait {
+				break
+			}
+			t := time.NewTimer(left)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			case <-t.C:
+			}
+		}
+	}
+	return len(locks) > 0
 }
