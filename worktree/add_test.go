@@ -196,6 +196,19 @@ func TestHalfMadeWorktreeIsMadeAgain(t *testing.T) {
 				}
 			}
 		}},
+		{"its branch not yet made", func(t *testing.T, abs, admin string) {
+			// Stopped inside CreateRef: the ref's lock written, not renamed.
+			_, branch, _ := Name("claude", "ch-3")
+			ref := filepath.Join(filepath.Dir(filepath.Dir(admin)), "refs", "heads", filepath.FromSlash(branch))
+			for _, p := range []string{abs, filepath.Join(admin, "gitdir"), filepath.Join(admin, "HEAD"), filepath.Join(admin, "commondir")} {
+				if err := os.RemoveAll(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Rename(ref, ref+".lock"); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

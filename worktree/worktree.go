@@ -296,16 +296,24 @@ func (m *Manager) attach(ctx context.Context, rel, branch string, inProcess bool
 	}
 	abs := filepath.Join(m.RepoDir, rel)
 	wt = Worktree{Dir: abs, Branch: branch}
-	if admin, ok := halfMade(m.commonDir(ctx), abs); ok && !m.filling[abs] {
-		// Its making never finished (the engine stopped during it): no
-		// agent ran there (one starts only once it is made) and its files
-		// are the branch's or a landed spare's, so it is made again on
-		// the branch.
-		if err := os.RemoveAll(abs); err != nil {
-			return wt, nil, err
-		}
-		if err := unregister(admin); err != nil {
-			return wt, nil, err
+	if common := m.commonDir(ctx); common != "" {
+		if admin, ok := halfMade(common, abs); ok && !m.filling[abs] {
+			// Its making never finished (the engine stopped during it): no
+			// agent ran there (one starts only once it is made) and its files
+			// are the branch's or a landed spare's, so it is made again on
+			// the branch.
+			if err := os.RemoveAll(abs); err != nil {
+				return wt, nil, err
+			}
+			if err := unregister(admin); err != nil {
+				return wt, nil, err
+			}
+			// Stopped while making the branch, it left the ref's lock,
+			// which fails every later making of it.
+			lock := filepath.Join(common, "refs", "heads", filepath.FromSlash(branch)+".lock")
+			if err := os.Remove(lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return wt, nil, err
+			}
 		}
 	}
 
