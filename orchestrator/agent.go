@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,6 +328,13 @@ func (r *agentRun) work(taskPicksAgent bool) outcome {
 		r.event(EvAlert, "worktree setup failed: "+wtErr.Error(), nil)
 	}
 	if r.adopted == nil && !wt.Created && wt.Dir != "" {
+		// No agent runs here (none was adopted): a git lock in it is a
+		// killed git's (an agent stopped, or Chorus killed, mid-command,
+		// its worktree not yet in the state), and would fail every git
+		// command there, the agent's commits first.
+		if removed, err := e.wt.ClearStaleLocks(wt); err == nil && len(removed) > 0 {
+			r.event(EvAlert, "removed a stale git lock from the worktree: "+strings.Join(removed, ", "), nil)
+		}
 		// What a stopped run left uncommitted was saved as WIP commits;
 		// this run starts with it uncommitted again (see ReopenWIP).
 		if n, err := e.wt.ReopenWIP(ctx, wt, t.ID); err != nil {
