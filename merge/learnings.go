@@ -2,14 +2,17 @@ package merge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/worktree"
 )
 
@@ -89,25 +92,26 @@ func (in *integrator) extractLearnings(ctx context.Context, it Item, head string
 	if h, err := git(ctx, it.Worktree, "rev-parse", "HEAD"); err != nil || h != head {
 		return head, nil
 	}
-	text := string(cur)
-	if text == "" {
-		text = committed
-		if text != "" {
+	// Written but not committed (Chorus stopped in between): the
+	// learnings are in the file already, and go in once.
+	if !strings.Contains(string(cur), source) {
+		text := string(cur)
+		if text == "" {
+			text = committed
+			if text != "" {
+				text += "\n"
+			}
+		}
+		if text == "" {
+			text = "# Learnings\n"
+		}
+		if !strings.HasSuffix(text, "\n") {
 			text += "\n"
 		}
-	}
-	if text == "" {
-		text = "# Learnings\n"
-	}
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
-	text += "\n" + FormatLearnings(body, it.TaskID, agent, in.q.opt.Now()) + "\n"
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return head, err
-	}
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		return head, err
+		text += "\n" + FormatLearnings(body, it.TaskID, agent, in.q.opt.Now()) + "\n"
+		if err := replaceInWorktree(it.Worktree, p, []byte(text)); err != nil {
+			return head, err
+		}
 	}
 	if _, err := git(ctx, it.Worktree, "add", "--", LearningsPath); err != nil {
 		return head, err
@@ -117,4 +121,29 @@ func (in *integrator) extractLearnings(ctx context.Context, it Item, head string
 		return head, err
 	}
 	return git(ctx, it.Worktree, "rev-parse", "HEAD")
+}
+
+// replaceInWorktree replaces the file p of worktree wt with data, whole
+// or not at all: written under a temporary name in the worktree's private
+// git dir, where a stop leaves nothing a commit of the worktree would
+// take, then renamed into place (written in place when that dir is on
+// another file system).
+func replaceInWorktree(wt, p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	admin, ok := gitx.WorktreeAdminDir(wt)
+	if !ok {
+		return os.WriteFile(p, data, 0o644)
+	}
+	tmp := filepath.Join(admin, "chorus-"+filepath.Base(p)+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	err := os.Rename(tmp, p)
+	if errors.Is(err, syscall.EXDEV) {
+		os.Remove(tmp)
+		return os.WriteFile(p, data, 0o644)
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/merge/driver"
 )
 
@@ -92,10 +93,9 @@ func (s *Service) registerDrivers(ctx context.Context) error {
 	if next == old {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte(next), 0o644)
+	// Replaced whole: the user's own lines in it must survive a stop
+	// while it is written.
+	return chorusdir.WriteAtomic(p, []byte(next), 0o644)
 }
 
 // shellQuote makes s one word for sh (git runs drivers through the shell).
