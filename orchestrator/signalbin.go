@@ -32,8 +32,9 @@ func fastSignalDir(d chorusdir.Dir, exe string) string {
 	}
 	// The folder keeps itself out of git, in checkouts set up before it
 	// existed too (their .gitignore does not name it).
-	if ig := filepath.Join(dir, ".gitignore"); !exists(ig) {
-		if err := os.WriteFile(ig, []byte("*\n"), chorusdir.FileMode); err != nil {
+	// Replaced whole: one a stop cut short (empty) ignores nothing.
+	if ig := filepath.Join(dir, ".gitignore"); !hasText(ig, "*\n") {
+		if err := chorusdir.WriteAtomic(ig, []byte("*\n"), chorusdir.FileMode); err != nil {
 			return ""
 		}
 	}
@@ -95,7 +96,8 @@ func buildKey(bi *debug.BuildInfo) string {
 	return k
 }
 
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
+// hasText reports whether the file p holds exactly text.
+func hasText(p, text string) bool {
+	b, err := os.ReadFile(p)
+	return err == nil && string(b) == text
 }

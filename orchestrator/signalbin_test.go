@@ -38,7 +38,16 @@ func TestFastSignalDir(t *testing.T) {
 	if err := os.WriteFile(fast, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // made, then found as it is
+	for i := range 3 { // made, then found as it is, then made again whole
+		if i == 2 {
+			// What a stop while writing it left: it empty, no link yet.
+			if err := os.WriteFile(filepath.Join(d.Bin(), ".gitignore"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(d.Bin(), "chorus")); err != nil {
+				t.Fatal(err)
+			}
+		}
 		got := fastSignalDir(d, exe)
 		if got != d.Bin() {
 			t.Fatalf("agents' folder %q, want %q", got, d.Bin())
