@@ -12,7 +12,8 @@ import (
 )
 
 // addNew does what `git worktree add -q -b branch abs target` does for a
-// new task — the branch at the target's tip, the worktree registered
+// new task — the branch at the target's tip (or, when it exists, what
+// `git worktree add abs branch` does), the worktree registered
 // (its administrative directory under the common dir's worktrees/, the
 // .git file pointing there), the tree checked out with its index — without
 // a git process: that process (most of its CPU a checkout) ran under the
@@ -22,9 +23,10 @@ import (
 // worktree, locked as git locks one it is making; fill, called after both
 // are released, checks the tree out, writes the index and unlocks it. ok
 // is false when nothing was changed and git should do it: an unusual
-// repository or tree (gitx.ErrUnsupported), an existing branch or
-// administrative directory, any failure. What a failed fill made is undone
-// before it returns (the branch only ever pointed at the target's tip).
+// repository or tree (gitx.ErrUnsupported), a branch another worktree
+// has out, an existing administrative directory, any failure. What a
+// failed fill made is undone before it returns (a branch it made only
+// ever pointed at the target's tip; one it found stays).
 func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, fill func(context.Context) error, ok bool) {
 	for _, k := range []string{"GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"} {
 		if os.Getenv(k) != "" {
@@ -38,6 +40,18 @@ func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, 
 	tip, found, known := gitx.ReadRef(common, "refs/heads/"+m.Target)
 	if !found || !known || present(filepath.Join(common, "hooks", "post-checkout")) {
 		return "", nil, false
+	}
+	// A branch that outlived its worktree (a making stopped after making
+	// it and undone at the next start) is checked out as it is, as `git
+	// worktree add abs branch` would: a git process a killed engine leaves
+	// running would go on making a worktree the next start takes for a
+	// stopped one.
+	had, kept, known := gitx.ReadRef(common, "refs/heads/"+branch)
+	if !known || kept && checkedOut(common, branch) {
+		return "", nil, false
+	}
+	if kept {
+		tip = had
 	}
 	co, err := objs.PlanCheckout(ctx, tip)
 	if err != nil {
@@ -58,10 +72,13 @@ func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, 
 		undo()
 		return "", nil, false
 	}
-	dropRef, err := objs.CreateRef(ctx, "refs/heads/"+branch, tip, "branch: Created from "+m.Target)
-	if err != nil {
-		undo()
-		return "", nil, false
+	dropRef := func() {}
+	if !kept {
+		dropRef, err = objs.CreateRef(ctx, "refs/heads/"+branch, tip, "branch: Created from "+m.Target)
+		if err != nil {
+			undo()
+			return "", nil, false
+		}
 	}
 	undo = func() {
 		_ = os.RemoveAll(abs)
@@ -111,6 +128,30 @@ func (m *Manager) addNew(ctx context.Context, abs, branch string) (head string, 
 	return tip, fill, true
 }
 
+// checkedOut reports whether a worktree of the repository whose common
+// dir is common, the main one included, has branch checked out (or it
+// cannot tell).
+func checkedOut(common, branch string) bool {
+	heads := []string{filepath.Join(common, "HEAD")}
+	ents, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	for _, e := range ents {
+		heads = append(heads, filepath.Join(common, "worktrees", e.Name(), "HEAD"))
+	}
+	for _, h := range heads {
+		b, err := os.ReadFile(h)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		if strings.TrimSpace(string(b)) == "ref: refs/heads/"+branch {
+			return true
+		}
+	}
+	return false
+}
+
 // making is what git writes in the "locked" file of a worktree it is
 // making.
 const making = "initializing\n"
@@ -144,6 +185,28 @@ func halfMade(common, abs string) (admin string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// madeHalfByGit reports a directory at abs, never registered, that a
+// `git worktree add` stopped or undone during its making left: empty (git
+// makes it first), or with a .git file naming an administrative directory
+// under the common dir's worktrees/ that is gone (git writes that file
+// before the checkout). Anything else is not known to be git's.
+func madeHalfByGit(abs string) bool {
+	if ents, err := os.ReadDir(abs); err == nil && len(ents) == 0 {
+		return true
+	}
+	b, err := os.ReadFile(filepath.Join(abs, ".git"))
+	if err != nil {
+		return false
+	}
+	gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	gd = filepath.Clean(strings.TrimSpace(gd))
+	if !ok || !filepath.IsAbs(gd) || filepath.Base(filepath.Dir(gd)) != "worktrees" {
+		return false
+	}
+	_, err = os.Lstat(gd)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // realDir is dir with its links resolved, as git records paths; dir

@@ -365,8 +365,15 @@ func (m *Manager) attach(ctx context.Context, rel, branch string, inProcess bool
 		}
 	}
 	if _, err := os.Lstat(abs); err == nil {
-		// Not a worktree git knows about: it may hold someone's files.
-		return wt, nil, fmt.Errorf("worktree: %s exists but is not a registered worktree; move it away", rel)
+		if reg != nil || !madeHalfByGit(abs) {
+			// Not a worktree git knows about: it may hold someone's files.
+			return wt, nil, fmt.Errorf("worktree: %s exists but is not a registered worktree; move it away", rel)
+		}
+		// What a `git worktree add` a killed engine left running went on
+		// to write after the next start undid its making: nobody's work.
+		if err := os.RemoveAll(abs); err != nil {
+			return wt, nil, err
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(m.RepoDir, Dir), 0o755); err != nil {
 		return wt, nil, err
