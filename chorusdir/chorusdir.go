@@ -115,15 +115,31 @@ func (d Dir) AppendLog(mode, event string, details map[string]any) error {
 	if err := os.MkdirAll(d.Path, DirMode); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(d.SessionLog(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, FileMode)
+	f, err := os.OpenFile(d.SessionLog(), os.O_RDWR|os.O_APPEND|os.O_CREATE, FileMode)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if _, err := f.Write(b); err != nil {
+	if err := AppendLines(f, b); err != nil {
 		return fmt.Errorf("session log: %w", err)
 	}
 	return nil
+}
+
+// AppendLines appends b (whole lines) to f, opened with O_APPEND, in one
+// write. A write a kill cut short (a SIGKILL stops one of more than a
+// page between pages) leaves a last line with no newline; b then starts
+// on a line of its own, so the cut line is the only one lost, not b's
+// first too.
+func AppendLines(f *os.File, b []byte) error {
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
+			b = append([]byte{'\n'}, b...)
+		}
+	}
+	_, err := f.Write(b)
+	return err
 }
 
 // staleSignalAge is how old a signal's temp file must be before a start

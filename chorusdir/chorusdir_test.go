@@ -95,3 +95,28 @@ func TestWriteAtomic(t *testing.T) {
 		t.Fatalf("%q %v", b, st.Mode())
 	}
 }
+
+// A session log line a kill cut short does not swallow the next event:
+// it starts on a line of its own (the old code appended it to the cut
+// line, and readers skipped both).
+func TestAppendLogAfterACutLine(t *testing.T) {
+	d := At(t.TempDir())
+	if err := os.MkdirAll(d.Path, DirMode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d.SessionLog(), []byte(`{"ts":"2026-01-01T00:00:00Z","mode":"x","event":"cut`), FileMode); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.AppendLog("implementation", "next", map[string]any{"taskId": "t-1"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(d.SessionLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var e Entry
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &e) != nil || e.Event != "next" {
+		t.Fatalf("log:\n%s", b)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/chorus-dev/chorus/agent/signal"
 	"github.com/chorus-dev/chorus/agent/term"
 	"github.com/chorus-dev/chorus/beads"
+	"github.com/chorus-dev/chorus/chorusdir"
 	"github.com/chorus-dev/chorus/merge"
 	"github.com/chorus-dev/chorus/worktree"
 )
@@ -384,11 +385,11 @@ func (h *mergeHistory) split(items []merge.Item) ([]merge.Item, error) {
 		h.done[it.TaskID] = it.MergeCommit
 	}
 	if len(add) > 0 {
-		f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := os.OpenFile(h.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, err
 		}
-		_, err = f.Write(add)
+		err = chorusdir.AppendLines(f, add)
 		if err == nil {
 			err = f.Sync()
 		}
