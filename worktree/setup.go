@@ -15,8 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/chorus-dev/chorus/gitx"
 	"github.com/chorus-dev/chorus/proc"
 )
 
@@ -45,6 +47,22 @@ func writeScratchpad(dir, content string) error {
 	return err
 }
 
+// aside is a path in the worktree dir's private git dir for a file made
+// there before it is moved into the worktree: where a stop leaves nothing
+// a commit of the worktree takes, on the same file system as a rule
+// (EXDEV otherwise). What an earlier stop left there is removed.
+func aside(dir, name string) (string, bool) {
+	admin, ok := gitx.WorktreeAdminDir(dir)
+	if !ok {
+		return "", false
+	}
+	p := filepath.Join(admin, "chorus-"+name+".tmp")
+	if err := os.RemoveAll(p); err != nil {
+		return "", false
+	}
+	return p, true
+}
+
 // copyIn copies rel from the main checkout into the worktree when it exists
 // there and is absent here; an agent's own copy is never overwritten. The
 // path must be ignored by git: CommitWIP commits everything else, and a
@@ -67,6 +85,30 @@ func (m *Manager) copyIn(ctx context.Context, wt, rel string) error {
 	if code != 0 {
 		return fmt.Errorf("worktree: will not copy %s: git does not ignore it, so it would be committed; add it to .gitignore", rel)
 	}
+	// Copied aside, then moved in whole: a copy stopped halfway (a kill,
+	// an error) is never taken for the agent's own.
+	if tmp, ok := aside(wt, "copy"); ok {
+		if err := copyTree(src, tmp); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+		err := os.Rename(tmp, dst)
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+		if !errors.Is(err, syscall.EXDEV) {
+			return err
+		}
+	}
+	return copyTree(src, dst)
+}
+
+// copyTree copies the file or tree src to dst, which does not exist.
+func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
