@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"debug/buildinfo"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -77,7 +76,7 @@ func sameBuild(path string) bool {
 		return v.(bool)
 	}
 	ok := false
-	if theirs, err := buildinfo.ReadFile(path); err == nil {
+	if theirs, err := readBuildInfo(path); err == nil {
 		if ours, has := debug.ReadBuildInfo(); has {
 			ok = buildKey(theirs) == buildKey(ours)
 		}

@@ -311,3 +311,32 @@ func TestChorusLinksNoKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// Nor packages whose init was a measurable part of every start while
+// little or nothing of theirs ran: Go initialises every linked package.
+func TestChorusLinksNoStartCost(t *testing.T) {
+	root, module := moduleRoot(t)
+	why := map[string]string{
+		"github.com/charmbracelet/":     "x/ansi's width tables and parser table (agent/term keeps a copy of the parser, vtparser.go)",
+		"github.com/mattn/go-runewidth": "its width tables",
+		"debug/buildinfo":               "debug/elf, macho, pe, dwarf and zstd with it (orchestrator/buildinfo.go reads the build)",
+		"runtime/metrics":               "its description table (memtrim reads MemStats)",
+	}
+	for _, goos := range []string{"linux", "darwin"} {
+		cmd := exec.Command("go", "list", "-deps", module+"/cmd/chorus")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS="+goos)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, stderrOf(err))
+		}
+		for dep := range strings.Lines(string(out)) {
+			dep = strings.TrimSpace(dep)
+			for prefix, reason := range why {
+				if dep == prefix || strings.HasPrefix(dep, prefix) && strings.HasSuffix(prefix, "/") {
+					t.Errorf("GOOS=%s: cmd/chorus links %s: %s", goos, dep, reason)
+				}
+			}
+		}
+	}
+}
