@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/chorus-dev/chorus/agent/host"
 	"github.com/chorus-dev/chorus/agent/host/kube"
 	"github.com/chorus-dev/chorus/agent/host/kubeproc"
 	"github.com/chorus-dev/chorus/beads"
@@ -68,11 +69,16 @@ func TestClaudeInAPodCompletes(t *testing.T) {
 	if got := git(t, h.root, "show", "main:hello.txt"); got != "hello" {
 		t.Fatalf("main:hello.txt = %q", got)
 	}
-	if got := git(t, bare, "show", "agent/claude/"+id+":hello.txt"); got != "hello" {
-		t.Fatalf("the task branch the pod pushed: hello.txt = %q", got)
-	}
 	jobs, err := c.Client.BatchV1().Jobs("default").List(context.Background(), metav1.ListOptions{LabelSelector: kube.LabelTask + "=" + id})
 	if err != nil || len(jobs.Items) != 1 {
 		t.Fatalf("the task's Jobs: %v, %v; want the one its agent ran in", jobs, err)
+	}
+	// The work reached main only through the branch the pod pushed; once
+	// landed, the engine drops that branch and its WIP ref from the
+	// remote, off its loop: by the time it has stopped they are gone.
+	h.stop()
+	branch := "agent/claude/" + id
+	if refs := git(t, bare, "for-each-ref", "--format=%(refname)", "refs/heads/"+branch, host.WIPRef(branch)); refs != "" {
+		t.Fatalf("the landed task's refs left on the remote: %s", refs)
 	}
 }
