@@ -320,7 +320,6 @@ func TestChorusLinksNoStartCost(t *testing.T) {
 		"github.com/charmbracelet/":     "x/ansi's width tables and parser table (agent/term keeps a copy of the parser, vtparser.go)",
 		"github.com/mattn/go-runewidth": "its width tables",
 		"debug/buildinfo":               "debug/elf, macho, pe, dwarf and zstd with it (orchestrator/buildinfo.go reads the build)",
-		"runtime/metrics":               "its description table (memtrim reads MemStats)",
 	}
 	for _, goos := range []string{"linux", "darwin"} {
 		cmd := exec.Command("go", "list", "-deps", module+"/cmd/chorus")
