@@ -285,22 +285,30 @@ func parseTree(t *testing.T, root, module string) map[string]*pkg {
 	return pkgs
 }
 
+// chorusDeps lists the packages cmd/chorus links for goos.
+func chorusDeps(t *testing.T, goos string) string {
+	t.Helper()
+	root, module := moduleRoot(t)
+	cmd := exec.Command("go", "list", "-deps", module+"/cmd/chorus")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS="+goos)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderrOf(err))
+	}
+	return string(out)
+}
+
 // The chorus executable links no Kubernetes package: Go initialises every
 // linked package at each start (status, signal, attach): client-go's
 // cost each start 2.8 ms of CPU, and it doubled the binary. The Kubernetes
 // runner is chorus-kube's, run by agent/host/kubeproc.
 func TestChorusLinksNoKubernetes(t *testing.T) {
-	root, module := moduleRoot(t)
+	_, module := moduleRoot(t)
 	for _, goos := range []string{"linux", "darwin"} {
-		cmd := exec.Command("go", "list", "-deps", module+"/cmd/chorus")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS="+goos)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list: %v\n%s", err, stderrOf(err))
-		}
+		out := chorusDeps(t, goos)
 		var k8s []string
-		for dep := range strings.Lines(string(out)) {
+		for dep := range strings.Lines(out) {
 			if dep = strings.TrimSpace(dep); strings.HasPrefix(dep, "k8s.io/") || strings.HasPrefix(dep, module+"/agent/host/kube") && dep != module+"/agent/host/kubeproc" {
 				k8s = append(k8s, dep)
 			}
@@ -315,21 +323,14 @@ func TestChorusLinksNoKubernetes(t *testing.T) {
 // Nor packages whose init was a measurable part of every start while
 // little or nothing of theirs ran: Go initialises every linked package.
 func TestChorusLinksNoStartCost(t *testing.T) {
-	root, module := moduleRoot(t)
 	why := map[string]string{
 		"github.com/charmbracelet/":     "x/ansi's width tables and parser table (agent/term keeps a copy of the parser, vtparser.go)",
 		"github.com/mattn/go-runewidth": "its width tables",
 		"debug/buildinfo":               "debug/elf, macho, pe, dwarf and zstd with it (orchestrator/buildinfo.go reads the build)",
 	}
 	for _, goos := range []string{"linux", "darwin"} {
-		cmd := exec.Command("go", "list", "-deps", module+"/cmd/chorus")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS="+goos)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list: %v\n%s", err, stderrOf(err))
-		}
-		for dep := range strings.Lines(string(out)) {
+		out := chorusDeps(t, goos)
+		for dep := range strings.Lines(out) {
 			dep = strings.TrimSpace(dep)
 			for prefix, reason := range why {
 				if dep == prefix || strings.HasPrefix(dep, prefix) && strings.HasSuffix(prefix, "/") {
