@@ -58,20 +58,7 @@ func TestKilledGitsLockInIntegrationWorktree(t *testing.T) {
 		{"HEAD.lock just now, a batch", "HEAD.lock", 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			shortStaleAge(t)
-			r := newRepo(t)
-			b1, _ := r.agentBranch("ch-1", "main", map[string]string{"1.txt": "1"}, false)
-			b2, _ := r.agentBranch("ch-2", "main", map[string]string{"2.txt": "2"}, false)
-			b3, _ := r.agentBranch("ch-3", "main", map[string]string{"3.txt": "3"}, false)
-			q := func(o *Options) { o.Quality = quality("true") }
-			h := start(t, r, q, nil)
-			h.enqueue(Request{TaskID: "ch-1", Branch: b1})
-			h.waitStatus("ch-1", StatusLanded)
-			h.stop()
-			h.enqueue(Request{TaskID: "ch-2", Branch: b2})
-			if c.batch {
-				h.enqueue(Request{TaskID: "ch-3", Branch: b3})
-			}
+			r, q := stoppedAfterALanding(t, c.batch)
 			integLock(t, r, c.lock, c.age, false)
 			h2 := start(t, r, q, nil)
 			ids := []string{"ch-2"}
@@ -94,6 +81,20 @@ func TestKilledGitsLockInIntegrationWorktree(t *testing.T) {
 // is not retaken at once forever: its items go the single path, which
 // counts their attempts and holds them for a person once they run out.
 func TestBatchThatCannotBeCheckedOutDoesNotSpin(t *testing.T) {
+	r, q := stoppedAfterALanding(t, true)
+	integLock(t, r, "HEAD.lock", time.Hour, true) // not removable: every checkout fails
+	h2 := start(t, r, q, nil)
+	for _, id := range []string{"ch-2", "ch-3"} {
+		if it := h2.waitStatus(id, StatusWaitingHuman); it.Retries != 3 {
+			t.Fatalf("%s after %d attempts", id, it.Retries)
+		}
+	}
+}
+
+// stoppedAfterALanding is a queue that landed ch-1 and was stopped with
+// ch-2 (and ch-3 with batch) queued after it: what a restart finds.
+func stoppedAfterALanding(t *testing.T, batch bool) (*repo, func(*Options)) {
+	t.Helper()
 	shortStaleAge(t)
 	r := newRepo(t)
 	b1, _ := r.agentBranch("ch-1", "main", map[string]string{"1.txt": "1"}, false)
@@ -105,12 +106,8 @@ func TestBatchThatCannotBeCheckedOutDoesNotSpin(t *testing.T) {
 	h.waitStatus("ch-1", StatusLanded)
 	h.stop()
 	h.enqueue(Request{TaskID: "ch-2", Branch: b2})
-	h.enqueue(Request{TaskID: "ch-3", Branch: b3})
-	integLock(t, r, "HEAD.lock", time.Hour, true) // not removable: every checkout fails
-	h2 := start(t, r, q, nil)
-	for _, id := range []string{"ch-2", "ch-3"} {
-		if it := h2.waitStatus(id, StatusWaitingHuman); it.Retries != 3 {
-			t.Fatalf("%s after %d attempts", id, it.Retries)
-		}
+	if batch {
+		h.enqueue(Request{TaskID: "ch-3", Branch: b3})
 	}
+	return r, q
 }
